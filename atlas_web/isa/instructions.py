@@ -1,0 +1,192 @@
+"""The instruction classes, generated from the opcode table.
+
+Each instruction is a frozen, slotted dataclass named as in the seed (``ADD``,
+``ParallelMapBinary``) whose fields are the table's operands followed by its
+type fields, so ``ADD(dst=r1, lhs=r2, rhs=r3, ty=Type.F32)``. Construction
+checks every operand and raises ProgramError naming the instruction and the
+operand; it never stores a malformed instruction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..errors import ProgramError
+from .addresses import ADDRESS_MODES, Address
+from .floats import CANONICAL_NAN, round_float
+from .opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo, OperandKind
+from .registers import Label, Predicate, Register, is_label_name
+from .types import Type
+
+__all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name"]
+
+_GLOBAL_MODES = (Address.BufferOffset, Address.PoolOffset, Address.Class,
+                 Address.RegisterIndirect, Address.RegisterIndirectComputed)
+_SHARED_MODES = (Address.Shared, Address.RegisterIndirect)
+
+
+class Instruction:
+    """Base of every instruction class; ``INFO`` is its opcode-table row."""
+
+    __slots__ = ()
+    INFO: OpcodeInfo
+
+    @property
+    def info(self) -> OpcodeInfo:
+        return self.INFO
+
+    @property
+    def type(self) -> Type | None:
+        """The instruction's ``ty`` (CVT: its ``dst_ty``), or None when it has none."""
+        if "ty" in self.INFO.type_fields:
+            return self.ty  # type: ignore[attr-defined]
+        if self.INFO.type_fields:
+            return self.dst_ty  # type: ignore[attr-defined]
+        return None
+
+    def operands(self) -> dict[str, object]:
+        """Field name -> value, in table order (operands, then type fields)."""
+        return {name: getattr(self, name) for name in self.INFO.fields}
+
+    def __str__(self) -> str:
+        from ..asm import format_instruction
+        return format_instruction(self)
+
+
+def _fail(info: OpcodeInfo, reason: str) -> ProgramError:
+    return ProgramError(f"{info.name}: {reason}")
+
+
+def _is_uint(value: object, bits: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < (1 << bits)
+
+
+def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type) -> int | float:
+    if ty.is_float():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _fail(info, f"operand 'value' must be an int or float for {ty.name}, got {value!r}")
+        try:
+            result = round_float(float(value), ty)
+        except OverflowError:
+            result = math.copysign(math.inf, value)  # an int too large for a float
+        return CANONICAL_NAN if math.isnan(result) else result
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(info, f"operand 'value' must be an int for {ty.name}, got {value!r}")
+    lo = -(1 << (ty.bits - 1))
+    hi = (1 << ty.bits) - 1
+    if not lo <= value <= hi:
+        raise _fail(info, f"operand 'value' {value} does not fit in {ty.bits} bits ({ty.name})")
+    return ty.wrap(value)
+
+
+def _make_post_init(info: OpcodeInfo):
+    operands = info.operands
+    type_fields = info.type_fields
+
+    def __post_init__(self) -> None:
+        for tf in type_fields:
+            ty = getattr(self, tf)
+            if not isinstance(ty, Type):
+                raise _fail(info, f"field {tf!r} must be a Type, got {ty!r}")
+            if ty not in info.types:
+                raise _fail(info, f"type {ty.name} is not accepted (accepted: {_type_list(info)})")
+        for op in operands:
+            value = getattr(self, op.name)
+            kind = op.kind
+            if kind is OperandKind.REG:
+                if not isinstance(value, Register):
+                    raise _fail(info, f"operand {op.name!r} must be a Register, got {value!r}")
+            elif kind is OperandKind.PRED:
+                if not isinstance(value, Predicate):
+                    raise _fail(info, f"operand {op.name!r} must be a Predicate, got {value!r}")
+            elif kind is OperandKind.OPT_PRED:
+                if value is not None and not isinstance(value, Predicate):
+                    raise _fail(info, f"operand {op.name!r} must be a Predicate or None, got {value!r}")
+            elif kind is OperandKind.FLAG:
+                if not isinstance(value, bool):
+                    raise _fail(info, f"operand {op.name!r} must be a bool, got {value!r}")
+            elif kind is OperandKind.LABEL:
+                if isinstance(value, str):
+                    if not is_label_name(value):
+                        raise _fail(info, f"operand {op.name!r}: invalid label name {value!r}")
+                    object.__setattr__(self, op.name, Label(value))
+                elif not isinstance(value, Label):
+                    raise _fail(info, f"operand {op.name!r} must be a Label or a label name, got {value!r}")
+            elif kind is OperandKind.ADDR:
+                modes = _GLOBAL_MODES if op.rule == "global" else _SHARED_MODES
+                if not isinstance(value, modes):
+                    names = ", ".join("Address." + m.__name__ for m in modes)
+                    raise _fail(info, f"operand {op.name!r} must be one of {names}, got {value!r}")
+            elif kind is OperandKind.UINT:
+                if not _is_uint(value, op.rule):
+                    raise _fail(info, f"operand {op.name!r} must be an int in 0..{(1 << op.rule) - 1}, got {value!r}")
+            elif kind is OperandKind.ENUM:
+                if not isinstance(value, op.rule):
+                    raise _fail(info, f"operand {op.name!r} must be a {op.rule.__name__}, got {value!r}")
+            elif kind is OperandKind.IMM:
+                object.__setattr__(self, op.name, _normalize_immediate(info, value, self.ty))
+        if info.name == "BRA" and self.negate and self.pred is None:
+            raise _fail(info, "negate=True needs a predicate")
+        operation = getattr(self, "operation", None)
+        if operation is not None and self.ty not in COOPERATIVE_OPERATION_TYPES[operation]:
+            accepted = ", ".join(t.name for t in sorted(COOPERATIVE_OPERATION_TYPES[operation], key=lambda t: t.code))
+            raise _fail(info, f"operation {operation.name} does not accept {self.ty.name} (accepted: {accepted})")
+
+    return __post_init__
+
+
+def _type_list(info: OpcodeInfo) -> str:
+    return ", ".join(t.name for t in sorted(info.types, key=lambda t: t.code))
+
+
+def _make_class(info: OpcodeInfo) -> type:
+    fields: list = []
+    for op in info.operands:
+        if op.name in info.defaults:
+            fields.append((op.name, object, dataclasses.field(default=info.defaults[op.name])))
+        else:
+            fields.append((op.name, object))
+    for tf in info.type_fields:
+        if info.default_type is not None:
+            fields.append((tf, Type, dataclasses.field(default=info.default_type)))
+        else:
+            fields.append((tf, Type))
+    cls = dataclasses.make_dataclass(
+        info.name, fields, bases=(Instruction,), frozen=True, slots=True,
+        namespace={"__post_init__": _make_post_init(info), "INFO": info,
+                   "__doc__": f"{info.mnemonic}: {info.summary}."},
+    )
+    cls.__module__ = __name__
+    cls.__str__ = Instruction.__str__  # dataclass does not generate __str__, keep ours
+    return cls
+
+
+INSTRUCTION_CLASSES: dict[str, type] = {}
+for _info in OPCODE_TABLE:
+    _cls = _make_class(_info)
+    INSTRUCTION_CLASSES[_info.name] = _cls
+    globals()[_info.name] = _cls
+    __all__.append(_info.name)
+del _info, _cls
+
+_BY_OPCODE = {c.INFO.opcode: c for c in INSTRUCTION_CLASSES.values()}
+
+
+def info_of(instr_or_cls) -> OpcodeInfo:
+    """The opcode-table row of an instruction or instruction class."""
+    return instr_or_cls.INFO
+
+
+def by_opcode(opcode: int) -> type:
+    """The instruction class of a bytecode opcode; raises KeyError for an unknown one."""
+    return _BY_OPCODE[opcode]
+
+
+def by_name(name: str) -> type:
+    """The instruction class named ``name`` (seed spelling); raises KeyError."""
+    return INSTRUCTION_CLASSES[name]
+
+
+assert len(_BY_OPCODE) == len(OPCODE_TABLE), "duplicate opcode in the opcode table"
+assert ADDRESS_MODES  # imported for re-export by the package

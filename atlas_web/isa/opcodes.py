@@ -1,0 +1,297 @@
+"""THE opcode table: the single source of truth of the Atlas ISA.
+
+One row per instruction: its seed name, bytecode opcode, assembly mnemonic,
+operands (in field order, with their kind, type rule and access), the types it
+accepts, how it executes and a one-line meaning. The instruction dataclasses
+(``atlas_web.isa.instructions``), the text assembly, the bytecode, the
+verifier, the docs and every backend's rule table are derived from or checked
+against it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
+from .types import FLOAT_TYPES, INTEGER_TYPES_UP_TO_64, Type
+
+__all__ = [
+    "OperandKind", "Access", "ExecKind", "Operand", "OpcodeInfo", "OPCODE_TABLE",
+    "TypeRule", "FLOATS", "INTS", "EXTENDED", "ALL", "SCALARS", "COOPERATIVE_OPERATION_TYPES",
+]
+
+
+class OperandKind(enum.Enum):
+    """What an operand field holds."""
+
+    REG = "reg"            # a Register
+    PRED = "pred"          # a Predicate
+    OPT_PRED = "opt_pred"  # a Predicate or None (BRA)
+    FLAG = "flag"          # a bool (BRA's negate)
+    ADDR = "addr"          # an Address.* mode; ``rule`` is "global" or "shared"
+    LABEL = "label"        # a Label (a str is accepted and converted)
+    IMM = "imm"            # MOV_IMM's value: int or float of the instruction's type
+    UINT = "uint"          # an unsigned immediate of ``rule`` bits
+    ENUM = "enum"          # a member of the enum class in ``rule``
+
+
+class Access(enum.Enum):
+    READ = "r"
+    WRITE = "w"
+    READ_WRITE = "rw"
+
+
+class ExecKind(enum.Enum):
+    """How an instruction executes (DESIGN.md, execution model)."""
+
+    LANE = "per-lane"
+    CONTROL = "control"
+    SYNC = "sync"
+    COOPERATIVE = "cooperative"
+
+
+class TypeRule(enum.Enum):
+    """The static type a register operand must have (when not a fixed Type)."""
+
+    TY = "ty"            # the instruction's ``ty``
+    SRC_TY = "src_ty"    # CVT's source type
+    DST_TY = "dst_ty"    # CVT's destination type
+    INT = "int"          # any integer type of at most 64 bits
+    INT32 = "int32"      # i32 or u32
+    PTR = "ptr"          # i64 or u64 (a 64-bit pointer)
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """One operand field: name, kind, rule and access.
+
+    ``rule`` is a TypeRule or a fixed Type for REG; "global"/"shared" for ADDR;
+    the bit width for UINT; the enum class for ENUM.
+    """
+
+    name: str
+    kind: OperandKind
+    rule: object = None
+    access: Access = Access.READ
+    #: ENUM operands and BRA's predicate are spelled in the mnemonic suffix
+    in_suffix: bool = False
+
+
+@dataclass(frozen=True)
+class OpcodeInfo:
+    """One row of the opcode table."""
+
+    name: str
+    opcode: int
+    mnemonic: str
+    operands: tuple[Operand, ...]
+    #: the names of the type fields: ("ty",), ("src_ty", "dst_ty") or ()
+    type_fields: tuple[str, ...]
+    types: frozenset[Type]
+    kind: ExecKind
+    category: str
+    summary: str
+    #: default for ``ty`` (cooperative instructions default to F32), or None when required
+    default_type: Type | None = None
+    #: instructions whose defaults appear after the operands (BRA's pred/negate)
+    defaults: dict = field(default_factory=dict)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.operands) + self.type_fields
+
+    def operand(self, name: str) -> Operand:
+        for o in self.operands:
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+
+FLOATS = frozenset(FLOAT_TYPES)
+INTS = frozenset(INTEGER_TYPES_UP_TO_64)
+EXTENDED = frozenset(t for t in Type if t.is_extended())
+SCALARS = FLOATS | INTS
+ALL = SCALARS | EXTENDED
+NONE: frozenset[Type] = frozenset()
+
+#: the types each cooperative operation accepts (floats always; integers where exact)
+COOPERATIVE_OPERATION_TYPES: dict[object, frozenset[Type]] = {
+    **{op: FLOATS for op in MapOperation},
+    MapOperation.Abs: SCALARS, MapOperation.Neg: SCALARS, MapOperation.Relu: SCALARS,
+    **{op: FLOATS for op in BinaryMapOperation},
+    BinaryMapOperation.Add: SCALARS, BinaryMapOperation.Sub: SCALARS, BinaryMapOperation.Mul: SCALARS,
+    BinaryMapOperation.Min: SCALARS, BinaryMapOperation.Max: SCALARS,
+    **{op: SCALARS for op in ReduceOperation},
+}
+
+R, W, RW = Access.READ, Access.WRITE, Access.READ_WRITE
+K = OperandKind
+T = TypeRule
+
+
+def _reg(name: str, rule: object = T.TY, access: Access = R) -> Operand:
+    return Operand(name, K.REG, rule, access)
+
+
+def _dst(rule: object = T.TY) -> Operand:
+    return Operand("dst", K.REG, rule, W)
+
+
+_ROWS: list[OpcodeInfo] = []
+
+
+def _row(name, opcode, mnemonic, operands, types, kind, category, summary, *,
+         type_fields=("ty",), default_type=None, defaults=None):
+    _ROWS.append(OpcodeInfo(name, opcode, mnemonic, tuple(operands), tuple(type_fields) if types else (),
+                            frozenset(types), kind, category, summary, default_type, dict(defaults or {})))
+
+
+L, C, S, CO = ExecKind.LANE, ExecKind.CONTROL, ExecKind.SYNC, ExecKind.COOPERATIVE
+BIN = (_dst(), _reg("lhs"), _reg("rhs"))
+UN = (_dst(), _reg("src"))
+ABC = (_dst(), _reg("a"), _reg("b"), _reg("c"))
+GADDR = "global"
+SADDR = "shared"
+
+# --- data movement -------------------------------------------------------------
+_row("LDG", 0x01, "ldg", [_dst(), Operand("src", K.ADDR, GADDR)], ALL, L, "data movement",
+     "dst = the value of type ty at global address src")
+_row("STG", 0x02, "stg", [Operand("dst", K.ADDR, GADDR), _reg("src")], ALL, L, "data movement",
+     "store src (type ty) at global address dst")
+_row("LDS", 0x03, "lds", [_dst(), Operand("src", K.ADDR, SADDR)], ALL, L, "data movement",
+     "dst = the value of type ty at shared-memory address src")
+_row("STS", 0x04, "sts", [Operand("dst", K.ADDR, SADDR), _reg("src")], ALL, L, "data movement",
+     "store src (type ty) at shared-memory address dst")
+_row("MOV", 0x05, "mov", UN, ALL, L, "data movement", "dst = src")
+_row("MOV_IMM", 0x06, "mov_imm", [_dst(), Operand("value", K.IMM)], ALL, L, "data movement",
+     "dst = the immediate value (rounded or wrapped to ty)")
+_row("CVT", 0x07, "cvt", [_dst(T.DST_TY), _reg("src", T.SRC_TY)], ALL, L, "data movement",
+     "dst = src converted from src_ty to dst_ty (see docs/isa.md, Conversions)", type_fields=("src_ty", "dst_ty"))
+
+# --- arithmetic ----------------------------------------------------------------
+_row("ADD", 0x10, "add", BIN, ALL, L, "arithmetic", "dst = lhs + rhs")
+_row("SUB", 0x11, "sub", BIN, ALL, L, "arithmetic", "dst = lhs - rhs")
+_row("MUL", 0x12, "mul", BIN, ALL, L, "arithmetic", "dst = lhs * rhs")
+_row("DIV", 0x13, "div", BIN, ALL, L, "arithmetic",
+     "dst = lhs / rhs; integers truncate toward zero, trap DIVISION_BY_ZERO and INTEGER_OVERFLOW (MIN / -1)")
+_row("REM", 0x14, "rem", BIN, ALL, L, "arithmetic",
+     "dst = lhs - trunc(lhs / rhs) * rhs (sign of lhs; fmod for floats); integer traps as DIV")
+_row("MAD", 0x15, "mad", ABC, ALL, L, "arithmetic", "dst = a * b + c, rounded twice")
+_row("FMA", 0x16, "fma", ABC, FLOATS, L, "arithmetic", "dst = a * b + c, rounded once")
+_row("FMS", 0x17, "fms", ABC, FLOATS, L, "arithmetic", "dst = a * b - c, rounded once")
+_row("MIN", 0x18, "min", BIN, ALL, L, "arithmetic", "dst = min(lhs, rhs); NaN propagates; -0 < +0")
+_row("MAX", 0x19, "max", BIN, ALL, L, "arithmetic", "dst = max(lhs, rhs); NaN propagates; -0 < +0")
+_row("ABS", 0x1A, "abs", UN, ALL, L, "arithmetic", "dst = |src| (integers wrap: |MIN| = MIN)")
+_row("NEG", 0x1B, "neg", UN, ALL, L, "arithmetic", "dst = -src (integers wrap)")
+_row("RCP", 0x1C, "rcp", UN, FLOATS, L, "arithmetic", "dst = 1 / src")
+_row("RSQRT", 0x1D, "rsqrt", UN, FLOATS, L, "arithmetic", "dst = 1 / sqrt(src)")
+_row("CLAMP", 0x1E, "clamp", [_dst(), _reg("src"), _reg("min"), _reg("max")], ALL, L, "arithmetic",
+     "dst = min(max(src, min), max), with MIN/MAX's NaN rules")
+_row("LERP", 0x1F, "lerp", [_dst(), _reg("a"), _reg("b"), _reg("t")], FLOATS, L, "arithmetic",
+     "dst = a + t * (b - a), each step rounded")
+_row("SIGN", 0x20, "sign", UN, ALL, L, "arithmetic", "dst = -1, 0 or +1 by the sign of src (NaN -> NaN, ±0 -> ±0)")
+_row("FLOOR", 0x21, "floor", UN, FLOATS, L, "arithmetic", "dst = the largest integer <= src")
+_row("CEIL", 0x22, "ceil", UN, FLOATS, L, "arithmetic", "dst = the smallest integer >= src")
+_row("ROUND", 0x23, "round", UN, FLOATS, L, "arithmetic", "dst = src rounded to the nearest integer, ties to even")
+_row("TRUNC", 0x24, "trunc", UN, FLOATS, L, "arithmetic", "dst = src rounded toward zero")
+
+# --- logic ---------------------------------------------------------------------
+INTEGERS = INTS | EXTENDED
+_row("AND", 0x30, "and", BIN, INTEGERS, L, "logic", "dst = lhs & rhs")
+_row("OR", 0x31, "or", BIN, INTEGERS, L, "logic", "dst = lhs | rhs")
+_row("XOR", 0x32, "xor", BIN, INTEGERS, L, "logic", "dst = lhs ^ rhs")
+_row("NOT", 0x33, "not", UN, INTEGERS, L, "logic", "dst = ~src")
+_row("SHL", 0x34, "shl", [_dst(), _reg("src"), _reg("amount", T.INT32)], INTEGERS, L, "logic",
+     "dst = src << (amount mod bits)")
+_row("SHR", 0x35, "shr", [_dst(), _reg("src"), _reg("amount", T.INT32)], INTEGERS, L, "logic",
+     "dst = src >> (amount mod bits); arithmetic on signed, logical on unsigned")
+_row("SETcc", 0x36, "set", [Operand("pred", K.PRED, None, W), _reg("lhs"), _reg("rhs"),
+                            Operand("cond", K.ENUM, Condition, in_suffix=True)], ALL, L, "logic",
+     "pred = lhs cond rhs")
+_row("SEL", 0x37, "sel", [_dst(), Operand("pred", K.PRED), _reg("true_val"), _reg("false_val")], ALL, L, "logic",
+     "dst = pred ? true_val : false_val")
+
+# --- control -------------------------------------------------------------------
+_row("BRA", 0x40, "bra", [Operand("target", K.LABEL), Operand("pred", K.OPT_PRED, in_suffix=True),
+                          Operand("negate", K.FLAG, in_suffix=True)], NONE, C, "control",
+     "jump to target; with pred, only where pred (or, negated, where not pred) holds",
+     defaults={"pred": None, "negate": False})
+_row("CALL", 0x41, "call", [Operand("target", K.LABEL)], NONE, C, "control",
+     "push the return address and jump to target (no recursion)")
+_row("RET", 0x42, "ret", [], NONE, C, "control", "return to after the last CALL; with no CALL pending, end the lane")
+_row("LOOP", 0x43, "loop", [_reg("count", T.INT32, RW), Operand("body", K.LABEL)], NONE, C, "control",
+     "if count != 0: count -= 1 and jump to body while count != 0")
+_row("EXIT", 0x44, "exit", [], NONE, C, "control", "end the lane")
+
+# --- synchronization -----------------------------------------------------------
+_row("BarSync", 0x48, "bar.sync", [Operand("id", K.UINT, 8)], NONE, S, "sync",
+     "wait until every lane of the block reaches this barrier (uniform control flow only)")
+_row("MemFence", 0x49, "memfence", [Operand("scope", K.ENUM, MemoryScope, in_suffix=True)], NONE, S, "sync",
+     "order this lane's memory accesses at the given scope")
+
+# --- Atlas ---------------------------------------------------------------------
+_row("ClsGet", 0x50, "cls.get", [_dst(Type.U8), _reg("src", T.INT)], NONE, L, "atlas",
+     "dst:u8 = classify(low byte of src)")
+_row("MIRROR", 0x51, "mirror", [_dst(Type.U8), _reg("src", T.INT)], NONE, L, "atlas",
+     "dst:u8 = mirror(src); src >= 96 traps INVALID_CLASS")
+_row("UnityTest", 0x52, "unity.test", [Operand("pred", K.PRED, None, W), _reg("src", T.INT)], NONE, L, "atlas",
+     "pred = src in {1, 4}")
+_row("NbrCount", 0x53, "nbr.count", [_dst(Type.U32), _reg("class_id", T.INT)], NONE, L, "atlas",
+     "dst:u32 = degree(class_id); class_id >= 96 traps INVALID_CLASS")
+_row("NbrGet", 0x54, "nbr.get", [_dst(Type.U8), _reg("class_id", T.INT), _reg("index", T.INT)], NONE, L, "atlas",
+     "dst:u8 = neighbours(class_id)[index] ascending; index >= degree gives 255")
+_row("ResAccum", 0x55, "res.accum", [_reg("class_id", T.INT), _reg("value")], frozenset({Type.F32, Type.F64}), L,
+     "atlas", "resonance accumulator[class_id] += value (read by backend.resonance_accumulator())")
+_row("PhaseGet", 0x56, "phase.get", [_dst(Type.U32)], NONE, L, "atlas", "dst:u32 = the lane's phase")
+_row("PhaseAdv", 0x57, "phase.adv", [Operand("delta", K.UINT, 32)], NONE, L, "atlas",
+     "phase = (phase + delta) mod 768")
+_row("PhaseWrite", 0x58, "phase.write", [_reg("src", T.INT)], NONE, L, "atlas", "phase = src mod 768")
+_row("BoundMap", 0x59, "bound.map", [_dst(Type.U64), _reg("class_id", T.INT), _reg("page", T.INT),
+                                     _reg("byte", T.INT)], NONE, L, "atlas",
+     "dst:u64 = class_id*12288 + page*256 + byte; traps INVALID_CLASS / OUT_OF_BOUNDS")
+
+# --- per-lane reductions -------------------------------------------------------
+for _name, _op, _mn, _what in (("ReduceAdd", 0x60, "reduce.add", "sum"), ("ReduceMin", 0x61, "reduce.min", "minimum"),
+                               ("ReduceMax", 0x62, "reduce.max", "maximum"), ("ReduceMul", 0x63, "reduce.mul", "product")):
+    _row(_name, _op, _mn, [_dst(), Operand("src_array", K.ADDR, GADDR), Operand("count", K.UINT, 32)], SCALARS, L,
+         "reduction", f"dst = the {_what} of count values of type ty from src_array, in index order")
+
+# --- transcendentals -----------------------------------------------------------
+for _name, _op, _what in (("EXP", 0x70, "e**src"), ("LOG", 0x71, "ln(src)"), ("LOG2", 0x72, "log2(src)"),
+                          ("LOG10", 0x73, "log10(src)"), ("SQRT", 0x74, "sqrt(src), correctly rounded"),
+                          ("SIN", 0x75, "sin(src)"), ("COS", 0x76, "cos(src)"), ("TAN", 0x77, "tan(src)"),
+                          ("TANH", 0x78, "tanh(src)"), ("SIGMOID", 0x79, "1 / (1 + e**-src)"),
+                          ("GELU", 0x7A, "0.5*src*(1 + tanh(sqrt(2/pi)*(src + 0.044715*src**3)))"),
+                          ("SWISH", 0x7B, "src * sigmoid(src)")):
+    _row(_name, _op, _name.lower(), UN, FLOATS, L, "transcendental", f"dst = {_what}")
+
+# --- pools ---------------------------------------------------------------------
+_row("PoolAlloc", 0x80, "pool.alloc", [_dst(Type.U32), Operand("size", K.UINT, 32)], NONE, CO, "pool",
+     "once per launch: allocate a zeroed pool of size bytes; dst:u32 = its handle (uniform)")
+_row("PoolFree", 0x81, "pool.free", [_reg("handle", T.INT32)], NONE, CO, "pool",
+     "once per launch: free the pool named by handle (lane 0's value)")
+_row("PoolLoad", 0x82, "pool.load", [_dst(), _reg("pool", T.INT32), _reg("offset", T.INT)], ALL, L, "pool",
+     "dst = the value of type ty at byte offset of pool")
+_row("PoolStore", 0x83, "pool.store", [_reg("pool", T.INT32), _reg("offset", T.INT), _reg("src")], ALL, L, "pool",
+     "store src (type ty) at byte offset of pool")
+
+# --- cooperative ---------------------------------------------------------------
+_row("ParallelMap", 0x90, "pmap", [Operand("dst_array", K.ADDR, GADDR), Operand("src_array", K.ADDR, GADDR),
+                                   Operand("count", K.UINT, 32), Operand("operation", K.ENUM, MapOperation, in_suffix=True)],
+     SCALARS, CO, "cooperative", "once per launch: dst_array[i] = operation(src_array[i]) for i < count",
+     default_type=Type.F32)
+_row("ParallelMapBinary", 0x91, "pmap2", [Operand("dst_array", K.ADDR, GADDR), Operand("src_a", K.ADDR, GADDR),
+                                          Operand("src_b", K.ADDR, GADDR), Operand("count", K.UINT, 32),
+                                          Operand("operation", K.ENUM, BinaryMapOperation, in_suffix=True)],
+     SCALARS, CO, "cooperative", "once per launch: dst_array[i] = operation(src_a[i], src_b[i]) for i < count",
+     default_type=Type.F32)
+_row("ParallelReduce", 0x92, "preduce", [_dst(), Operand("src_array", K.ADDR, GADDR), Operand("count", K.UINT, 32),
+                                         Operand("operation", K.ENUM, ReduceOperation, in_suffix=True)],
+     SCALARS, CO, "cooperative", "once per launch: dst (uniform) = operation over src_array[0:count]",
+     default_type=Type.F32)
+
+#: every instruction, in opcode order
+OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
+
+del _row, _name, _op, _what, _ROWS

@@ -1,0 +1,100 @@
+"""Launch shapes and per-launch parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .errors import ExecutionFailed
+from .isa.registers import Register
+from .isa.types import Type
+
+__all__ = ["LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES"]
+
+#: lanes per block chosen by LaunchConfig.linear
+DEFAULT_BLOCK = 256
+#: backward branches a lane may take before it traps BUDGET_EXCEEDED
+DEFAULT_BUDGET = 1 << 24
+#: the most lanes one launch may have
+MAX_LANES = 1 << 31
+
+
+def _dims(name: str, value: object) -> tuple[int, int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value, 1, 1)
+    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
+        raise ExecutionFailed(f"LaunchConfig.{name} must be 1 to 3 positive ints, got {value!r}")
+    dims = tuple(value) + (1,) * (3 - len(value))
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool) or d < 1 or d > 0xFFFFFFFF:
+            raise ExecutionFailed(f"LaunchConfig.{name} must be 1 to 3 ints in 1..2**32-1, got {value!r}")
+    return dims  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    """``grid`` blocks of ``block`` lanes, with ``shared_memory`` bytes of shared memory per block.
+
+    Raises ExecutionFailed for a malformed shape or more than MAX_LANES lanes.
+    """
+
+    grid: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (1, 1, 1)
+    shared_memory: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grid", _dims("grid", self.grid))
+        object.__setattr__(self, "block", _dims("block", self.block))
+        sm = self.shared_memory
+        if not isinstance(sm, int) or isinstance(sm, bool) or not 0 <= sm <= 0xFFFFFFFF:
+            raise ExecutionFailed(f"LaunchConfig.shared_memory must be an int in 0..2**32-1, got {sm!r}")
+        if self.total_threads > MAX_LANES:
+            raise ExecutionFailed(f"a launch may have at most {MAX_LANES} lanes, this one has {self.total_threads}")
+
+    @classmethod
+    def linear(cls, total_threads: int, block_size: int = DEFAULT_BLOCK, shared_memory: int = 0) -> "LaunchConfig":
+        """A 1-D launch of at least ``total_threads`` lanes in blocks of up to ``block_size``.
+
+        When ``total_threads`` is not a multiple of the block, the last block has
+        spare lanes (GLOBAL_LANE_ID >= total_threads): guard them in the program.
+        """
+        if not isinstance(total_threads, int) or total_threads < 1:
+            raise ExecutionFailed(f"LaunchConfig.linear needs a positive lane count, got {total_threads!r}")
+        block = min(total_threads, block_size)
+        return cls(grid=((total_threads + block - 1) // block, 1, 1), block=(block, 1, 1), shared_memory=shared_memory)
+
+    @classmethod
+    def grid_2d(cls, width: int, height: int, block: tuple[int, int] = (16, 16)) -> "LaunchConfig":
+        """A 2-D launch covering ``width`` x ``height`` lanes in blocks of ``block``."""
+        bx, by = min(width, block[0]), min(height, block[1])
+        return cls(grid=((width + bx - 1) // bx, (height + by - 1) // by, 1), block=(bx, by, 1))
+
+    @property
+    def total_threads(self) -> int:
+        """Lanes in the launch: product of grid and block."""
+        g, b = self.grid, self.block
+        return g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+
+    @property
+    def block_lanes(self) -> int:
+        b = self.block
+        return b[0] * b[1] * b[2]
+
+    @property
+    def num_blocks(self) -> int:
+        g = self.grid
+        return g[0] * g[1] * g[2]
+
+
+@dataclass(frozen=True)
+class ExecutionParams:
+    """A launch plus uniform register values set before lane 0's first instruction.
+
+    ``registers`` maps a general Register to ``(Type, value)``; the verifier
+    treats them as defined with that type at entry. ``budget`` overrides the
+    backend's execution budget (backward branches per lane) for this launch.
+    """
+
+    config: LaunchConfig
+    registers: Mapping[Register, tuple[Type, int | float]] = field(default_factory=dict)
+    budget: int | None = None
