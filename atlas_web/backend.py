@@ -169,6 +169,12 @@ class Backend(abc.ABC):
             return any(self.supports_op(info, t) for t in info.types)
         return ty in info.types and self.supports_op(info, ty)
 
+    def ulp_tolerance(self, op: object, ty: Type) -> float:
+        """The largest error, in units in the last place of ``ty``, this backend documents for
+        ``op`` (instruction, class or seed name, or a cooperative operation enum member)
+        against the reference. 0 means bit-exact; the reference itself is exact by definition."""
+        return 0.0
+
     @abc.abstractmethod
     def device_info(self) -> dict:
         """What runs this backend: at least ``name``, ``device`` and ``engine``."""
