@@ -1,0 +1,1 @@
+"""One conformance suite for every backend: same programs, compared with the reference."""
