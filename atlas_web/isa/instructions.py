@@ -19,11 +19,13 @@ from .opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo, Oper
 from .registers import Label, Predicate, Register, is_label_name
 from .types import Type
 
-__all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name"]
+__all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name", "ADDRESS_MODES_BY_RULE"]
 
 _GLOBAL_MODES = (Address.BufferOffset, Address.PoolOffset, Address.Class,
                  Address.RegisterIndirect, Address.RegisterIndirectComputed)
 _SHARED_MODES = (Address.Shared, Address.RegisterIndirect)
+#: the address modes an ADDR operand accepts, by its rule ("global" or "shared")
+ADDRESS_MODES_BY_RULE: dict[str, tuple[type, ...]] = {"global": _GLOBAL_MODES, "shared": _SHARED_MODES}
 
 
 class Instruction:
