@@ -265,7 +265,8 @@ OPERAND_CODECS: dict[OperandKind, OperandCodec] = {
                                    "uleb mode code (the address mode's index, see Address modes), then its fields "
                                    "in declaration order: registers as uleb index, integers as zleb"),
     OperandKind.IMM: OperandCodec(_encode_immediate, _decode_immediate,
-                                  "floats: uleb of the IEEE bit pattern in the instruction's type; "
+                                  "floats: uleb of the IEEE bit pattern in the instruction's type (NaN: the quiet NaN "
+                                  "with no payload); "
                                   "integers: zleb of the value wrapped to the type (up to 4096 bits)"),
     OperandKind.UINT: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v)), _decode_uint, "uleb"),
     OperandKind.ENUM: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v.code)), _decode_enum,
