@@ -1,0 +1,505 @@
+"""The GPU driver interface: what the WebGPU backend needs from a WebGPU engine.
+
+``GpuDriver`` is written once, engine-neutral: its public methods check their
+arguments against the device limits, keep the module, pipeline and bind group
+caches, and call a few small abstract hooks (``_native_*``) that an engine
+implements: wgpu-py natively (drivers/wgpu_native.py), ``navigator.gpu`` in
+the browser. Limits use WebGPU's camelCase names (``maxStorageBufferBindingSize``)
+whatever the engine calls them.
+
+Errors: AllocationFailed (a buffer over ``maxBufferSize`` or out of memory),
+InvalidBuffer (a destroyed or foreign buffer, a range outside one, a buffer
+without the usage an operation needs), ShaderCompilationError (WGSL or a
+pipeline the engine refuses), ExecutionFailed (a dispatch that breaks a limit
+or the layout; an engine failure).
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from collections import OrderedDict
+from typing import Any, Iterable, Mapping, Sequence
+
+from atlas_web.errors import AllocationFailed, ExecutionFailed, InvalidBuffer
+
+from .resources import (
+    ALL_USAGES, BindingSpec, BufferBinding, BufferUsage, ComputePipeline, DispatchCommand, GpuBuffer, ShaderModule,
+    as_layout, check_buffer,
+)
+
+__all__ = ["GpuDriver", "REQUIRED_LIMITS", "OPTIONAL_FEATURES", "limit_name", "ResolvedBinding"]
+
+#: the limits every driver reports (WebGPU names)
+REQUIRED_LIMITS = (
+    "maxBufferSize", "maxStorageBufferBindingSize", "maxUniformBufferBindingSize",
+    "maxStorageBuffersPerShaderStage", "maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY",
+    "maxComputeWorkgroupSizeZ", "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupsPerDimension",
+    "maxComputeWorkgroupStorageSize", "maxBindingsPerBindGroup", "minStorageBufferOffsetAlignment",
+    "minUniformBufferOffsetAlignment",
+)
+
+#: features requested by default when the adapter offers them
+OPTIONAL_FEATURES = ("shader-f16",)
+
+#: copies and queue writes move whole 4-byte words (WebGPU's COPY_BUFFER_ALIGNMENT)
+COPY_ALIGNMENT = 4
+
+_MAX_CACHED_PIPELINES = 512
+_MAX_CACHED_BIND_GROUPS = 256
+
+
+def limit_name(engine_name: str) -> str:
+    """WebGPU's camelCase name of a limit given as ``max-buffer-size`` or ``max_buffer_size``."""
+    words = engine_name.replace("_", "-").split("-")
+    return words[0] + "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def _check_int(value: object, what: str, error: type[Exception] = InvalidBuffer) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise error(f"{what} must be a non-negative int, got {value!r}")
+    return value
+
+
+def _byte_view(data: Any) -> memoryview:
+    """A flat byte view of a buffer-protocol object (a contiguous copy when it is not contiguous)."""
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise InvalidBuffer(f"data must support the buffer protocol, got {type(data).__name__}") from None
+    if not view.contiguous:
+        view = memoryview(view.tobytes())
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+class ResolvedBinding(tuple):
+    """``(binding, buffer, offset, size)`` of one checked binding, as the engine hooks receive it."""
+
+    __slots__ = ()
+
+    def __new__(cls, binding: int, buffer: GpuBuffer, offset: int, size: int) -> "ResolvedBinding":
+        return super().__new__(cls, (binding, buffer, offset, size))
+
+    @property
+    def binding(self) -> int:
+        return self[0]
+
+    @property
+    def buffer(self) -> GpuBuffer:
+        return self[1]
+
+    @property
+    def offset(self) -> int:
+        return self[2]
+
+    @property
+    def size(self) -> int:
+        return self[3]
+
+
+class GpuDriver(abc.ABC):
+    """One WebGPU device and the caches around it. Not thread-safe: use it from one thread.
+
+    Every dispatch call encodes its commands and submits them at once; the queue
+    runs submissions in order, so a later write, copy, dispatch or read sees
+    the results of earlier ones. ``read_buffer`` waits for the GPU;
+    ``submit_and_wait`` waits without reading.
+    """
+
+    #: short name of the engine ("wgpu-native", "navigator.gpu")
+    engine: str = ""
+
+    def __init__(self) -> None:
+        self._modules: dict[str, ShaderModule] = {}
+        self._pipelines: OrderedDict[tuple, ComputePipeline] = OrderedDict()
+        self._bind_groups: OrderedDict[tuple, Any] = OrderedDict()
+        self._closed = False
+
+    # ---- the device -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def adapter_info(self) -> dict[str, str]:
+        """What runs the device: ``vendor``, ``architecture``, ``device``, ``description``,
+        ``backend`` (Vulkan, Metal, D3D12, OpenGL, WebGPU), ``adapter_type`` (CPU,
+        DiscreteGPU, IntegratedGPU, unknown) and ``engine``."""
+
+    @property
+    @abc.abstractmethod
+    def features(self) -> frozenset[str]:
+        """The device's enabled features, WebGPU names (``"shader-f16"``)."""
+
+    @property
+    @abc.abstractmethod
+    def limits(self) -> Mapping[str, int]:
+        """The device's limits by WebGPU camelCase name; holds at least REQUIRED_LIMITS."""
+
+    def limit(self, name: str) -> int:
+        """One device limit by WebGPU name; raises ExecutionFailed for an unknown name."""
+        try:
+            return self.limits[name]
+        except KeyError:
+            raise ExecutionFailed(f"the device reports no limit named {name!r}") from None
+
+    # ---- buffers --------------------------------------------------------------------------------
+    def create_buffer(self, size: int, usage: BufferUsage | int | None = None) -> GpuBuffer:
+        """A new zero-filled buffer of ``size`` bytes (at least 1) with ``usage`` flags
+        (default STORAGE | COPY_SRC | COPY_DST).
+
+        Raises AllocationFailed for a bad size, one over ``maxBufferSize``, or when the
+        device is out of memory; ExecutionFailed for unknown usage flags.
+        """
+        self._check_open()
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise AllocationFailed(f"a GPU buffer size is a positive int, got {size!r}")
+        usage = BufferUsage.default() if usage is None else usage
+        if not isinstance(usage, int) or usage == 0 or int(usage) & ~int(ALL_USAGES):
+            raise ExecutionFailed(f"buffer usage must be a non-empty combination of {list(BufferUsage)}, got {usage!r}")
+        usage = BufferUsage(usage)
+        padded = -(-size // COPY_ALIGNMENT) * COPY_ALIGNMENT
+        limit = self.limit("maxBufferSize")
+        if padded > limit:
+            raise AllocationFailed(f"a buffer of {size} bytes was asked; maxBufferSize is {limit} bytes")
+        return GpuBuffer(size, usage, self._native_create_buffer(padded, usage), id(self))
+
+    def destroy_buffer(self, buffer: GpuBuffer) -> None:
+        """Release ``buffer`` now; later use raises InvalidBuffer. Destroying twice is allowed."""
+        if not isinstance(buffer, GpuBuffer):
+            raise InvalidBuffer(f"destroy_buffer: expected a GpuBuffer, got {type(buffer).__name__}")
+        if not buffer.alive:
+            return
+        self._check_ours(buffer, "destroy_buffer")
+        buffer.alive = False
+        for key in [k for k in self._bind_groups if any(entry[1] == buffer.id for entry in k[1])]:
+            del self._bind_groups[key]
+        self._native_destroy_buffer(buffer.native)
+        buffer.native = None
+
+    def write_buffer(self, buffer: GpuBuffer, offset: int, data: Any) -> None:
+        """Copy the bytes of ``data`` (any buffer-protocol object) into ``buffer`` at ``offset``.
+
+        One host copy into the engine's staging memory, queued behind earlier work.
+        A range whose ends are not 4-byte aligned first reads back the two edge
+        words (a GPU wait). Raises InvalidBuffer (bad buffer, no COPY_DST usage,
+        range outside the buffer).
+        """
+        self._check_usage(buffer, BufferUsage.COPY_DST, "write_buffer")
+        view = _byte_view(data)
+        self._check_range(buffer, offset, view.nbytes, "write_buffer")
+        if view.nbytes == 0:
+            return
+        start = offset - offset % COPY_ALIGNMENT
+        end = -(-(offset + view.nbytes) // COPY_ALIGNMENT) * COPY_ALIGNMENT
+        if start == offset and end == offset + view.nbytes:
+            self._native_write(buffer.native, offset, view)
+            return
+        self._check_usage(buffer, BufferUsage.COPY_SRC, "write_buffer (an unaligned write reads the edge words)")
+        words = bytearray(end - start)
+        words[:COPY_ALIGNMENT] = self._native_read(buffer.native, start, COPY_ALIGNMENT)
+        words[-COPY_ALIGNMENT:] = self._native_read(buffer.native, end - COPY_ALIGNMENT, COPY_ALIGNMENT)
+        words[offset - start:offset - start + view.nbytes] = view
+        self._native_write(buffer.native, start, memoryview(words))
+
+    def read_buffer(self, buffer: GpuBuffer, offset: int = 0, size: int | None = None) -> memoryview:
+        """``size`` bytes of ``buffer`` from ``offset`` (default: to the end), after all queued work.
+
+        Blocks until the GPU is done. Returns a new memoryview (one copy out of the
+        engine's mapped staging memory). Raises InvalidBuffer (bad buffer, no
+        COPY_SRC usage, range outside the buffer), ExecutionFailed (engine failure).
+        """
+        start, end, lo, hi = self._read_window(buffer, offset, size, "read_buffer")
+        if hi == lo:
+            return memoryview(b"")
+        data = self._native_read(buffer.native, start, end - start)
+        return data[lo:hi] if (lo, hi) != (0, end - start) else data
+
+    async def read_buffer_async(self, buffer: GpuBuffer, offset: int = 0, size: int | None = None) -> memoryview:
+        """As ``read_buffer``, but awaits the GPU without blocking the event loop."""
+        start, end, lo, hi = self._read_window(buffer, offset, size, "read_buffer_async")
+        if hi == lo:
+            return memoryview(b"")
+        data = await self._native_read_async(buffer.native, start, end - start)
+        return data[lo:hi] if (lo, hi) != (0, end - start) else data
+
+    def copy_buffer(self, source: GpuBuffer, source_offset: int, destination: GpuBuffer,
+                    destination_offset: int, size: int) -> None:
+        """Queue a device-side copy of ``size`` bytes (offsets and size multiples of 4).
+
+        Raises InvalidBuffer (bad buffers, missing COPY_SRC / COPY_DST, ranges outside,
+        unaligned offsets or size).
+        """
+        self._check_usage(source, BufferUsage.COPY_SRC, "copy_buffer source")
+        self._check_usage(destination, BufferUsage.COPY_DST, "copy_buffer destination")
+        self._check_range(source, source_offset, size, "copy_buffer source")
+        self._check_range(destination, destination_offset, size, "copy_buffer destination")
+        self._check_aligned((source_offset, destination_offset, size), "copy_buffer")
+        if size:
+            self._native_copy(source.native, source_offset, destination.native, destination_offset, size)
+
+    def clear_buffer(self, buffer: GpuBuffer, offset: int = 0, size: int | None = None) -> None:
+        """Queue zero-filling ``size`` bytes (default: to the end) at ``offset`` (multiples of 4).
+
+        Raises InvalidBuffer as copy_buffer (the buffer needs COPY_DST).
+        """
+        self._check_usage(buffer, BufferUsage.COPY_DST, "clear_buffer")
+        size = buffer.size - _check_int(offset, "clear_buffer offset") if size is None else size
+        self._check_range(buffer, offset, size, "clear_buffer")
+        end = offset + size
+        if end == buffer.size:
+            end = -(-end // COPY_ALIGNMENT) * COPY_ALIGNMENT  # the padding after the last byte may be cleared
+        self._check_aligned((offset, end - offset), "clear_buffer")
+        if end > offset:
+            self._native_clear(buffer.native, offset, end - offset)
+
+    # ---- shaders and pipelines -----------------------------------------------------------------
+    def compile(self, wgsl_source: str) -> ShaderModule:
+        """The validated module for ``wgsl_source`` (cached by the source's SHA-256 digest).
+
+        Raises ShaderCompilationError with the engine's message and the WGSL line.
+        """
+        self._check_open()
+        if not isinstance(wgsl_source, str):
+            raise ExecutionFailed(f"WGSL source must be a str, got {type(wgsl_source).__name__}")
+        digest = hashlib.sha256(wgsl_source.encode()).hexdigest()
+        module = self._modules.get(digest)
+        if module is None:
+            module = ShaderModule(wgsl_source, digest, self._native_compile(wgsl_source, f"wgsl-{digest[:12]}"))
+            self._modules[digest] = module
+        return module
+
+    def create_pipeline(self, module: ShaderModule, entry_point: str,
+                        bind_group_layout_spec: Sequence[Any] | Mapping[int, Any]) -> ComputePipeline:
+        """The compute pipeline of ``module``'s ``entry_point`` with bind group 0 laid out as
+        ``bind_group_layout_spec`` (see resources.as_layout).
+
+        Cached by (source digest, entry point, layout): the same source, entry and
+        layout give the same pipeline object. Raises ShaderCompilationError (no such
+        entry point, a layout that does not match the shader), ExecutionFailed (a
+        malformed layout, more storage bindings than ``maxStorageBuffersPerShaderStage``).
+        """
+        self._check_open()
+        if not isinstance(module, ShaderModule) or self._modules.get(module.digest) is not module:
+            raise ExecutionFailed("create_pipeline needs a ShaderModule compiled by this driver")
+        if not isinstance(entry_point, str) or not entry_point:
+            raise ExecutionFailed(f"the entry point is a non-empty str, got {entry_point!r}")
+        layout = as_layout(bind_group_layout_spec)
+        self._check_layout(layout)
+        key = (module.digest, entry_point, layout)
+        pipeline = self._pipelines.get(key)
+        if pipeline is not None:
+            self._pipelines.move_to_end(key)
+            return pipeline
+        native, native_layout = self._native_create_pipeline(module, entry_point, layout)
+        pipeline = ComputePipeline(module, entry_point, layout, native, native_layout)
+        self._pipelines[key] = pipeline
+        if len(self._pipelines) > _MAX_CACHED_PIPELINES:
+            self._pipelines.popitem(last=False)
+        return pipeline
+
+    # ---- dispatch -------------------------------------------------------------------------------
+    def dispatch(self, pipeline: ComputePipeline, bindings: Mapping[int, GpuBuffer | BufferBinding],
+                 workgroups: tuple[int, int, int] | int = (1, 1, 1)) -> None:
+        """Encode and submit one dispatch; raises as dispatch_many."""
+        self.dispatch_many([DispatchCommand(pipeline, bindings, workgroups)])
+
+    def dispatch_many(self, commands: Iterable[DispatchCommand | tuple]) -> None:
+        """Encode ``commands`` (DispatchCommand or (pipeline, bindings, workgroups)) as one compute
+        pass each, in order, in ONE command encoder, and submit it once.
+
+        Everything is checked before anything is encoded. Raises ExecutionFailed (a
+        binding missing from or absent in the layout, a binding over its size limit or
+        misaligned, workgroups over ``maxComputeWorkgroupsPerDimension``) or InvalidBuffer
+        (a destroyed buffer, one without the usage its binding needs, a range outside).
+        """
+        self._check_open()
+        encoded = []
+        for index, command in enumerate(commands):
+            if not isinstance(command, DispatchCommand):
+                try:
+                    command = DispatchCommand(*command)
+                except TypeError:
+                    raise ExecutionFailed(
+                        f"dispatch {index}: expected a DispatchCommand or (pipeline, bindings, workgroups), "
+                        f"got {command!r}") from None
+            encoded.append(self._resolve_dispatch(index, command))
+        if encoded:
+            self._native_submit_dispatches(encoded)
+
+    @abc.abstractmethod
+    def submit_and_wait(self) -> None:
+        """Block until every submitted command has finished on the GPU."""
+
+    # ---- lifetime -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drop the caches and release the device; the driver is unusable afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        self._bind_groups.clear()
+        self._pipelines.clear()
+        self._modules.clear()
+        self._native_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- checks ---------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ExecutionFailed(f"the {self.engine} driver was closed")
+
+    def _check_ours(self, buffer: GpuBuffer, what: str) -> None:
+        if buffer.driver_id != id(self):
+            raise InvalidBuffer(f"{what}: buffer {buffer.id} belongs to another driver")
+
+    def _check_usage(self, buffer: object, usage: BufferUsage, what: str) -> GpuBuffer:
+        self._check_open()
+        buffer = check_buffer(buffer, what)
+        self._check_ours(buffer, what)
+        if not buffer.usage & usage:
+            raise InvalidBuffer(f"{what}: buffer {buffer.id} lacks usage {usage.name} (it has {buffer.usage!r})")
+        return buffer
+
+    @staticmethod
+    def _check_range(buffer: GpuBuffer, offset: object, size: object, what: str) -> None:
+        offset = _check_int(offset, f"{what} offset")
+        size = _check_int(size, f"{what} size")
+        if offset + size > buffer.size:
+            raise InvalidBuffer(f"{what}: bytes {offset}..{offset + size} are outside buffer {buffer.id} "
+                                f"of {buffer.size} bytes")
+
+    @staticmethod
+    def _check_aligned(values: Iterable[int], what: str) -> None:
+        if any(v % COPY_ALIGNMENT for v in values):
+            raise InvalidBuffer(f"{what}: offsets and sizes must be multiples of {COPY_ALIGNMENT}, got {tuple(values)}")
+
+    def _read_window(self, buffer: GpuBuffer, offset: int, size: int | None, what: str) -> tuple[int, int, int, int]:
+        """The aligned span to copy (start, end) and the slice of it asked for (lo, hi)."""
+        self._check_usage(buffer, BufferUsage.COPY_SRC, what)
+        size = buffer.size - _check_int(offset, f"{what} offset") if size is None else size
+        self._check_range(buffer, offset, size, what)
+        start = offset - offset % COPY_ALIGNMENT
+        end = -(-(offset + size) // COPY_ALIGNMENT) * COPY_ALIGNMENT
+        return start, end, offset - start, offset - start + size
+
+    def _check_layout(self, layout: tuple[BindingSpec, ...]) -> None:
+        storage = sum(1 for spec in layout if spec.kind.usage is BufferUsage.STORAGE)
+        checks = (
+            ("maxStorageBuffersPerShaderStage", storage, "storage bindings"),
+            ("maxBindingsPerBindGroup", max((s.binding + 1 for s in layout), default=0), "binding numbers"),
+        )
+        for name, count, what in checks:
+            if count > self.limit(name):
+                raise ExecutionFailed(f"the layout uses {count} {what}; {name} is {self.limit(name)}")
+
+    def _resolve_dispatch(self, index: int, command: DispatchCommand) -> tuple[ComputePipeline, Any, tuple]:
+        pipeline = command.pipeline
+        if not isinstance(pipeline, ComputePipeline) or self._pipelines.get(pipeline.key) is not pipeline:
+            raise ExecutionFailed(f"dispatch {index}: the pipeline was not created by this driver (or was evicted)")
+        workgroups = self._check_workgroups(index, command.workgroups)
+        bindings = command.bindings
+        if not isinstance(bindings, Mapping):
+            raise ExecutionFailed(f"dispatch {index}: bindings map binding numbers to buffers, got {bindings!r}")
+        wanted = {spec.binding for spec in pipeline.layout}
+        extra = sorted(set(bindings) - wanted, key=repr)
+        missing = sorted(wanted - set(bindings))
+        if extra or missing:
+            raise ExecutionFailed(f"dispatch {index} ({pipeline.entry_point}): bindings {missing} are missing and "
+                                  f"{extra} are not in the layout {[s.binding for s in pipeline.layout]}")
+        resolved = tuple(self._resolve_binding(index, spec, bindings[spec.binding]) for spec in pipeline.layout)
+        return pipeline, self._bind_group(pipeline, resolved), workgroups
+
+    def _check_workgroups(self, index: int, workgroups: object) -> tuple[int, int, int]:
+        if isinstance(workgroups, int) and not isinstance(workgroups, bool):
+            workgroups = (workgroups, 1, 1)
+        limit = self.limit("maxComputeWorkgroupsPerDimension")
+        if (not isinstance(workgroups, (tuple, list)) or not 1 <= len(workgroups) <= 3
+                or not all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= limit for w in workgroups)):
+            raise ExecutionFailed(f"dispatch {index}: workgroups must be 1 to 3 ints in 0..{limit} "
+                                  f"(maxComputeWorkgroupsPerDimension), got {workgroups!r}")
+        return tuple(workgroups) + (1,) * (3 - len(workgroups))  # type: ignore[return-value]
+
+    def _resolve_binding(self, index: int, spec: BindingSpec, bound: object) -> ResolvedBinding:
+        what = f"dispatch {index} binding {spec.binding} ({spec.kind.value})"
+        if isinstance(bound, BufferBinding):
+            buffer, offset, size = bound.buffer, bound.offset, bound.size
+        else:
+            buffer, offset, size = bound, 0, None
+        buffer = self._check_usage(buffer, spec.kind.usage, what)
+        size = -(-(buffer.size - _check_int(offset, f"{what} offset")) // COPY_ALIGNMENT) * COPY_ALIGNMENT \
+            if size is None else size
+        size = _check_int(size, f"{what} size")
+        if offset + size > -(-buffer.size // COPY_ALIGNMENT) * COPY_ALIGNMENT or size == 0:
+            raise InvalidBuffer(f"{what}: bytes {offset}..{offset + size} are not a non-empty range of "
+                                f"buffer {buffer.id} of {buffer.size} bytes")
+        limit, align = self.limit(spec.kind.limit), self.limit(spec.kind.offset_alignment_limit)
+        if size > limit:
+            raise ExecutionFailed(f"{what}: {size} bytes bound; {spec.kind.limit} is {limit} bytes")
+        if offset % align or size % COPY_ALIGNMENT:
+            raise ExecutionFailed(f"{what}: offset {offset} must be a multiple of {align} "
+                                  f"({spec.kind.offset_alignment_limit}) and size {size} of {COPY_ALIGNMENT}")
+        return ResolvedBinding(spec.binding, buffer, offset, size)
+
+    def _bind_group(self, pipeline: ComputePipeline, resolved: tuple[ResolvedBinding, ...]) -> Any:
+        key = (pipeline.key, tuple((r.binding, r.buffer.id, r.offset, r.size) for r in resolved))
+        group = self._bind_groups.get(key)
+        if group is None:
+            group = self._native_create_bind_group(pipeline, resolved)
+            self._bind_groups[key] = group
+            if len(self._bind_groups) > _MAX_CACHED_BIND_GROUPS:
+                self._bind_groups.popitem(last=False)
+        else:
+            self._bind_groups.move_to_end(key)
+        return group
+
+    # ---- engine hooks ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _native_create_buffer(self, size: int, usage: BufferUsage) -> Any:
+        """The engine's buffer of ``size`` bytes (a multiple of 4); raises AllocationFailed."""
+
+    @abc.abstractmethod
+    def _native_destroy_buffer(self, native: Any) -> None:
+        """Release the engine's buffer."""
+
+    @abc.abstractmethod
+    def _native_write(self, native: Any, offset: int, data: memoryview) -> None:
+        """Queue a write of ``data`` (4-byte aligned range) at ``offset``."""
+
+    @abc.abstractmethod
+    def _native_read(self, native: Any, offset: int, size: int) -> memoryview:
+        """Wait for queued work, then copy out ``size`` bytes (4-byte aligned range) at ``offset``."""
+
+    @abc.abstractmethod
+    async def _native_read_async(self, native: Any, offset: int, size: int) -> memoryview:
+        """As _native_read, awaiting the GPU without blocking the event loop."""
+
+    @abc.abstractmethod
+    def _native_copy(self, source: Any, source_offset: int, destination: Any, destination_offset: int,
+                     size: int) -> None:
+        """Queue a device-side buffer copy."""
+
+    @abc.abstractmethod
+    def _native_clear(self, native: Any, offset: int, size: int) -> None:
+        """Queue zero-filling an aligned range."""
+
+    @abc.abstractmethod
+    def _native_compile(self, source: str, label: str) -> Any:
+        """The engine's shader module; raises ShaderCompilationError (stage "module")."""
+
+    @abc.abstractmethod
+    def _native_create_pipeline(self, module: ShaderModule, entry_point: str,
+                                layout: tuple[BindingSpec, ...]) -> tuple[Any, Any]:
+        """(pipeline, bind group layout); raises ShaderCompilationError (stage "pipeline")."""
+
+    @abc.abstractmethod
+    def _native_create_bind_group(self, pipeline: ComputePipeline, bindings: tuple[ResolvedBinding, ...]) -> Any:
+        """The engine's bind group for ``pipeline``'s layout with checked ``bindings``."""
+
+    @abc.abstractmethod
+    def _native_submit_dispatches(self, dispatches: Sequence[tuple[ComputePipeline, Any, tuple[int, int, int]]]) -> None:
+        """Encode (pipeline, bind group, workgroups) as one compute pass each; submit once."""
+
+    @abc.abstractmethod
+    def _native_close(self) -> None:
+        """Release the device."""

@@ -1,0 +1,261 @@
+"""The GPU driver over wgpu-py (wgpu-native: Vulkan, Metal, D3D12 or OpenGL; Mesa lavapipe without a GPU).
+
+Imports ``wgpu`` at import time: import this module only where wgpu-py is the
+engine (``drivers.default_driver`` does that choice).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+import wgpu
+
+from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed
+
+from ..driver import OPTIONAL_FEATURES, REQUIRED_LIMITS, GpuDriver, ResolvedBinding, limit_name
+from ..errors import ShaderCompilationError
+from ..resources import BindingSpec, BufferUsage, ComputePipeline, ShaderModule
+
+__all__ = ["WgpuNativeDriver", "rank_adapter", "naga_location"]
+
+# preferred adapters first: a real GPU over a CPU rasterizer, then the native API over OpenGL
+_ADAPTER_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
+_BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
+
+_STAGING_USAGE = wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+#: smallest staging buffer; larger ones are rounded up to a power of two
+_MIN_STAGING = 1 << 16
+#: idle staging memory kept for reuse
+_MAX_POOLED_STAGING = 256 << 20
+
+# naga points at ``┌─ wgsl:LINE:COLUMN`` (parse errors) or ``┌─ LABEL:LINE:COLUMN`` (validation errors)
+_NAGA_LOCATION = re.compile(r"┌─ [^\n]*?:(\d+):(\d+)")
+
+
+def rank_adapter(info: Mapping[str, Any]) -> tuple[int, int]:
+    """Sort key of an adapter's info (lower is preferred): GPU before CPU, Vulkan/Metal/D3D12
+    before OpenGL, so lavapipe's Vulkan adapter wins over its OpenGL one."""
+    return (_ADAPTER_TYPE_RANK.get(info.get("adapter_type", ""), 4), _BACKEND_RANK.get(info.get("backend_type", ""), 2))
+
+
+def naga_location(message: str) -> tuple[int | None, int | None]:
+    """(line, column) of the first ``┌─ NAME:L:C`` span in a naga message, or (None, None)."""
+    match = _NAGA_LOCATION.search(message)
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
+class _StagingPool:
+    """MAP_READ buffers reused across reads, so a small readback allocates nothing."""
+
+    def __init__(self, device: Any) -> None:
+        self._device = device
+        self._free: list[Any] = []
+
+    def take(self, size: int) -> Any:
+        fitting = [b for b in self._free if b.size >= size]
+        if fitting:
+            buffer = min(fitting, key=lambda b: b.size)
+            self._free.remove(buffer)
+            return buffer
+        padded = max(_MIN_STAGING, 1 << (size - 1).bit_length())
+        return self._device.create_buffer(size=padded, usage=_STAGING_USAGE, label="atlas-staging")
+
+    def give_back(self, buffer: Any) -> None:
+        self._free.append(buffer)
+        self._free.sort(key=lambda b: b.size)
+        while sum(b.size for b in self._free) > _MAX_POOLED_STAGING:
+            self._free.pop().destroy()
+
+    def clear(self) -> None:
+        for buffer in self._free:
+            buffer.destroy()
+        self._free.clear()
+
+
+class WgpuNativeDriver(GpuDriver):
+    """A GpuDriver on one wgpu-py device.
+
+    ``adapter``: a ``wgpu.GPUAdapter`` to use (default: the best one found,
+    see ``rank_adapter``). ``optional_features``: features requested when the
+    adapter offers them (default: shader-f16). The device is requested with the
+    adapter's own limits, not WebGPU's defaults (128 MiB storage bindings).
+
+    Raises BackendUnavailable when no adapter exists or no device can be made.
+    """
+
+    engine = "wgpu-native"
+
+    def __init__(self, adapter: Any = None, optional_features: Sequence[str] = OPTIONAL_FEATURES) -> None:
+        super().__init__()
+        self._adapter = adapter if adapter is not None else self._best_adapter()
+        wanted = [f for f in optional_features if f in self._adapter.features]
+        try:
+            self._device = self._adapter.request_device_sync(
+                label="atlas-web", required_features=wanted, required_limits=dict(self._adapter.limits))
+        except Exception as exc:  # wgpu raises plain RuntimeError / GPUError kinds here
+            raise BackendUnavailable(f"wgpu could not create a device on {self._adapter.info['device']!r}: {exc}") from exc
+        self._queue = self._device.queue
+        self._features = frozenset(str(f) for f in self._device.features)
+        self._limits = {limit_name(k): int(v) for k, v in self._device.limits.items() if isinstance(v, int)}
+        missing = [name for name in REQUIRED_LIMITS if name not in self._limits]
+        if missing:
+            raise BackendUnavailable(f"the wgpu device reports no {', '.join(missing)}")
+        self._staging = _StagingPool(self._device)
+        self._fence = self._device.create_buffer(size=4, usage=_STAGING_USAGE, label="atlas-fence")
+
+    @staticmethod
+    def _best_adapter() -> Any:
+        try:
+            adapters = wgpu.gpu.enumerate_adapters_sync()
+        except Exception as exc:
+            raise BackendUnavailable(f"wgpu could not enumerate adapters: {exc}") from exc
+        if not adapters:
+            raise BackendUnavailable(
+                "wgpu found no GPU adapter (no Vulkan/Metal/D3D12/OpenGL driver; on Linux without a GPU, "
+                "install Mesa's lavapipe: mesa-vulkan-drivers)")
+        return min(adapters, key=lambda a: rank_adapter(a.info))
+
+    # ---- the device -------------------------------------------------------------------------
+    def adapter_info(self) -> dict[str, str]:
+        info = self._adapter.info
+        fields = ("vendor", "architecture", "device", "description")
+        out = {name: str(info.get(name, "")) for name in fields}
+        out["backend"] = str(info.get("backend_type", ""))
+        out["adapter_type"] = str(info.get("adapter_type", "unknown"))
+        out["engine"] = f"{self.engine} (wgpu-py {wgpu.__version__})"
+        return out
+
+    @property
+    def features(self) -> frozenset[str]:
+        return self._features
+
+    @property
+    def limits(self) -> Mapping[str, int]:
+        return self._limits
+
+    def submit_and_wait(self) -> None:
+        # wgpu-py 0.32's on_submitted_work_done passes a callback of the wrong C type (TypeError),
+        # so wait on a fence instead: the queue runs in order, so once a clear submitted now has
+        # finished (its buffer maps), every earlier submission has finished too.
+        self._check_open()
+        encoder = self._device.create_command_encoder()
+        encoder.clear_buffer(self._fence, 0, 4)
+        self._queue.submit([encoder.finish()])
+        try:
+            self._fence.map_sync(wgpu.MapMode.READ, 0, 4)
+            self._fence.unmap()
+        except Exception as exc:
+            raise ExecutionFailed(f"waiting for the GPU failed: {_first_line(exc)}") from exc
+
+    # ---- engine hooks ----------------------------------------------------------------------------
+    def _native_create_buffer(self, size: int, usage: BufferUsage) -> Any:
+        try:
+            return self._device.create_buffer(size=size, usage=int(usage))
+        except (wgpu.GPUError, MemoryError) as exc:
+            raise AllocationFailed(f"the device could not allocate {size} bytes: {_first_line(exc)}") from exc
+
+    def _native_destroy_buffer(self, native: Any) -> None:
+        native.destroy()
+
+    def _native_write(self, native: Any, offset: int, data: memoryview) -> None:
+        self._queue.write_buffer(native, offset, data)
+
+    def _copy_to_staging(self, native: Any, offset: int, size: int) -> Any:
+        staging = self._staging.take(size)
+        encoder = self._device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(native, offset, staging, 0, size)
+        self._queue.submit([encoder.finish()])
+        return staging
+
+    def _native_read(self, native: Any, offset: int, size: int) -> memoryview:
+        staging = self._copy_to_staging(native, offset, size)
+        try:
+            staging.map_sync(wgpu.MapMode.READ, 0, size)
+            data = staging.read_mapped(0, size, copy=True)
+            staging.unmap()
+        except Exception as exc:
+            staging.destroy()
+            raise ExecutionFailed(f"reading {size} bytes back from the GPU failed: {_first_line(exc)}") from exc
+        self._staging.give_back(staging)
+        return data
+
+    async def _native_read_async(self, native: Any, offset: int, size: int) -> memoryview:
+        staging = self._copy_to_staging(native, offset, size)
+        try:
+            await staging.map_async(wgpu.MapMode.READ, 0, size)
+            data = staging.read_mapped(0, size, copy=True)
+            staging.unmap()
+        except Exception as exc:
+            staging.destroy()
+            raise ExecutionFailed(f"reading {size} bytes back from the GPU failed: {_first_line(exc)}") from exc
+        self._staging.give_back(staging)
+        return data
+
+    def _native_copy(self, source: Any, source_offset: int, destination: Any, destination_offset: int,
+                     size: int) -> None:
+        encoder = self._device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(source, source_offset, destination, destination_offset, size)
+        self._queue.submit([encoder.finish()])
+
+    def _native_clear(self, native: Any, offset: int, size: int) -> None:
+        encoder = self._device.create_command_encoder()
+        encoder.clear_buffer(native, offset, size)
+        self._queue.submit([encoder.finish()])
+
+    def _native_compile(self, source: str, label: str) -> Any:
+        try:
+            return self._device.create_shader_module(label=label, code=source)
+        except wgpu.GPUError as exc:
+            message = str(exc.message if hasattr(exc, "message") else exc)
+            line, column = naga_location(message)
+            raise ShaderCompilationError(message, source=source, line=line, column=column,
+                                         stage="module", label=label) from None
+
+    def _native_create_pipeline(self, module: ShaderModule, entry_point: str,
+                                layout: tuple[BindingSpec, ...]) -> tuple[Any, Any]:
+        entries = [{"binding": spec.binding, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": spec.kind.value}} for spec in layout]
+        try:
+            group_layout = self._device.create_bind_group_layout(entries=entries)
+            pipeline_layout = self._device.create_pipeline_layout(bind_group_layouts=[group_layout])
+            pipeline = self._device.create_compute_pipeline(
+                layout=pipeline_layout, compute={"module": module.native, "entry_point": entry_point})
+        except (wgpu.GPUError, wgpu.GPUPipelineError) as exc:
+            message = str(exc)
+            line, column = naga_location(message)
+            raise ShaderCompilationError(message, source=module.source, line=line, column=column,
+                                         stage="pipeline", label=f"{module.native.label}:{entry_point}") from None
+        return pipeline, group_layout
+
+    def _native_create_bind_group(self, pipeline: ComputePipeline, bindings: tuple[ResolvedBinding, ...]) -> Any:
+        entries = [{"binding": b.binding, "resource": {"buffer": b.buffer.native, "offset": b.offset, "size": b.size}}
+                   for b in bindings]
+        try:
+            return self._device.create_bind_group(layout=pipeline.native_bind_group_layout, entries=entries)
+        except wgpu.GPUError as exc:
+            raise ExecutionFailed(f"binding buffers to {pipeline.entry_point!r} failed: {_first_line(exc)}") from exc
+
+    def _native_submit_dispatches(self, dispatches: Sequence[tuple[ComputePipeline, Any, tuple[int, int, int]]]) -> None:
+        encoder = self._device.create_command_encoder()
+        try:
+            for pipeline, bind_group, (x, y, z) in dispatches:
+                compute_pass = encoder.begin_compute_pass()
+                compute_pass.set_pipeline(pipeline.native)
+                compute_pass.set_bind_group(0, bind_group)
+                compute_pass.dispatch_workgroups(x, y, z)
+                compute_pass.end()
+            self._queue.submit([encoder.finish()])
+        except wgpu.GPUError as exc:
+            raise ExecutionFailed(f"the dispatch was refused by wgpu: {_first_line(exc)}") from exc
+
+    def _native_close(self) -> None:
+        self._staging.clear()
+        self._device.destroy()
+
+
+def _first_line(exc: BaseException) -> str:
+    """The most specific line of a wgpu error (its messages open with 'Validation Error')."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    meaningful = [ln for ln in lines if ln not in ("Validation Error", "Caused by:") and not ln.startswith("In wgpu")]
+    return meaningful[-1] if meaningful else (lines[0] if lines else type(exc).__name__)
