@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""atlas-web build script (standard library only).
+
+    python3 build.py demo [--size N] [--backend NAME]   run the examples on every available backend
+    python3 build.py test [PYTEST ARGS...]              run the whole test suite
+
+Both commands first prepare the environment, each step skipped when already done:
+the Debian packages in SYSTEM_REQUIREMENTS (installed with apt-get when missing
+and running as root), the virtual environment .venv, and an editable install of
+atlas-web with the extras in EXTRAS (redone only when pyproject.toml, the set of
+packages or the Python version changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+VENV_PYTHON = VENV / "bin" / "python"
+#: the extras installed into .venv
+EXTRAS = ("test", "wasm", "webgpu")
+#: written into .venv after a successful install; holds the hash of what was installed
+STAMP = VENV / ".atlas-web-installed"
+
+
+class BuildError(Exception):
+    """A step failed; the message says which and what to do."""
+
+
+def say(message: str) -> None:
+    print(f"build.py: {message}", flush=True)
+
+
+def run(command: Sequence[str | os.PathLike], *, env: dict | None = None, check: bool = True) -> int:
+    """Run ``command`` in the repository root, echoing it; raises BuildError when it fails and ``check``."""
+    say("$ " + " ".join(str(part) for part in command))
+    merged = {**os.environ, **(env or {})}
+    code = subprocess.run([str(part) for part in command], cwd=ROOT, env=merged).returncode
+    if check and code != 0:
+        raise BuildError(f"command failed with exit status {code}: {' '.join(map(str, command))}")
+    return code
+
+
+# ---- system requirements ------------------------------------------------------------------
+
+def debian_package_installed(package: str) -> bool:
+    """Whether dpkg reports ``package`` as installed."""
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
+    # the status is "<want> <error> <state>", e.g. "install ok installed"
+    return result.returncode == 0 and result.stdout.split()[-1:] == ["installed"]
+
+
+def module_available(name: str) -> Callable[[str], bool]:
+    """A presence check that passes when this Python can import ``name`` (whatever the package)."""
+    return lambda package: importlib.util.find_spec(name) is not None
+
+
+@dataclass(frozen=True)
+class SystemRequirement:
+    """A Debian package the build needs, why, and how to tell it is there (default: dpkg)."""
+
+    package: str
+    reason: str
+    present: Callable[[str], bool] = debian_package_installed
+
+    def is_present(self) -> bool:
+        return self.present(self.package)
+
+
+#: Debian packages installed when missing (extend this table; nothing else changes)
+SYSTEM_REQUIREMENTS: tuple[SystemRequirement, ...] = (
+    SystemRequirement(f"python{sys.version_info.major}.{sys.version_info.minor}-venv",
+                      "python3 -m venv (Debian ships ensurepip separately)", module_available("ensurepip")),
+    SystemRequirement("mesa-vulkan-drivers", "Vulkan on the CPU (lavapipe) for the webgpu backend"),
+)
+
+
+def missing_requirements(requirements: Sequence[SystemRequirement] = SYSTEM_REQUIREMENTS) -> list[SystemRequirement]:
+    """The requirements that are not present (none where dpkg does not exist: not a Debian system)."""
+    if shutil.which("dpkg-query") is None:
+        return []
+    return [requirement for requirement in requirements if not requirement.is_present()]
+
+
+def apt_commands(packages: Sequence[str]) -> list[list[str]]:
+    """The apt-get commands that install ``packages``: update first, then install."""
+    return [["apt-get", "update"], ["apt-get", "install", "-y", *packages]]
+
+
+def ensure_system_requirements() -> None:
+    """Install the missing SYSTEM_REQUIREMENTS with apt-get when running as root.
+
+    Without root or apt-get, prints what is missing and how to install it, and
+    goes on (the tests that need a package then fail with their own message).
+    Raises BuildError when apt-get fails.
+    """
+    missing = missing_requirements()
+    if not missing:
+        return
+    packages = [requirement.package for requirement in missing]
+    for requirement in missing:
+        say(f"missing Debian package {requirement.package}: {requirement.reason}")
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        say("not root (or no apt-get): install them with: apt-get install -y " + " ".join(packages))
+        return
+    for command in apt_commands(packages):
+        run(command, env={"DEBIAN_FRONTEND": "noninteractive"})
+    importlib.invalidate_caches()
+
+
+# ---- virtual environment -------------------------------------------------------------------
+
+def project_packages() -> list[str]:
+    """The top-level packages present that pyproject.toml's package discovery includes."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    names = sorted({pattern for pattern in patterns if "." not in pattern and "*" not in pattern})
+    return [name for name in names if (ROOT / name / "__init__.py").is_file()]
+
+
+def install_fingerprint() -> str:
+    """A hash of what the editable install depends on: pyproject.toml, the packages present
+    (an editable install only maps the top-level packages it saw), the extras and the Python version."""
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    digest.update(repr((project_packages(), EXTRAS, sys.version_info[:2])).encode())
+    return digest.hexdigest()
+
+
+def venv_is_usable() -> bool:
+    """Whether .venv has a Python with pip."""
+    if not VENV_PYTHON.exists():
+        return False
+    return subprocess.run([str(VENV_PYTHON), "-m", "pip", "--version"], capture_output=True).returncode == 0
+
+
+def ensure_environment() -> None:
+    """System packages, then .venv with ``-e .[EXTRAS]`` installed; each skipped when already done."""
+    ensure_system_requirements()
+    fingerprint = install_fingerprint()
+    if STAMP.exists() and STAMP.read_text().strip() == fingerprint and VENV_PYTHON.exists():
+        return
+    if not venv_is_usable():
+        run([sys.executable, "-m", "venv", "--clear", VENV])
+    run([VENV_PYTHON, "-m", "pip", "install", "--disable-pip-version-check", "-e", f".[{','.join(EXTRAS)}]"])
+    STAMP.write_text(fingerprint + "\n")
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+def command_test(args: Sequence[str]) -> int:
+    """Run the whole pytest suite with the venv's Python; extra arguments go to pytest."""
+    ensure_environment()
+    return run([VENV_PYTHON, "-m", "pytest", *args], check=False)
+
+
+def command_demo(args: Sequence[str]) -> int:
+    """Run every example on every available backend and print the table (arguments go to ``python -m demo``)."""
+    ensure_environment()
+    return run([VENV_PYTHON, "-m", "demo", *args], check=False)
+
+
+#: command name -> (one-line help, handler taking the remaining arguments, returning the exit status)
+COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
+    "demo": ("run the examples on every available backend and print a table (--size N, --backend NAME)",
+             command_demo),
+    "test": ("run the whole test suite (extra arguments are passed to pytest)", command_test),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    commands = "\n".join(f"  {name:<6} {summary}" for name, (summary, _) in COMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog="python3 build.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0], epilog="commands:\n" + commands)
+    parser.add_argument("command", choices=COMMANDS, metavar="COMMAND", help="one of: " + ", ".join(COMMANDS))
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="passed on to the command")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command][1](args.args)
+    except BuildError as exc:
+        say(f"error: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

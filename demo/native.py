@@ -1,0 +1,106 @@
+"""The native demo: every example on every available backend, checked against its expected output.
+
+Each example runs on a fresh backend (its program names buffer handles 2, 3,
+...): once cold (verify + compile + run) and once more from the backend's
+caches; both times are shown. A backend that cannot compile an instruction is
+shown as ``unsupported`` (the error names it); a wrong result or any other
+error fails the demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from atlas_web import AtlasError, UnsupportedOperation
+from atlas_web.registry import discover_backends, get_backend
+
+import examples
+
+__all__ = ["DemoRow", "run_demo", "format_table", "main", "CHECK_OK", "CHECK_MISMATCH", "CHECK_UNSUPPORTED",
+           "CHECK_ERROR", "FAILING_CHECKS"]
+
+CHECK_OK = "ok"
+CHECK_MISMATCH = "mismatch"
+CHECK_UNSUPPORTED = "unsupported"
+CHECK_ERROR = "error"
+#: the checks that make the demo exit with status 1
+FAILING_CHECKS = frozenset({CHECK_MISMATCH, CHECK_ERROR})
+
+
+@dataclass(frozen=True)
+class DemoRow:
+    """One example on one backend: the check, a detail line, and the cold and cached run times (s)."""
+
+    example: str
+    backend: str
+    check: str
+    detail: str = ""
+    cold_seconds: float | None = None
+    cached_seconds: float | None = None
+
+
+def _run_one(example: examples.Example, backend_name: str) -> DemoRow:
+    try:
+        program = example.program_object()
+        with get_backend(backend_name) as backend:
+            handles = examples.allocate_buffers(example, backend)
+            start = time.perf_counter()
+            backend.execute_program(program, example.config)
+            cold = time.perf_counter() - start
+            start = time.perf_counter()
+            backend.execute_program(program, example.config)
+            cached = time.perf_counter() - start
+            actual = examples.read_outputs(example, backend, handles)
+    except UnsupportedOperation as exc:
+        return DemoRow(example.name, backend_name, CHECK_UNSUPPORTED, str(exc))
+    except AtlasError as exc:
+        return DemoRow(example.name, backend_name, CHECK_ERROR, f"{type(exc).__name__}: {exc}")
+    problems = examples.compare_outputs(example, actual)
+    check = CHECK_MISMATCH if problems else CHECK_OK
+    return DemoRow(example.name, backend_name, check, "; ".join(problems), cold, cached)
+
+
+def run_demo(size: int, backend_names: Sequence[str] | None = None) -> list[DemoRow]:
+    """Run every example of ``size`` elements on each backend named (default: every available one)."""
+    if backend_names is None:
+        backend_names = [status.name for status in discover_backends() if status.available]
+    return [_run_one(example, name) for example in examples.build_all(size) for name in backend_names]
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f}"
+
+
+def format_table(rows: Sequence[DemoRow]) -> str:
+    """The rows as an aligned text table, details (mismatches, errors) listed under it."""
+    header = ("example", "backend", "check", "cold ms", "cached ms")
+    cells = [header] + [(r.example, r.backend, r.check, _ms(r.cold_seconds), _ms(r.cached_seconds)) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"{r.example} on {r.backend}: {r.detail}" for r in rows if r.detail]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the backends and the demo table; exit status 1 on a mismatch or error, 2 when no backend starts."""
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1000, help="elements per example (default 1000)")
+    parser.add_argument("--backend", action="append", dest="backends", metavar="NAME",
+                        help="run only on this backend (repeatable; default: every available one)")
+    args = parser.parse_args(argv)
+    if args.size < 1:
+        parser.error("--size must be at least 1")
+    from atlas_web.registry import print_backend_summary
+    statuses = print_backend_summary()
+    if args.backends is None and not any(s.available for s in statuses):
+        print("no backend can start here")
+        return 2
+    print()
+    rows = run_demo(args.size, args.backends)
+    print(format_table(rows))
+    return 1 if any(r.check in FAILING_CHECKS for r in rows) else 0
