@@ -1,0 +1,219 @@
+"""CpuBackend: the reference backend ("cpu"), the executable specification the other backends are checked against.
+
+Memory is NumPy byte arrays (``MemoryStore``); programs run in the NumPy
+executor (``atlas_web.reference.executor``) after the verifier accepted them
+and the static addresses of the launch were checked against live buffers.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numpy as np
+
+from ..atlas import NUM_CLASSES
+from ..backend import Backend
+from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
+from ..isa.addresses import BufferHandle, PoolHandle
+from ..isa.opcodes import OpcodeInfo
+from ..isa.types import Type
+from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
+from ..program import Program
+from .exec_store import MemoryStore
+from .executor import RULES, Prepared, prepare, run_program
+
+__all__ = ["CpuBackend", "MAX_REFERENCE_LANES", "MAX_SHARED_TOTAL"]
+
+#: the most lanes one launch may have on the reference backend (its lane state lives in host memory)
+MAX_REFERENCE_LANES = 1 << 26
+#: the most bytes of shared memory (all blocks together) one launch may have here
+MAX_SHARED_TOTAL = 1 << 31
+#: verified programs kept per backend (oldest dropped first)
+_PROGRAM_CACHE_SIZE = 256
+
+
+def _check_budget(budget: object, what: str) -> int:
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
+    return budget
+
+
+def _source_bytes(data: Any, what: str) -> np.ndarray:
+    """The bytes of a buffer-protocol object as a flat uint8 array (no copy when it is contiguous)."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise InvalidBuffer(f"{what}: data must support the buffer protocol (bytes, array, NumPy array), "
+                            f"got {type(data).__name__}") from None
+    if not view.contiguous:
+        view = memoryview(view.tobytes())
+    return np.frombuffer(view.cast("B"), dtype=np.uint8)
+
+
+def _target_bytes(out: Any, what: str) -> np.ndarray:
+    """A writable flat uint8 array over ``out`` (a writable buffer-protocol object), no copy."""
+    if isinstance(out, np.ndarray):
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise InvalidBuffer(f"{what}: out must be a writable C-contiguous array")
+        return out.reshape(-1).view(np.uint8)
+    try:
+        view = memoryview(out)
+    except TypeError:
+        raise InvalidBuffer(f"{what}: out must be a writable buffer, got {type(out).__name__}") from None
+    if view.readonly or not view.contiguous:
+        raise InvalidBuffer(f"{what}: out must be a writable contiguous buffer")
+    return np.frombuffer(view.cast("B"), dtype=np.uint8)
+
+
+class CpuBackend(Backend):
+    """The NumPy reference backend.
+
+    ``budget``: backward jumps each lane may take (ExecutionParams.budget
+    overrides it per launch). ``memory_limit``: optional cap in bytes on all
+    buffers and pools together (the boundary memory does not count).
+    Raises ExecutionFailed / AllocationFailed for malformed arguments.
+    """
+
+    name = "cpu"
+
+    def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None) -> None:
+        self.budget = _check_budget(budget, "CpuBackend budget")
+        self._memory = MemoryStore(memory_limit)
+        self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
+        self._programs: dict[tuple, tuple[Any, Prepared]] = {}
+
+    # ---- buffers ---------------------------------------------------------------
+    def allocate_buffer(self, size: int) -> BufferHandle:
+        """A new zero-filled buffer of ``size`` bytes. Raises AllocationFailed."""
+        return BufferHandle(self._memory.allocate("buffer", size).handle)
+
+    def free_buffer(self, handle: int) -> None:
+        """Release a buffer. Raises InvalidBuffer (also for a pool or the boundary memory)."""
+        self._memory.free(handle, "buffer")
+
+    def copy_to_buffer(self, handle: int, data: Any, offset: int = 0) -> None:
+        """Copy the bytes of ``data`` into the buffer at ``offset`` (one copy). Raises InvalidBuffer."""
+        self._copy_in(handle, "buffer", offset, data, "copy_to_buffer")
+
+    def copy_from_buffer(self, handle: int, out: Any = None, offset: int = 0) -> Any:
+        """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
+        ``bytes`` of the rest of the buffer. One copy. Raises InvalidBuffer."""
+        return self._copy_out(handle, "buffer", offset, out, "copy_from_buffer")
+
+    def buffer_size(self, handle: int) -> int:
+        """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
+        return self._memory.get(handle, "buffer")[0].size
+
+    # ---- pools -----------------------------------------------------------------
+    def allocate_pool(self, size: int) -> PoolHandle:
+        """A new zero-filled pool of ``size`` bytes. Raises AllocationFailed."""
+        return PoolHandle(self._memory.allocate("pool", size).handle)
+
+    def free_pool(self, handle: int) -> None:
+        """Release a pool. Raises InvalidBuffer (also for a buffer handle)."""
+        self._memory.free(handle, "pool")
+
+    def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
+        """Copy ``data`` into the pool at ``offset`` (one copy). Raises InvalidBuffer."""
+        self._copy_in(handle, "pool", offset, data, "copy_to_pool")
+
+    def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
+        """Fill ``out`` (a writable buffer; or an int: that many new bytes) from the pool at ``offset``.
+
+        One copy. Raises InvalidBuffer.
+        """
+        if isinstance(out, int) and not isinstance(out, bool):
+            if out < 0:
+                raise InvalidBuffer(f"copy_from_pool: byte count must be non-negative, got {out}")
+            alloc, data = self._memory.get(handle, "pool")
+            self._memory.table.check_range(alloc, offset, out, "copy_from_pool")
+            return data[offset:offset + out].tobytes()
+        return self._copy_out(handle, "pool", offset, out, "copy_from_pool")
+
+    def pool_size(self, handle: int) -> int:
+        """Size in bytes of a live pool. Raises InvalidBuffer."""
+        return self._memory.get(handle, "pool")[0].size
+
+    def _copy_in(self, handle: int, kind: str, offset: int, data: Any, what: str) -> None:
+        alloc, target = self._memory.get(handle, kind)
+        source = _source_bytes(data, what)
+        self._memory.table.check_range(alloc, offset, source.size, what)
+        target[offset:offset + source.size] = source
+
+    def _copy_out(self, handle: int, kind: str, offset: int, out: Any, what: str) -> Any:
+        alloc, source = self._memory.get(handle, kind)
+        if out is None:
+            self._memory.table.check_range(alloc, offset, 0, what)
+            return source[offset:].tobytes()
+        target = _target_bytes(out, what)
+        self._memory.table.check_range(alloc, offset, target.size, what)
+        target[:] = source[offset:offset + target.size]
+        return out
+
+    # ---- execution ---------------------------------------------------------------
+    def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
+        """Verify and run ``program`` with ``params``.
+
+        Raises ProgramError (the program does not verify, or a static address
+        lies outside its allocation), ExecutionFailed (malformed launch, or one
+        too large for the reference: more than MAX_REFERENCE_LANES lanes or
+        MAX_SHARED_TOTAL bytes of shared memory) or AtlasTrap (a lane or a
+        cooperative step trapped; the backend stays usable).
+        """
+        if not isinstance(params, ExecutionParams):
+            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
+        if not isinstance(program, Program):
+            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
+        config = params.config
+        if not isinstance(config, LaunchConfig):
+            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(config).__name__}")
+        if config.total_threads > MAX_REFERENCE_LANES:
+            raise ExecutionFailed(f"the reference backend runs at most {MAX_REFERENCE_LANES} lanes per launch, "
+                                  f"this one has {config.total_threads}")
+        if config.num_blocks * config.shared_memory > MAX_SHARED_TOTAL:
+            raise ExecutionFailed(f"{config.num_blocks} blocks x {config.shared_memory} bytes of shared memory "
+                                  f"exceed the reference backend's {MAX_SHARED_TOTAL} bytes")
+        budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
+        info, prepared = self._verified(program, params)
+        from ..verify import verify_launch
+        verify_launch(info, config, self._memory.table)
+        self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
+        run_program(program, info, config, self._memory, budget=budget, registers=params.registers,
+                    accumulator=self._accumulator, prepared=prepared)
+
+    def _verified(self, program: Program, params: ExecutionParams) -> tuple[Any, Prepared]:
+        """The verifier's ProgramInfo and the executor's plans, cached by digest and preset register types."""
+        preset_types = {reg: ty for reg, (ty, _value) in params.registers.items()}
+        key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
+        cached = self._programs.get(key)
+        if cached is None:
+            from ..verify import verify
+            info = verify(program, preset_types=preset_types)
+            cached = self._programs[key] = (info, prepare(program, info))
+            if len(self._programs) > _PROGRAM_CACHE_SIZE:
+                del self._programs[next(iter(self._programs))]
+        return cached
+
+    # ---- capabilities ------------------------------------------------------------
+    def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
+        """True for every row of the opcode table and each type it accepts (None for untyped rows)."""
+        if info.name not in RULES:
+            return False
+        return ty is None if not info.types else ty in info.types
+
+    def device_info(self) -> dict:
+        """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``."""
+        return {
+            "name": self.name,
+            "device": platform.processor() or platform.machine() or "host CPU",
+            "engine": f"NumPy {np.__version__}",
+            "memory_limit": self._memory.limit,
+            "memory_used": self._memory.used,
+        }
+
+    def resonance_accumulator(self) -> list[float]:
+        """The 96 ResAccum sums of the last launch (zeros before any), as Python floats (a copy)."""
+        return self._accumulator.tolist()
