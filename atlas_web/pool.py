@@ -37,7 +37,8 @@ class Pool:
     def __init__(self, capacity: int) -> None:
         if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
             raise AllocationFailed(f"Pool capacity must be a positive int, got {capacity!r}")
-        self._storage = bytearray(capacity)
+        # a memoryview: its slice assignment copies straight in (bytearray's makes a temporary copy)
+        self._storage = memoryview(bytearray(capacity))
         self._start = 0          # index in _storage of the oldest byte held
         self._length = 0         # bytes held
         self._total_written = 0  # bytes ever written
@@ -100,8 +101,7 @@ class Pool:
         capacity = len(self._storage)
         begin = (self._start + offset) % capacity
         first = min(length, capacity - begin)
-        storage = memoryview(self._storage)
-        return b"".join((storage[begin:begin + first], storage[:length - first]))
+        return b"".join((self._storage[begin:begin + first], self._storage[:length - first]))
 
     def clear(self) -> None:
         """Forget every byte held (the storage is kept)."""

@@ -1,0 +1,130 @@
+"""ProgramCache: LRU order, capacity, program keys by digest, get_or_build."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from atlas_web import AllocationFailed, Program, ProgramCache
+from atlas_web.isa import EXIT, MOV_IMM, Register, Type
+
+
+def _program(value: int) -> Program:
+    return Program([MOV_IMM(dst=Register(1), value=value, ty=Type.U32), EXIT()])
+
+
+def test_equal_programs_share_an_entry_by_digest():
+    cache = ProgramCache(4)
+    stored = cache.insert(_program(1), "compiled-1")
+    assert stored == "compiled-1"
+    twin = _program(1)
+    assert twin is not _program(1)
+    assert cache.contains(twin) and twin in cache
+    assert cache.get(twin) == "compiled-1"
+    assert cache.get(twin.digest()) == "compiled-1"
+    assert cache.get(_program(2)) is None
+    assert cache.get(_program(2), "absent") == "absent"
+    assert (cache.hits, cache.misses) == (2, 2)
+
+
+def test_insert_without_value_stores_the_program_itself():
+    cache = ProgramCache(2)
+    program = _program(7)
+    assert cache.insert(program) is program
+    assert cache.get(program.digest()) is program
+    with pytest.raises(TypeError):
+        cache.insert("not-a-program")
+
+
+def test_least_recently_used_entry_is_evicted():
+    cache = ProgramCache(2)
+    a, b, c = _program(1), _program(2), _program(3)
+    cache.insert(a, "a")
+    cache.insert(b, "b")
+    assert cache.get(a) == "a"          # a is now the most recent
+    cache.insert(c, "c")                # evicts b
+    assert len(cache) == 2
+    assert a in cache and c in cache and b not in cache
+    assert cache.contains(a)            # contains does not refresh: a stays older than c
+    cache.insert(b, "b")                # evicts a
+    assert a not in cache and b in cache and c in cache
+
+
+def test_reinserting_replaces_the_value_without_growing():
+    cache = ProgramCache(2)
+    cache.insert(_program(1), "old")
+    cache.insert(_program(1), "new")
+    assert len(cache) == 1 and cache.get(_program(1)) == "new"
+
+
+def test_get_or_build_builds_once_per_key_and_shape():
+    cache = ProgramCache(8)
+    calls = []
+
+    def factory(tag):
+        def build():
+            calls.append(tag)
+            return f"pipeline-{tag}"
+        return build
+
+    program = _program(5)
+    assert cache.get_or_build((program, (64, 1, 1)), factory("64")) == "pipeline-64"
+    assert cache.get_or_build((_program(5), (64, 1, 1)), factory("again")) == "pipeline-64"
+    assert cache.get_or_build((program, (128, 1, 1)), factory("128")) == "pipeline-128"
+    assert calls == ["64", "128"]
+    assert (program.digest(), (64, 1, 1)) in cache
+    assert (cache.hits, cache.misses) == (1, 2)
+
+
+def test_a_failing_factory_stores_nothing():
+    cache = ProgramCache(2)
+
+    def broken():
+        raise RuntimeError("compile failed")
+
+    with pytest.raises(RuntimeError, match="compile failed"):
+        cache.get_or_build("key", broken)
+    assert "key" not in cache and len(cache) == 0
+
+
+def test_concurrent_builders_agree_on_one_value():
+    cache = ProgramCache(2)
+    barrier = threading.Barrier(4)
+    results = []
+
+    def worker(i):
+        def build():
+            return f"value-{i}"
+        barrier.wait()
+        results.append(cache.get_or_build("shared", build))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 1 and results[0] == cache.get("shared")
+
+
+def test_remove_and_clear():
+    cache = ProgramCache(3)
+    cache.insert(_program(1), 1)
+    cache.insert(_program(2), 2)
+    assert cache.remove(_program(1)) is True
+    assert cache.remove(_program(1)) is False
+    cache.get(_program(2))
+    cache.clear()
+    assert len(cache) == 0 and (cache.hits, cache.misses) == (0, 0)
+    assert "ProgramCache 0/3" in repr(cache)
+
+
+@pytest.mark.parametrize("capacity", [0, -1, 1.5, True, "8", None])
+def test_bad_capacity_is_refused(capacity):
+    with pytest.raises(AllocationFailed, match="capacity"):
+        ProgramCache(capacity)
+
+
+def test_unhashable_key_is_a_type_error():
+    with pytest.raises(TypeError):
+        ProgramCache(1).get(["list"])
