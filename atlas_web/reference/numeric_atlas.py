@@ -1,0 +1,92 @@
+"""The pure per-lane Atlas instructions: ClsGet, MIRROR, UnityTest, NbrCount, NbrGet, BoundMap.
+
+Class, index, page and byte operands may be any integer type of at most 64
+bits; each is read as an unsigned value of its own width (a negative i32
+class id is a huge class and traps INVALID_CLASS). Lookups use the flat
+tables of ``atlas_web.atlas``. Each rule has the LANE_RULES shape
+``(instr, operands, n) -> Outcome``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import atlas
+from ..errors import TrapCode
+from .numeric_formats import unsigned_view
+from .numeric_outcome import Outcome, trap_list
+
+__all__ = ["ATLAS_RULES"]
+
+_CLASSIFY = np.frombuffer(atlas.CLASSIFY_TABLE, dtype=np.uint8)
+_MIRROR = np.frombuffer(atlas.MIRROR_TABLE, dtype=np.uint8)
+_DEGREE = np.frombuffer(atlas.DEGREE_TABLE, dtype=np.uint8).astype(np.uint32)
+_NEIGHBOURS = np.frombuffer(atlas.NEIGHBOUR_TABLE, dtype=np.uint8).reshape(atlas.NUM_CLASSES, atlas.MAX_DEGREE)
+
+
+def _unsigned(values: np.ndarray) -> np.ndarray:
+    """An integer operand read as unsigned of its width, widened to uint64."""
+    return unsigned_view(np.ascontiguousarray(values)).astype(np.uint64)
+
+
+def _class_operand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class ids with invalid lanes replaced by 0 as intp, mask of lanes whose class is >= 96)."""
+    ids = _unsigned(values)
+    invalid = ids >= np.uint64(atlas.NUM_CLASSES)
+    return np.where(invalid, np.uint64(0), ids).astype(np.intp), invalid
+
+
+def cls_get(instr, ops: dict, n: int) -> Outcome:
+    """dst:u8 = classify(low byte of src)."""
+    low = (_unsigned(ops["src"]) & np.uint64(0xFF)).astype(np.intp)
+    return Outcome(_CLASSIFY[low])
+
+
+def mirror(instr, ops: dict, n: int) -> Outcome:
+    """dst:u8 = mirror(src); src >= 96 traps INVALID_CLASS."""
+    ids, invalid = _class_operand(ops["src"])
+    return Outcome(_MIRROR[ids], trap_list((TrapCode.INVALID_CLASS, invalid)))
+
+
+def unity_test(instr, ops: dict, n: int) -> Outcome:
+    """pred = src in {1, 4}; a class >= 96 gives false."""
+    ids = _unsigned(ops["src"])
+    return Outcome((ids == np.uint64(1)) | (ids == np.uint64(4)))
+
+
+def nbr_count(instr, ops: dict, n: int) -> Outcome:
+    """dst:u32 = degree(class_id); class_id >= 96 traps INVALID_CLASS."""
+    ids, invalid = _class_operand(ops["class_id"])
+    return Outcome(_DEGREE[ids], trap_list((TrapCode.INVALID_CLASS, invalid)))
+
+
+def nbr_get(instr, ops: dict, n: int) -> Outcome:
+    """dst:u8 = neighbours(class_id)[index]; index >= degree gives 255; class_id >= 96 traps INVALID_CLASS."""
+    ids, invalid = _class_operand(ops["class_id"])
+    index = _unsigned(ops["index"])
+    past = index >= np.uint64(atlas.MAX_DEGREE)
+    column = np.where(past, np.uint64(0), index).astype(np.intp)
+    value = np.where(past, np.uint8(atlas.NO_NEIGHBOUR), _NEIGHBOURS[ids, column])  # the table pads with 255
+    return Outcome(value.astype(np.uint8), trap_list((TrapCode.INVALID_CLASS, invalid)))
+
+
+def bound_map(instr, ops: dict, n: int) -> Outcome:
+    """dst:u64 = class_id*12288 + page*256 + byte; traps INVALID_CLASS (class >= 96), then OUT_OF_BOUNDS.
+
+    OUT_OF_BOUNDS is for page >= 48 or byte >= 256.
+    """
+    ids, invalid = _class_operand(ops["class_id"])
+    page = _unsigned(ops["page"])
+    byte = _unsigned(ops["byte"])
+    outside = (page >= np.uint64(atlas.PAGES)) | (byte >= np.uint64(atlas.BYTES_PER_PAGE))
+    page = np.where(outside, np.uint64(0), page)
+    byte = np.where(outside, np.uint64(0), byte)
+    value = (ids.astype(np.uint64) * np.uint64(atlas.TOTAL_ELEMENTS) + page * np.uint64(atlas.BYTES_PER_PAGE)
+             + byte)
+    return Outcome(value, trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside)))
+
+
+ATLAS_RULES = {
+    "ClsGet": cls_get, "MIRROR": mirror, "UnityTest": unity_test, "NbrCount": nbr_count, "NbrGet": nbr_get,
+    "BoundMap": bound_map,
+}

@@ -1,0 +1,56 @@
+"""Transcendental functions: computed in binary64 with NumPy and rounded once to the type.
+
+F16 and BF16 results are rounded f64 -> f32 -> format (``round_to``). The
+formulas are evaluated literally in binary64: ``SIGMOID(x) = 1/(1 + exp(-x))``,
+``SWISH(x) = x*SIGMOID(x)``, ``GELU(x) = 0.5*x*(1 + tanh(sqrt(2/pi)*(x +
+0.044715*x**3)))``, so e.g. ``SWISH(-inf)`` and ``GELU(-inf)`` are NaN
+(``-inf * 0``), as the formulas give. Pow is C ``pow``, Atan2 C ``atan2(a, b)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..isa.types import Type
+from .numeric_formats import round_to
+
+__all__ = ["UNARY", "BINARY", "in_binary64", "sigmoid", "swish", "gelu"]
+
+_QUIET = {"all": "ignore"}
+_GELU_SCALE = math.sqrt(2.0 / math.pi)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) in f64."""
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def swish(x: np.ndarray) -> np.ndarray:
+    """x * sigmoid(x) in f64."""
+    return x * sigmoid(x)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """The tanh form of GELU in f64."""
+    return 0.5 * x * (1.0 + np.tanh(_GELU_SCALE * (x + 0.044715 * (x * x * x))))
+
+
+def in_binary64(fn):
+    """Wrap an f64 function into ``(ty, *arrays)``: widen exactly to f64, compute quietly, round once to ``ty``."""
+    def rule(ty: Type, *arrays: np.ndarray) -> np.ndarray:
+        with np.errstate(**_QUIET):
+            return round_to(ty, fn(*(np.asarray(a, dtype=np.float64) for a in arrays)))
+    rule.__name__ = getattr(fn, "__name__", "rule")
+    rule.__doc__ = fn.__doc__
+    return rule
+
+
+UNARY = {
+    "EXP": in_binary64(np.exp), "LOG": in_binary64(np.log), "LOG2": in_binary64(np.log2),
+    "LOG10": in_binary64(np.log10), "SQRT": in_binary64(np.sqrt), "SIN": in_binary64(np.sin),
+    "COS": in_binary64(np.cos), "TAN": in_binary64(np.tan), "TANH": in_binary64(np.tanh),
+    "SIGMOID": in_binary64(sigmoid), "GELU": in_binary64(gelu), "SWISH": in_binary64(swish),
+}
+BINARY = {"POW": in_binary64(np.power), "ATAN2": in_binary64(np.arctan2)}
