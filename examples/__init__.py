@@ -97,9 +97,9 @@ class Example:
         """The expected values of every output buffer, computed from the initial values."""
         return self.expected({spec.name: spec.data.tolist() for spec in self.buffers})
 
-    def needs(self) -> set[tuple[Any, Type | None]]:
-        """The (opcode-table row, type) pairs a backend must support to run the example."""
-        return {(instr.INFO, instr.type) for instr in self.program_object()}
+    def needs(self) -> set[tuple[str, Type | None]]:
+        """The (instruction name, type) pairs a backend must support to run the example."""
+        return {(instr.INFO.name, instr.type) for instr in self.program_object()}
 
 
 def build_all(size: int) -> list[Example]:
