@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,15 @@ def test_demo_reports_an_unknown_backend_as_an_error(capsys):
     assert "unknown backend 'no-such-backend'" in rows[0].detail
     assert demo_main(["--size", "4", "--backend", "no-such-backend"]) == 1
     assert "no-such-backend" in capsys.readouterr().out
+
+
+def test_readme_python_blocks_run(capsys):
+    readme = Path(examples.__file__).resolve().parent.parent / "README.md"
+    blocks = readme.read_text(encoding="utf-8").split("```python\n")[1:]
+    assert len(blocks) >= 3
+    for block in blocks:
+        code = block.split("```", 1)[0]
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    assert "pmap2.mul.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], 1000" in out
+    assert "line 1: add.f32 takes 3 operands, got 2" in out
