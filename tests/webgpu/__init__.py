@@ -1,0 +1,1 @@
+"""Real GPU tests of the WebGPU backend's driver (Mesa lavapipe where no GPU exists)."""
