@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Mapping
 
 from atlas_web import LaunchConfig, Type
 from atlas_web import atlas
@@ -45,7 +46,7 @@ def _neighbour(class_id: int, index: int) -> int:
     return found[index] if index < len(found) else atlas.NO_NEIGHBOUR
 
 
-def _expected(inputs: dict[str, list]) -> dict[str, list]:
+def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
     data = inputs["data"]
     classes = [atlas.classify(b) for b in data]
     mirrors = [atlas.mirror(c) for c in classes]

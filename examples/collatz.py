@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Mapping
 
 from atlas_web import LaunchConfig, Type
 
@@ -50,7 +51,7 @@ def collatz_steps(x: int) -> int:
     return steps
 
 
-def _expected(inputs: dict[str, list]) -> dict[str, list]:
+def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
     return {"out": [collatz_steps(x) for x in inputs["x"]]}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Mapping
 
 from atlas_web import LaunchConfig, Type
 
@@ -20,7 +21,7 @@ PROGRAM = """\
 """
 
 
-def _expected(inputs: dict[str, list]) -> dict[str, list]:
+def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
     xs = inputs["x"]
     return {
         "pos": [x if x > 0 else 0.0 for x in xs],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Mapping
 
 from atlas_web import LaunchConfig, Type
 
@@ -35,7 +36,7 @@ done:
 """
 
 
-def _expected(inputs: dict[str, list]) -> dict[str, list]:
+def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
     xs = inputs["x"]
     top = max(xs)
     exps = [math.exp(x - top) for x in xs]

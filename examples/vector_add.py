@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Mapping
 
 from atlas_web import LaunchConfig, Type
 
@@ -15,7 +16,7 @@ PROGRAM = """\
 """
 
 
-def _expected(inputs: dict[str, list]) -> dict[str, list]:
+def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
     # the f32 sum of two f32 values is the double sum rounded once
     return {"out": typed_array(Type.F32, [a + b for a, b in zip(inputs["a"], inputs["b"])]).tolist()}
 
