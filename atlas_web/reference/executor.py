@@ -66,16 +66,11 @@ RULES: dict[str, Callable[[Step], Any]] = {
 
 
 def _use_type_lookup(info: Any, index: int) -> Callable[[str, str | None], Type | None]:
-    """The verifier's static type of an operand (``field`` or ``field``'s address register ``sub``), or None."""
+    """The verifier's read type of an operand (path ``field`` or ``field.sub`` for an address register), or None."""
     use_types: Mapping = getattr(info, "use_types", None) or {}
 
     def lookup(field: str, sub: str | None = None) -> Type | None:
-        path = field if sub is None else f"{field}.{sub}"
-        for key in ((index, path), (index, (field,) if sub is None else (field, sub))):
-            found = use_types.get(key)
-            if found is not None:
-                return found
-        return None
+        return use_types.get((index, field if sub is None else f"{field}.{sub}"))
 
     return lookup
 
