@@ -167,8 +167,11 @@ def format_f32(value: float) -> str:
         return _special_float_text(value)
     for digits in range(1, 10):
         text = f"{value:.{digits}g}"
-        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
-            return _float_text(text)
+        try:
+            if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
+                return _float_text(text)
+        except OverflowError:  # rounding up past the largest f32: try more digits
+            continue
     return _float_text(repr(value))
 
 

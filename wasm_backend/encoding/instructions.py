@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -34,9 +35,8 @@ def opcode_row(name: str) -> OpcodeRow:
     try:
         return OPCODE_BY_NAME[name]
     except (KeyError, TypeError):
-        prefix = name.split(".")[0] + "." if isinstance(name, str) and "." in name else None
-        near = [n for n in OPCODE_BY_NAME if prefix and n.startswith(prefix)][:8]
-        hint = f" (known {prefix}* instructions include {', '.join(near)})" if near else ""
+        near = difflib.get_close_matches(name, OPCODE_BY_NAME, n=4) if isinstance(name, str) else []
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise WasmEncodingError(f"unknown WebAssembly instruction {name!r}{hint}") from None
 
 
