@@ -23,7 +23,8 @@ _QUIET = {"all": "ignore"}
 def finish(ty: Type, result: np.ndarray) -> np.ndarray:
     """A result computed in ``ty``'s compute dtype rounded to ``ty``'s storage (F16, BF16 rounded; else as is)."""
     if ty is Type.F16:
-        return result.astype(np.float16)
+        with np.errstate(over="ignore"):
+            return result.astype(np.float16)
     if ty is Type.BF16:
         return round_f32_to_bf16(result)
     return result
