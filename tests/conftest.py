@@ -1,9 +1,9 @@
 """Shared test configuration: the hypothesis profile and the per-backend parametrization.
 
-A test that asks for the ``backend_name`` fixture (or ``backend``, a fresh
-started backend of that name) runs once per backend the registry finds
-available here. When none is available such a test fails instead of being
-skipped.
+A test that asks for the ``available_backend_name`` fixture (or
+``available_backend``, a fresh started backend of that name) runs once per
+backend the registry finds available here. When none is available such a test
+fails instead of being skipped.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ def available_backend_names() -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend_name" in metafunc.fixturenames:
+    if "available_backend_name" in metafunc.fixturenames:
         names = available_backend_names() or [_NONE_AVAILABLE]
-        metafunc.parametrize("backend_name", names, indirect=True, ids=names)
+        metafunc.parametrize("available_backend_name", names, indirect=True, ids=names)
 
 
 @pytest.fixture
-def backend_name(request: pytest.FixtureRequest) -> str:
+def available_backend_name(request: pytest.FixtureRequest) -> str:
     """The name of one available backend (the test runs once per available backend)."""
     if request.param == _NONE_AVAILABLE:
         from atlas_web.registry import print_backend_summary
@@ -46,9 +46,9 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def backend(backend_name: str):
+def available_backend(available_backend_name: str):
     """A fresh backend (no allocations yet: the first buffer gets handle 2), closed afterwards."""
     from atlas_web.registry import get_backend
-    started = get_backend(backend_name)
+    started = get_backend(available_backend_name)
     yield started
     started.close()

@@ -24,7 +24,8 @@ def _build(name: str, size: int) -> examples.Example:
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("name", EXAMPLE_MODULES)
-def test_example_matches_expected_output(backend, name, size):
+def test_example_matches_expected_output(available_backend, name, size):
+    backend = available_backend
     example = _build(name, size)
     if all(backend.supports(op, ty) for op, ty in example.needs()):
         actual = run_example(example, backend)
@@ -80,7 +81,8 @@ def test_compare_outputs_reports_each_differing_buffer():
     assert compare_outputs(softmax, near) == [] and len(compare_outputs(softmax, far)) == 1
 
 
-def test_examples_need_a_fresh_backend(backend):
+def test_examples_need_a_fresh_backend(available_backend):
+    backend = available_backend
     backend.allocate_buffer(8)  # takes handle 2
     example = _build("vector_add", 4)
     with pytest.raises(ExecutionFailed, match="got handle 3, the program expects 2"):
@@ -89,15 +91,15 @@ def test_examples_need_a_fresh_backend(backend):
         backend.buffer_size(3)
 
 
-def test_demo_runs_every_example_on_a_backend(backend_name, capsys):
-    rows = run_demo(20, [backend_name])
+def test_demo_runs_every_example_on_a_backend(available_backend_name, capsys):
+    rows = run_demo(20, [available_backend_name])
     assert [row.example for row in rows] == list(EXAMPLE_MODULES)
     assert all(row.check in (CHECK_OK, CHECK_UNSUPPORTED) for row in rows), format_table(rows)
     for row in rows:
         assert (row.cold_seconds is not None) == (row.check == CHECK_OK)
     table = format_table(rows)
     assert table.splitlines()[0].split() == ["example", "backend", "check", "cold", "ms", "cached", "ms"]
-    assert demo_main(["--size", "8", "--backend", backend_name]) == 0
+    assert demo_main(["--size", "8", "--backend", available_backend_name]) == 0
     assert "vector_add" in capsys.readouterr().out
 
 
