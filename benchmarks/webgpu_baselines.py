@@ -148,7 +148,7 @@ def small_dispatch_overhead(driver: GpuDriver, repeat: int = 200) -> dict[str, f
         "read_buffer (1 KiB) alone": median_seconds(lambda: driver.read_buffer(add.c, 0, 1024), repeat, warmup=20),
     }
     if not np.array_equal(add.result(), a + a):
-        raise SystemExit("small vector add gave a wrong result")
+        raise RuntimeError("the small vector add gave a wrong result")
     add.release()
     return out
 

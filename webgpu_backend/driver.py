@@ -28,7 +28,7 @@ from .resources import (
     as_layout, check_buffer,
 )
 
-__all__ = ["GpuDriver", "REQUIRED_LIMITS", "OPTIONAL_FEATURES", "limit_name", "ResolvedBinding"]
+__all__ = ["GpuDriver", "REQUIRED_LIMITS", "OPTIONAL_FEATURES", "limit_name", "ResolvedBinding", "EncodedDispatch"]
 
 #: the limits every driver reports (WebGPU names)
 REQUIRED_LIMITS = (
@@ -45,6 +45,10 @@ OPTIONAL_FEATURES = ("shader-f16",)
 #: copies and queue writes move whole 4-byte words (WebGPU's COPY_BUFFER_ALIGNMENT)
 COPY_ALIGNMENT = 4
 
+#: (pipeline, engine bind group, workgroups) of one checked dispatch, as the engine hook receives it
+EncodedDispatch = tuple[ComputePipeline, Any, tuple[int, int, int]]
+
+_MAX_CACHED_MODULES = 512
 _MAX_CACHED_PIPELINES = 512
 _MAX_CACHED_BIND_GROUPS = 256
 
@@ -110,7 +114,7 @@ class GpuDriver(abc.ABC):
     engine: str = ""
 
     def __init__(self) -> None:
-        self._modules: dict[str, ShaderModule] = {}
+        self._modules: OrderedDict[str, ShaderModule] = OrderedDict()
         self._pipelines: OrderedDict[tuple, ComputePipeline] = OrderedDict()
         self._bind_groups: OrderedDict[tuple, Any] = OrderedDict()
         self._closed = False
@@ -261,8 +265,13 @@ class GpuDriver(abc.ABC):
         digest = hashlib.sha256(wgsl_source.encode()).hexdigest()
         module = self._modules.get(digest)
         if module is None:
-            module = ShaderModule(wgsl_source, digest, self._native_compile(wgsl_source, f"wgsl-{digest[:12]}"))
+            native = self._native_compile(wgsl_source, f"wgsl-{digest[:12]}")
+            module = ShaderModule(wgsl_source, digest, native, id(self))
             self._modules[digest] = module
+            if len(self._modules) > _MAX_CACHED_MODULES:
+                self._modules.popitem(last=False)
+        else:
+            self._modules.move_to_end(digest)
         return module
 
     def create_pipeline(self, module: ShaderModule, entry_point: str,
@@ -276,7 +285,7 @@ class GpuDriver(abc.ABC):
         malformed layout, more storage bindings than ``maxStorageBuffersPerShaderStage``).
         """
         self._check_open()
-        if not isinstance(module, ShaderModule) or self._modules.get(module.digest) is not module:
+        if not isinstance(module, ShaderModule) or module.driver_id != id(self):
             raise ExecutionFailed("create_pipeline needs a ShaderModule compiled by this driver")
         if not isinstance(entry_point, str) or not entry_point:
             raise ExecutionFailed(f"the entry point is a non-empty str, got {entry_point!r}")
@@ -288,10 +297,12 @@ class GpuDriver(abc.ABC):
             self._pipelines.move_to_end(key)
             return pipeline
         native, native_layout = self._native_create_pipeline(module, entry_point, layout)
-        pipeline = ComputePipeline(module, entry_point, layout, native, native_layout)
+        pipeline = ComputePipeline(module, entry_point, layout, native, native_layout, id(self))
         self._pipelines[key] = pipeline
         if len(self._pipelines) > _MAX_CACHED_PIPELINES:
-            self._pipelines.popitem(last=False)
+            evicted, _ = self._pipelines.popitem(last=False)
+            for group_key in [k for k in self._bind_groups if k[0] == evicted]:
+                del self._bind_groups[group_key]
         return pipeline
 
     # ---- dispatch -------------------------------------------------------------------------------
@@ -393,10 +404,10 @@ class GpuDriver(abc.ABC):
             if count > self.limit(name):
                 raise ExecutionFailed(f"the layout uses {count} {what}; {name} is {self.limit(name)}")
 
-    def _resolve_dispatch(self, index: int, command: DispatchCommand) -> tuple[ComputePipeline, Any, tuple]:
+    def _resolve_dispatch(self, index: int, command: DispatchCommand) -> EncodedDispatch:
         pipeline = command.pipeline
-        if not isinstance(pipeline, ComputePipeline) or self._pipelines.get(pipeline.key) is not pipeline:
-            raise ExecutionFailed(f"dispatch {index}: the pipeline was not created by this driver (or was evicted)")
+        if not isinstance(pipeline, ComputePipeline) or pipeline.driver_id != id(self):
+            raise ExecutionFailed(f"dispatch {index}: the pipeline was not created by this driver")
         workgroups = self._check_workgroups(index, command.workgroups)
         bindings = command.bindings
         if not isinstance(bindings, Mapping):
@@ -442,6 +453,8 @@ class GpuDriver(abc.ABC):
         return ResolvedBinding(spec.binding, buffer, offset, size)
 
     def _bind_group(self, pipeline: ComputePipeline, resolved: tuple[ResolvedBinding, ...]) -> Any:
+        # keyed by the pipeline's cache key: a pipeline rebuilt after eviction has an equal layout, which
+        # WebGPU accepts for bind groups made with the old one
         key = (pipeline.key, tuple((r.binding, r.buffer.id, r.offset, r.size) for r in resolved))
         group = self._bind_groups.get(key)
         if group is None:
@@ -497,7 +510,7 @@ class GpuDriver(abc.ABC):
         """The engine's bind group for ``pipeline``'s layout with checked ``bindings``."""
 
     @abc.abstractmethod
-    def _native_submit_dispatches(self, dispatches: Sequence[tuple[ComputePipeline, Any, tuple[int, int, int]]]) -> None:
+    def _native_submit_dispatches(self, dispatches: Sequence[EncodedDispatch]) -> None:
         """Encode (pipeline, bind group, workgroups) as one compute pass each; submit once."""
 
     @abc.abstractmethod

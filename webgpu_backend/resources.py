@@ -95,8 +95,8 @@ def as_layout(spec: Mapping[int, Any] | Sequence[Any]) -> tuple[BindingSpec, ...
                 item = BindingSpec(binding, BindingKind(kind))
             except (TypeError, ValueError):
                 kinds = ", ".join(k.value for k in BindingKind)
-                raise ExecutionFailed(
-                    f"a layout entry is a BindingSpec or (binding, kind) with kind one of {kinds}; got {item!r}") from None
+                raise ExecutionFailed(f"a layout entry is a BindingSpec or (binding, kind) with kind one of {kinds}; "
+                                      f"got {item!r}") from None
         if item.binding in entries:
             raise ExecutionFailed(f"binding {item.binding} appears twice in the layout")
         entries[item.binding] = item
@@ -135,23 +135,25 @@ class BufferBinding:
 @dataclass(frozen=True, eq=False, slots=True)
 class ShaderModule:
     """A compiled (validated) WGSL module: its source, the SHA-256 ``digest`` of the source,
-    and the engine's module object."""
+    the engine's module object, and the id of the driver that made it."""
 
     source: str
     digest: str
     native: Any = field(repr=False)
+    driver_id: int = field(default=0, repr=False)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class ComputePipeline:
-    """A compute pipeline: the module, the entry point, the bind group 0 layout, and the
-    engine's pipeline and bind group layout objects."""
+    """A compute pipeline: the module, the entry point, the bind group 0 layout, the
+    engine's pipeline and bind group layout objects, and the id of the driver that made it."""
 
     module: ShaderModule
     entry_point: str
     layout: tuple[BindingSpec, ...]
     native: Any = field(repr=False)
     native_bind_group_layout: Any = field(repr=False)
+    driver_id: int = field(default=0, repr=False)
 
     @property
     def key(self) -> tuple[str, str, tuple[BindingSpec, ...]]:

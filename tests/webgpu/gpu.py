@@ -12,10 +12,10 @@ def require_adapter() -> None:
     to fail the tests.
     """
     try:
-        import wgpu
+        from webgpu_backend.drivers.wgpu_native import available_adapters
     except ImportError as exc:
         pytest.skip(f"wgpu-py is not installed, so no WebGPU adapter exists: {exc}", allow_module_level=True)
-    if not wgpu.gpu.enumerate_adapters_sync():
+    if not available_adapters():
         pytest.skip("wgpu-py finds no GPU adapter here (install mesa-vulkan-drivers for lavapipe)",
                     allow_module_level=True)
 

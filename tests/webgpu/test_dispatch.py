@@ -183,3 +183,21 @@ def test_split_workgroups_covers_the_count_within_the_limit():
     assert (x, y, z) == (4, 4, 2)
     with pytest.raises(ExecutionFailed, match="maxComputeWorkgroupsPerDimension"):
         split_workgroups(65, 4)
+
+
+def test_objects_of_another_driver_are_refused(driver):
+    from webgpu_backend import default_driver
+    other = default_driver(optional_features=())
+    try:
+        pipeline = _vector_add(driver)
+        buffers = {b: other.create_buffer(256) for b in range(3)}
+        with pytest.raises(ExecutionFailed, match="not created by this driver"):
+            other.dispatch(pipeline, buffers, 1)
+        with pytest.raises(ExecutionFailed, match="compiled by this driver"):
+            other.create_pipeline(driver.compile(VECTOR_ADD_WGSL), "main", VECTOR_ADD_LAYOUT)
+        with pytest.raises(InvalidBuffer, match="another driver"):
+            driver.read_buffer(buffers[0])
+    finally:
+        other.close()
+    with pytest.raises(ExecutionFailed, match="closed"):
+        other.create_buffer(16)

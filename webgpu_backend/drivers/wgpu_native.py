@@ -13,11 +13,11 @@ import wgpu
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed
 
-from ..driver import OPTIONAL_FEATURES, REQUIRED_LIMITS, GpuDriver, ResolvedBinding, limit_name
+from ..driver import OPTIONAL_FEATURES, REQUIRED_LIMITS, EncodedDispatch, GpuDriver, ResolvedBinding, limit_name
 from ..errors import ShaderCompilationError
 from ..resources import BindingSpec, BufferUsage, ComputePipeline, ShaderModule
 
-__all__ = ["WgpuNativeDriver", "rank_adapter", "naga_location"]
+__all__ = ["WgpuNativeDriver", "available_adapters", "rank_adapter", "naga_location"]
 
 # preferred adapters first: a real GPU over a CPU rasterizer, then the native API over OpenGL
 _ADAPTER_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
@@ -31,6 +31,21 @@ _MAX_POOLED_STAGING = 256 << 20
 
 # naga points at ``┌─ wgsl:LINE:COLUMN`` (parse errors) or ``┌─ LABEL:LINE:COLUMN`` (validation errors)
 _NAGA_LOCATION = re.compile(r"┌─ [^\n]*?:(\d+):(\d+)")
+
+
+_enumerated: list[Any] | None = None
+
+
+def available_adapters() -> list[Any]:
+    """wgpu's adapters, enumerated once per process (enumerating starts every API, about a second
+    on lavapipe; an adapter can serve several devices). Raises BackendUnavailable when wgpu fails."""
+    global _enumerated
+    if _enumerated is None:
+        try:
+            _enumerated = list(wgpu.gpu.enumerate_adapters_sync())
+        except Exception as exc:
+            raise BackendUnavailable(f"wgpu could not enumerate adapters: {exc}") from exc
+    return _enumerated
 
 
 def rank_adapter(info: Mapping[str, Any]) -> tuple[int, int]:
@@ -94,7 +109,8 @@ class WgpuNativeDriver(GpuDriver):
             self._device = self._adapter.request_device_sync(
                 label="atlas-web", required_features=wanted, required_limits=dict(self._adapter.limits))
         except Exception as exc:  # wgpu raises plain RuntimeError / GPUError kinds here
-            raise BackendUnavailable(f"wgpu could not create a device on {self._adapter.info['device']!r}: {exc}") from exc
+            device = self._adapter.info["device"]
+            raise BackendUnavailable(f"wgpu could not create a device on {device!r}: {exc}") from exc
         self._queue = self._device.queue
         self._features = frozenset(str(f) for f in self._device.features)
         self._limits = {limit_name(k): int(v) for k, v in self._device.limits.items() if isinstance(v, int)}
@@ -106,10 +122,7 @@ class WgpuNativeDriver(GpuDriver):
 
     @staticmethod
     def _best_adapter() -> Any:
-        try:
-            adapters = wgpu.gpu.enumerate_adapters_sync()
-        except Exception as exc:
-            raise BackendUnavailable(f"wgpu could not enumerate adapters: {exc}") from exc
+        adapters = available_adapters()
         if not adapters:
             raise BackendUnavailable(
                 "wgpu found no GPU adapter (no Vulkan/Metal/D3D12/OpenGL driver; on Linux without a GPU, "
@@ -236,7 +249,7 @@ class WgpuNativeDriver(GpuDriver):
         except wgpu.GPUError as exc:
             raise ExecutionFailed(f"binding buffers to {pipeline.entry_point!r} failed: {_first_line(exc)}") from exc
 
-    def _native_submit_dispatches(self, dispatches: Sequence[tuple[ComputePipeline, Any, tuple[int, int, int]]]) -> None:
+    def _native_submit_dispatches(self, dispatches: Sequence[EncodedDispatch]) -> None:
         encoder = self._device.create_command_encoder()
         try:
             for pipeline, bind_group, (x, y, z) in dispatches:
