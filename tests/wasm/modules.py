@@ -100,3 +100,21 @@ def host_module() -> bytes:
     fn.code.f64_const(2.5).call("host.note")
     fn.code.local_get("x").call("host.twice").call("host.twice")
     return mb.to_bytes()
+
+
+def simd_showcase_module() -> bytes:
+    """One function using the immediates the disassembler must print: memargs, lanes, v128.const, shuffle,
+    typed select, br_table; and an active data segment with bytes that need escaping."""
+    mb = ModuleBuilder("simd")
+    mb.add_memory(1, export="memory")
+    fn = mb.add_function("lanes", [I32], [I32], export=True, param_names=("p",))
+    w = fn.code
+    w.local_get("p").local_get("p").v128_load(MemArg(16, 3)).v128_load8_lane(MemArg(3), 15)
+    w.v128_const(bytes([0, 0, 128, 63] * 4)).i8x16_shuffle(list(range(31, 15, -1)))
+    w.i8x16_extract_lane_s(3)
+    w.local_get("p").i32_const(1).select_typed([I32])
+    with w.block(I32, label="b"):
+        w.i32_const(0).local_get("p").br_table([0, 1], "b")
+    w.i32_add()
+    mb.add_data(b'ab"\\\x00', offset=8)
+    return mb.to_bytes()

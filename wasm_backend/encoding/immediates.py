@@ -68,6 +68,13 @@ def _fail(instruction: str, kind: str, value: object, expected: str) -> WasmEnco
 
 # --- unsigned indices ------------------------------------------------------------------------------------------
 
+# WAT spellings of index immediates that differ from the plain number
+_INDEX_TEXT: dict[str, Callable[[int], str]] = {
+    "typeidx": lambda v: f"(type {v})",
+    "memidx": lambda v: str(v) if v else "",  # memory 0 is implied
+}
+
+
 def _index_codec(kind: str) -> ImmediateCodec:
     def normalize(value: object, instruction: str) -> int:
         if not _is_int(value) or not 0 <= value < _U32:  # type: ignore[operator]
@@ -75,7 +82,7 @@ def _index_codec(kind: str) -> ImmediateCodec:
         return int(value)  # type: ignore[arg-type]
 
     return ImmediateCodec(kind, normalize, lambda v, out: out.extend(encode_uleb128(v, 32)),
-                          lambda data, pos: decode_uleb128(data, pos, 32), str)
+                          lambda data, pos: decode_uleb128(data, pos, 32), _INDEX_TEXT.get(kind, str))
 
 
 def _normalize_labels(value: object, instruction: str) -> tuple[int, ...]:
