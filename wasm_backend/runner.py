@@ -208,8 +208,9 @@ class WasmRunner(abc.ABC):
             if imp.kind == ExternKind.FUNC:
                 func = provided.get(imp.module, {}).get(imp.name)
                 if not callable(func):
-                    raise WasmInterfaceError(f"import {imp.module}.{imp.name} ({imp.functype.text() if imp.functype else ''})"
-                                             f" needs a Python callable in imports[{imp.module!r}][{imp.name!r}]")
+                    signature = imp.functype.text() if imp.functype else ""
+                    raise WasmInterfaceError(f"import {imp.module}.{imp.name} ({signature}) needs a Python callable "
+                                             f"in imports[{imp.module!r}][{imp.name!r}]")
                 functions[(imp.module, imp.name)] = func
             elif imp.kind != ExternKind.MEMORY:
                 raise WasmInterfaceError(f"import {imp.module}.{imp.name} is a {imp.kind.text}; runners provide only "

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
+
+import wasm_backend.encoding
 
 from wasm_backend.encoding.disasm import disassemble, function_listing
 from wasm_backend.encoding.reader import decode_module
@@ -91,9 +95,15 @@ def test_module_level_items_are_listed():
 
 def test_function_listing_of_a_decoded_module():
     module = decode_module(add_module())
-    assert function_listing(module, 0).split("\n")[0] == "(func $add (;0;) (type 0) (param $a i32) (param $b i32) (result i32)"
+    head = function_listing(module, 0).split("\n")[0]
+    assert head == "(func $add (;0;) (type 0) (param $a i32) (param $b i32) (result i32)"
 
 
 def test_garbage_is_refused():
     with pytest.raises(WasmDecodeError, match="magic"):
         disassemble(b"not wasm")
+
+
+def test_package_doctest_passes():
+    result = doctest.testmod(wasm_backend.encoding)
+    assert result.attempted >= 4 and result.failed == 0

@@ -11,10 +11,11 @@ import struct
 
 import pytest
 import wasmtime
+from hypothesis import given, strategies as st
 
 from wasm_backend.encoding.immediates import IMMEDIATE_CODECS, MemArg
 from wasm_backend.encoding.instructions import (
-    decode_instruction, encode_instruction, format_instruction, normalize_immediates,
+    decode_instruction, encode_instruction, format_instruction, iter_instructions, normalize_immediates,
 )
 from wasm_backend.encoding.opcodes import OPCODE_BY_CODE, OPCODE_BY_NAME, OPCODE_TABLE
 from wasm_backend.encoding.types import ValType
@@ -184,3 +185,10 @@ def test_relaxed_opcodes_decode_from_two_byte_leb():
 def test_malformed_instructions_are_refused(data, message):
     with pytest.raises(WasmDecodeError, match=message):
         decode_instruction(data)
+
+
+@given(st.lists(st.tuples(st.sampled_from(OPCODE_TABLE), st.integers(min_value=0, max_value=5)), max_size=40))
+def test_instruction_sequences_decode_in_order(picks):
+    sequence = [(row.name, _sample_immediates(row, k)) for row, k in picks]
+    code = b"".join(encode_instruction(name, imms) for name, imms in sequence)
+    assert [(i.name, i.immediates) for i in iter_instructions(code)] == sequence

@@ -132,7 +132,8 @@ def _data_text(index: int, seg: DataSegment) -> str:
 def _import_text(module: Module, kind_index: int, imp) -> str:
     desc = imp.desc
     texts = {
-        ExternKind.FUNC: lambda: f"(func (;{kind_index};) (type {desc}) {module.types[desc].text()})".replace(" )", ")"),
+        ExternKind.FUNC: lambda: f"(func (;{kind_index};) (type {desc}) {module.types[desc].text()})"
+                                 .replace(" )", ")"),
         ExternKind.TABLE: lambda: f"(table (;{kind_index};) {desc.text()})",
         ExternKind.MEMORY: lambda: f"(memory (;{kind_index};) {desc.text()})",
         ExternKind.GLOBAL: lambda: f"(global (;{kind_index};) {desc.text()})",

@@ -282,8 +282,8 @@ def _memarg_codec(natural: int) -> ImmediateCodec:
             raise _fail(instruction, kind, value, "a MemArg or an int offset")
         align = natural if value.align is None else value.align
         if not _is_int(align) or not 0 <= align <= natural:
-            raise WasmEncodingError(
-                f"{instruction}: alignment 2**{align!r} exceeds the natural alignment 2**{natural} ({1 << natural} bytes)")
+            raise WasmEncodingError(f"{instruction}: alignment 2**{align!r} exceeds the natural alignment "
+                                    f"2**{natural} ({1 << natural} bytes)")
         if not _is_int(value.offset) or not 0 <= value.offset < _U32:
             raise _fail(instruction, kind, value, "a memory argument with an offset in 0..2**32-1")
         return MemArg(value.offset, align)

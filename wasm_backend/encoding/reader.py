@@ -16,7 +16,9 @@ from .leb128 import decode_uleb128
 from .structure import (
     CustomSection, DataSegment, ElementSegment, Export, FunctionCode, Global, Import, Module, NameMap, SegmentMode,
 )
-from .types import REFERENCE_TYPES, SECTION_ORDER, ExternKind, FuncType, GlobalType, Limits, SectionId, TableType, ValType
+from .types import (
+    REFERENCE_TYPES, SECTION_ORDER, ExternKind, FuncType, GlobalType, Limits, SectionId, TableType, ValType,
+)
 from .writer import MAGIC, VERSION
 
 __all__ = ["decode_module"]
@@ -198,6 +200,10 @@ def _name_map(cur: _Cursor) -> dict[int, str]:
     return dict(cur.vec(lambda: (cur.u32(), cur.name())))
 
 
+def _indirect_name_map(cur: _Cursor) -> dict[int, dict[int, str]]:
+    return dict(cur.vec(lambda: (cur.u32(), _name_map(cur))))
+
+
 def _names(cur: _Cursor) -> NameMap:
     names = NameMap()
     while cur.pos < cur.end:
@@ -211,7 +217,7 @@ def _names(cur: _Cursor) -> NameMap:
         elif sub_id == 1:
             names.functions = _name_map(sub)
         elif sub_id == 2:
-            names.locals = dict(sub.vec(lambda: (sub.u32(), _name_map(sub))))
+            names.locals = _indirect_name_map(sub)
         elif sub_id == 7:
             names.globals = _name_map(sub)
         else:  # other subsections (labels, types, ...) are skipped: they only name things

@@ -12,9 +12,10 @@ i.e. unlimited) and traps with ``WasmTrap(BUDGET_EXHAUSTED)`` when it runs
 out. Fuel was chosen over epoch interruption because it is deterministic: a
 runaway loop stops after the same amount of work on every run and under any
 machine load, so budget traps are reproducible in tests, and no timer thread
-is needed. Measured on this project's machines, fuel costs the same as epoch
-checks: about +10 % on memory-bound loops and up to 4x on a one-instruction
-loop body. ``budgeted=False`` removes the instrumentation (benchmarks); the
+is needed. Measured on this project's machines, fuel costs about what epoch
+checks cost: +10-25 % on memory-bound loops (benchmarks/wasm_micro.py: 1.08x
+NumPy's time without fuel, 1.33x with it) and up to 4x on a loop whose body
+is one instruction. ``budgeted=False`` removes the instrumentation; the
 Atlas budget itself (backward branches per lane) is counted by the lowered
 code, not by the engine, so it holds either way.
 
