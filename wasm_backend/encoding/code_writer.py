@@ -191,7 +191,6 @@ class CodeWriter:
 
     def _end_scope(self, frame: _Frame) -> None:
         if self._frames[-1] is not frame:
-            raise WasmEncodingError(
-                f"{frame.kind} {frame.label or ''} closed by its with-statement while an inner construct is open"
-                .replace("  ", " "))
+            named = f"{frame.kind} {frame.label!r}" if frame.label else frame.kind
+            raise WasmEncodingError(f"{named} closed by its with-statement while an inner construct is open")
         self.emit("end")

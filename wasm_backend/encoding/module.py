@@ -28,23 +28,27 @@ __all__ = ["ModuleBuilder", "FunctionBuilder"]
 
 _U32_LIMIT = (1 << 32) - 1
 
+def _instruction(name: str, *immediates: object) -> Instruction:
+    """A checked Instruction for constant expressions; raises WasmEncodingError."""
+    return Instruction(name, normalize_immediates(opcode_row(name), immediates))
+
+
 # the instruction that initialises a global of each type from a Python value
 _GLOBAL_INIT: dict[ValType, Callable[[object], Instruction]] = {
-    ValType.I32: lambda v: Instruction("i32.const", normalize_immediates(opcode_row("i32.const"), (v,))),
-    ValType.I64: lambda v: Instruction("i64.const", normalize_immediates(opcode_row("i64.const"), (v,))),
-    ValType.F32: lambda v: Instruction("f32.const", normalize_immediates(opcode_row("f32.const"), (v,))),
-    ValType.F64: lambda v: Instruction("f64.const", normalize_immediates(opcode_row("f64.const"), (v,))),
-    ValType.V128: lambda v: Instruction("v128.const", normalize_immediates(opcode_row("v128.const"), (v,))),
-    ValType.FUNCREF: lambda v: (Instruction("ref.null", (ValType.FUNCREF,)) if v is None
-                                else Instruction("ref.func", normalize_immediates(opcode_row("ref.func"), (v,)))),
-    ValType.EXTERNREF: lambda v: Instruction("ref.null", (ValType.EXTERNREF,)),
+    ValType.I32: lambda v: _instruction("i32.const", v),
+    ValType.I64: lambda v: _instruction("i64.const", v),
+    ValType.F32: lambda v: _instruction("f32.const", v),
+    ValType.F64: lambda v: _instruction("f64.const", v),
+    ValType.V128: lambda v: _instruction("v128.const", v),
+    ValType.FUNCREF: lambda v: _instruction("ref.null", ValType.FUNCREF) if v is None else _instruction("ref.func", v),
+    ValType.EXTERNREF: lambda v: _instruction("ref.null", ValType.EXTERNREF),
 }
 
 
 def _i32_offset(offset: object, what: str) -> tuple[Instruction, ...]:
     if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= _U32_LIMIT:
         raise WasmEncodingError(f"{what}: offset {offset!r} is not an int in 0..2**32-1")
-    return (Instruction("i32.const", normalize_immediates(opcode_row("i32.const"), (offset,))),)
+    return (_instruction("i32.const", offset),)
 
 
 class FunctionBuilder:
