@@ -181,26 +181,32 @@ class GpuDriver(abc.ABC):
         """Copy the bytes of ``data`` (any buffer-protocol object) into ``buffer`` at ``offset``.
 
         One host copy into the engine's staging memory, queued behind earlier work.
-        A range whose ends are not 4-byte aligned first reads back the two edge
-        words (a GPU wait). Raises InvalidBuffer (bad buffer, no COPY_DST usage,
-        range outside the buffer).
+        Where an end of the range is not 4-byte aligned, the word holding it is read
+        back (a GPU wait), patched and written (the buffer then needs COPY_SRC).
+        Raises InvalidBuffer (bad buffer, no COPY_DST usage, range outside the buffer).
         """
         self._check_usage(buffer, BufferUsage.COPY_DST, "write_buffer")
         view = _byte_view(data)
         self._check_range(buffer, offset, view.nbytes, "write_buffer")
         if view.nbytes == 0:
             return
-        start = offset - offset % COPY_ALIGNMENT
-        end = -(-(offset + view.nbytes) // COPY_ALIGNMENT) * COPY_ALIGNMENT
-        if start == offset and end == offset + view.nbytes:
-            self._native_write(buffer.native, offset, view)
-            return
+        end = offset + view.nbytes
+        head_end = min(-(-offset // COPY_ALIGNMENT) * COPY_ALIGNMENT, end)
+        tail_start = max(end - end % COPY_ALIGNMENT, head_end)
+        if head_end > offset:
+            self._patch_word(buffer, offset, view[:head_end - offset])
+        if tail_start > head_end:
+            self._native_write(buffer.native, head_end, view[head_end - offset:tail_start - offset])
+        if end > tail_start:
+            self._patch_word(buffer, tail_start, view[tail_start - offset:])
+
+    def _patch_word(self, buffer: GpuBuffer, offset: int, data: memoryview) -> None:
+        """Write ``data`` (inside one 4-byte word) at ``offset`` keeping the word's other bytes."""
         self._check_usage(buffer, BufferUsage.COPY_SRC, "write_buffer (an unaligned write reads the edge words)")
-        words = bytearray(end - start)
-        words[:COPY_ALIGNMENT] = self._native_read(buffer.native, start, COPY_ALIGNMENT)
-        words[-COPY_ALIGNMENT:] = self._native_read(buffer.native, end - COPY_ALIGNMENT, COPY_ALIGNMENT)
-        words[offset - start:offset - start + view.nbytes] = view
-        self._native_write(buffer.native, start, memoryview(words))
+        start = offset - offset % COPY_ALIGNMENT
+        word = bytearray(self._native_read(buffer.native, start, COPY_ALIGNMENT))
+        word[offset - start:offset - start + data.nbytes] = data
+        self._native_write(buffer.native, start, memoryview(word))
 
     def read_buffer(self, buffer: GpuBuffer, offset: int = 0, size: int | None = None) -> memoryview:
         """``size`` bytes of ``buffer`` from ``offset`` (default: to the end), after all queued work.

@@ -77,7 +77,11 @@ def test_unaligned_writes_and_reads_keep_the_neighbouring_bytes(driver):
     assert bytes(driver.read_buffer(buf)) == bytes(expected)
     assert bytes(driver.read_buffer(buf, 5, 7)) == bytes(expected[5:12])
     driver.write_buffer(buf, 12, b"\x07")
-    assert bytes(driver.read_buffer(buf, 11)) == bytes([expected[11], 7])
+    expected[12] = 7
+    assert bytes(driver.read_buffer(buf, 11)) == bytes(expected[11:])
+    driver.write_buffer(buf, 1, bytes(range(1, 11)))  # a head word, a whole word and a tail word
+    expected[1:11] = bytes(range(1, 11))
+    assert bytes(driver.read_buffer(buf)) == bytes(expected)
 
 
 def test_new_buffers_are_zero_and_clear_and_copy_work(driver):
