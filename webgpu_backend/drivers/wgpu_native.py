@@ -63,8 +63,9 @@ def naga_location(message: str) -> tuple[int | None, int | None]:
 class _StagingPool:
     """MAP_READ buffers reused across reads, so a small readback allocates nothing."""
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: Any, max_buffer_size: int) -> None:
         self._device = device
+        self._max_buffer_size = max_buffer_size
         self._free: list[Any] = []
 
     def take(self, size: int) -> Any:
@@ -74,7 +75,12 @@ class _StagingPool:
             self._free.remove(buffer)
             return buffer
         padded = max(_MIN_STAGING, 1 << (size - 1).bit_length())
-        return self._device.create_buffer(size=padded, usage=_STAGING_USAGE, label="atlas-staging")
+        if padded > self._max_buffer_size:
+            padded = size
+        try:
+            return self._device.create_buffer(size=padded, usage=_STAGING_USAGE, label="atlas-staging")
+        except (wgpu.GPUError, MemoryError) as exc:
+            raise ExecutionFailed(f"no staging memory for reading {size} bytes back: {_first_line(exc)}") from exc
 
     def give_back(self, buffer: Any) -> None:
         self._free.append(buffer)
@@ -117,7 +123,7 @@ class WgpuNativeDriver(GpuDriver):
         missing = [name for name in REQUIRED_LIMITS if name not in self._limits]
         if missing:
             raise BackendUnavailable(f"the wgpu device reports no {', '.join(missing)}")
-        self._staging = _StagingPool(self._device)
+        self._staging = _StagingPool(self._device, self._limits["maxBufferSize"])
         self._fence = self._device.create_buffer(size=4, usage=_STAGING_USAGE, label="atlas-fence")
 
     @staticmethod
