@@ -20,6 +20,7 @@ from ..isa.opcodes import OpcodeInfo
 from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
 from ..program import Program
+from .exec_state import LaneGeometry
 from .exec_store import MemoryStore
 from .executor import RULES, Prepared, prepare, run_program
 
@@ -84,6 +85,8 @@ class CpuBackend(Backend):
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
         self._programs: dict[tuple, tuple[Any, Prepared]] = {}
+        # lane ids and special registers of the last launch shape (read-only, reused by the next launch)
+        self._geometry: LaneGeometry | None = None
 
     # ---- buffers ---------------------------------------------------------------
     def allocate_buffer(self, size: int) -> BufferHandle:
@@ -181,8 +184,10 @@ class CpuBackend(Backend):
         from ..verify import verify_launch
         verify_launch(info, config, self._memory.table)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
+        if self._geometry is None or self._geometry.config != config:
+            self._geometry = LaneGeometry(config)
         run_program(program, info, config, self._memory, budget=budget, registers=params.registers,
-                    accumulator=self._accumulator, prepared=prepared)
+                    accumulator=self._accumulator, prepared=prepared, geometry=self._geometry)
 
     def _verified(self, program: Program, params: ExecutionParams) -> tuple[Any, Prepared]:
         """The verifier's ProgramInfo and the executor's plans, cached by digest and preset register types."""

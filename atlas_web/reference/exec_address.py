@@ -26,9 +26,10 @@ __all__ = ["LaneAddresses", "Span", "resolve_global", "resolve_shared", "check_a
 
 @dataclass(slots=True)
 class LaneAddresses:
-    """Per-lane ``handles`` and byte ``offsets`` (int64), ``beyond``: lanes whose offset left 0 … 2**32-1."""
+    """Per-lane ``handles`` (an int when every lane names the same one) and byte ``offsets`` (int64);
+    ``beyond``: lanes whose offset left 0 … 2**32-1."""
 
-    handles: np.ndarray
+    handles: np.ndarray | int
     offsets: np.ndarray
     beyond: np.ndarray | None
     #: the allocation kind the handle must name ("pool"), or None for any
@@ -50,8 +51,7 @@ def unsigned(ty: Type, values: np.ndarray) -> np.ndarray:
 
 
 def _static(step: Step, handle: int, offset: int, kind: str | None = None) -> LaneAddresses:
-    n = step.count
-    return LaneAddresses(np.full(n, handle, dtype=np.int64), np.full(n, offset, dtype=np.int64), None, kind)
+    return LaneAddresses(int(handle), np.full(step.count, offset, dtype=np.int64), None, kind)
 
 
 def _split_wide(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -99,6 +99,13 @@ def _class(step: Step, field: str, addr: Address.Class) -> LaneAddresses:
 
 def _indirect(step: Step, field: str, addr: Address.RegisterIndirect) -> LaneAddresses:
     ty, values = _register(step, field, "base")
+    if values.dtype.itemsize == 8 and values.dtype.kind in "iu":  # the usual i64/u64 pointer: no copy to widen
+        bits = values.view(np.int64)
+        low, high = (int(bits.min()) >> 32, int(bits.max()) >> 32) if bits.size else (0, 1)
+        # every value between two with equal high halves has that high half: one handle for all lanes
+        handles = (low & MAX_OFFSET) if low == high else (bits >> 32) & MAX_OFFSET
+        offsets, beyond = _plus_signed(bits & MAX_OFFSET, addr.offset)
+        return LaneAddresses(handles, offsets, beyond)
     pointers = unsigned(ty, values)
     handles = (pointers >> np.uint64(32)).astype(np.int64)
     offsets, beyond = _plus_signed((pointers & np.uint64(MAX_OFFSET)).astype(np.int64), addr.offset)
@@ -143,7 +150,9 @@ def resolve_shared(step: Step, field: str) -> tuple[np.ndarray, np.ndarray | Non
     return more, beyond if beyond2 is None else (beyond | beyond2)
 
 
-def _by_handle(handles: np.ndarray) -> list[tuple[int, np.ndarray | None]]:
+def _by_handle(handles: np.ndarray | int) -> list[tuple[int, np.ndarray | None]]:
+    if isinstance(handles, int):
+        return [(handles, None)]
     if handles.size == 0:
         return []
     first = handles[0]
@@ -167,10 +176,20 @@ def _trap_in_order(step: Step, invalid: np.ndarray, beyond: np.ndarray, misalign
 def check_access(step: Step, where: LaneAddresses, nbytes: int, align: int) -> list[Span]:
     """Check ``nbytes`` at each lane's address; trap the failing lanes; return the passing ones per allocation."""
     store = step.machine.memory
+    groups = _by_handle(where.handles)
+    offsets = where.offsets
+    if len(groups) == 1:  # every lane names one allocation: scalar limits, no per-lane size array
+        entry = store.lookup(groups[0][0])
+        if entry is not None and (where.kind is None or entry[0].kind == where.kind):
+            alloc, data = entry
+            # reductions only (no per-lane temporaries): offsets are never negative here
+            inside = where.beyond is None and (offsets.size == 0 or int(offsets.max()) <= alloc.size - nbytes)
+            if inside and (align == 1 or offsets.size == 0 or not int(np.bitwise_or.reduce(offsets)) & (align - 1)):
+                return [Span(data, None, offsets)]
     n = step.count
     sizes = np.full(n, -1, dtype=np.int64)
     found: list[tuple[np.ndarray, np.ndarray | None]] = []
-    for handle, lanes in _by_handle(where.handles):
+    for handle, lanes in groups:
         entry = store.lookup(handle)
         if entry is None or (where.kind is not None and entry[0].kind != where.kind):
             continue
@@ -181,11 +200,10 @@ def check_access(step: Step, where: LaneAddresses, nbytes: int, align: int) -> l
             sizes[lanes] = alloc.size
         found.append((data, lanes))
     invalid = sizes < 0
-    offsets = where.offsets
     beyond = offsets + nbytes > sizes
     if where.beyond is not None:
         beyond |= where.beyond
-    misaligned = (offsets % align) != 0 if align > 1 else np.zeros(n, dtype=bool)
+    misaligned = (offsets & (align - 1)) != 0
     passed = _trap_in_order(step, invalid, beyond, misaligned)
     spans = []
     for data, lanes in found:
@@ -204,7 +222,7 @@ def check_shared(step: Step, offsets: np.ndarray, beyond: np.ndarray | None, nby
     bad = offsets + nbytes > size
     if beyond is not None:
         bad |= beyond
-    misaligned = (offsets % align) != 0 if align > 1 else np.zeros(step.count, dtype=bool)
+    misaligned = (offsets & (align - 1)) != 0
     passed = _trap_in_order(step, np.zeros(step.count, dtype=bool), bad, misaligned)
     blocks = machine.geometry.block_index()
     block_of_lane = blocks if step.idx is None else blocks[step.idx]
@@ -226,6 +244,11 @@ def _native_view(data: np.ndarray, ty: Type) -> np.ndarray | None:
     return data[:usable].view(dtype)
 
 
+def _element_index(offsets: np.ndarray, size: int) -> np.ndarray:
+    """Aligned byte offsets as element indices (sizes are powers of two)."""
+    return offsets >> (size.bit_length() - 1)
+
+
 def _byte_index(offsets: np.ndarray, nbytes: int) -> np.ndarray:
     return offsets[:, None] + np.arange(nbytes, dtype=np.int64)
 
@@ -235,7 +258,7 @@ def gather(data: np.ndarray, offsets: np.ndarray, ty: Type) -> np.ndarray:
     view = _native_view(data, ty)
     size = ty.size_bytes()
     if view is not None:
-        return view[offsets // size]
+        return view[_element_index(offsets, size)]
     return numeric.load(ty, data[_byte_index(offsets, size)])
 
 
@@ -244,7 +267,7 @@ def gather_runs(data: np.ndarray, offsets: np.ndarray, ty: Type, count: int) -> 
     size = ty.size_bytes()
     view = _native_view(data, ty)
     if view is not None:
-        return view[(offsets // size)[:, None] + np.arange(count, dtype=np.int64)]
+        return view[_element_index(offsets, size)[:, None] + np.arange(count, dtype=np.int64)]
     raw = data[_byte_index(offsets, size * count)].reshape(len(offsets) * count, size)
     return numeric.load(ty, raw).reshape(len(offsets), count)
 
@@ -253,6 +276,6 @@ def scatter(data: np.ndarray, offsets: np.ndarray, ty: Type, values: np.ndarray)
     """Store ``values`` (of ``ty``) at the (checked, aligned) byte offsets; a repeated offset keeps the last."""
     view = _native_view(data, ty)
     if view is not None:
-        view[offsets // ty.size_bytes()] = values
+        view[_element_index(offsets, ty.size_bytes())] = values
         return
     data[_byte_index(offsets, ty.size_bytes())] = numeric.store(ty, values)

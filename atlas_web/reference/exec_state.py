@@ -53,14 +53,15 @@ class LaneGeometry:
         """Each lane's linear block index (int64)."""
         blocks = self._cache.get("block")
         if blocks is None:
-            blocks = self._cache["block"] = self.global_ids() // self.block_lanes
+            blocks = self._cache["block"] = np.repeat(np.arange(self.num_blocks, dtype=np.int64), self.block_lanes)
         return blocks
 
     def special(self, reg: SpecialRegister) -> np.ndarray:
-        """The u32 values of special register ``reg`` for every lane."""
+        """The u32 values of special register ``reg`` for every lane (read-only: shared by every read)."""
         values = self._cache.get(reg)
         if values is None:
             values = self._cache[reg] = self._compute_special(reg)
+            values.flags.writeable = False
         return values
 
     def _compute_special(self, reg: SpecialRegister) -> np.ndarray:
@@ -71,19 +72,24 @@ class LaneGeometry:
         }
         if reg in constant:
             return np.full(self.n, constant[reg], dtype=np.uint32)
-        gid = self.global_ids()
-        lane = gid % self.block_lanes
-        block = self.block_index()
-        per_lane = {
-            SpecialRegister.GLOBAL_LANE_ID: lambda: gid,
+        if reg is SpecialRegister.GLOBAL_LANE_ID:
+            return np.arange(self.n, dtype=np.uint32)
+        # computed on one block (or one row of blocks), then tiled / repeated: no division over every lane
+        lane = np.arange(self.block_lanes, dtype=np.uint32)
+        block = np.arange(self.num_blocks, dtype=np.uint32)
+        in_block = {
             SpecialRegister.LANE_IDX_X: lambda: lane % bx,
             SpecialRegister.LANE_IDX_Y: lambda: (lane // bx) % by,
             SpecialRegister.LANE_IDX_Z: lambda: lane // (bx * by),
+        }
+        if reg in in_block:
+            return np.tile(in_block[reg]().astype(np.uint32), self.num_blocks)
+        of_block = {
             SpecialRegister.BLOCK_IDX_X: lambda: block % gx,
             SpecialRegister.BLOCK_IDX_Y: lambda: (block // gx) % gy,
             SpecialRegister.BLOCK_IDX_Z: lambda: block // (gx * gy),
         }
-        return per_lane[reg]().astype(np.uint32)
+        return np.repeat(of_block[reg]().astype(np.uint32), self.block_lanes)
 
 
 class _Slot:

@@ -113,12 +113,14 @@ class Machine:
     """The lane state of one launch and the scheduler that runs it (see the module docstring)."""
 
     def __init__(self, prepared: Prepared, config: LaunchConfig, memory: MemoryStore, budget: int,
-                 accumulator: np.ndarray) -> None:
+                 accumulator: np.ndarray, geometry: LaneGeometry | None = None) -> None:
         self.prepared = prepared
         self.plans = prepared.plans
         #: the instruction index that ends a lane
         self.end = len(prepared.plans)
-        self.geometry = geometry = LaneGeometry(config)
+        if geometry is None or geometry.config != config:
+            geometry = LaneGeometry(config)
+        self.geometry = geometry
         n = self.n = geometry.n
         self.regs = RegisterFile(geometry)
         self.preds = PredicateFile(n)
@@ -304,12 +306,14 @@ class Machine:
 
 def run_program(program: Any, info: Any, config: LaunchConfig, memory: MemoryStore, *, budget: int,
                 registers: Mapping[Register, tuple[Type, Any]], accumulator: np.ndarray,
-                prepared: Prepared | None = None) -> None:
+                prepared: Prepared | None = None, geometry: LaneGeometry | None = None) -> None:
     """Run ``program`` (already verified; ``info`` is the verifier's ProgramInfo or None) over ``config``.
 
     Writes buffers in ``memory`` and sums into ``accumulator`` (96 f64, zeroed
-    by the caller). Raises AtlasTrap or ExecutionFailed.
+    by the caller). ``geometry`` may be a LaneGeometry of an earlier launch of
+    the same config (its read-only lane-id arrays are reused). Raises
+    AtlasTrap or ExecutionFailed.
     """
-    machine = Machine(prepared or prepare(program, info), config, memory, budget, accumulator)
+    machine = Machine(prepared or prepare(program, info), config, memory, budget, accumulator, geometry)
     machine.preset(registers)
     machine.run()
