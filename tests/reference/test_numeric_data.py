@@ -90,7 +90,8 @@ def test_storage_dtypes():
     assert numeric.storage_dtype(Type.BF16) == np.float32
     assert numeric.storage_dtype(Type.F64) == np.float64
     assert numeric.storage_dtype(Type.I8) == np.int8 and numeric.storage_dtype(Type.U64) == np.uint64
-    assert numeric.storage_dtype(Type.I128) == object and numeric.storage_dtype(Type.U4096) == object
+    assert numeric.storage_dtype(Type.I128) == np.dtype(object)
+    assert numeric.storage_dtype(Type.U4096) == np.dtype(object)
 
 
 def _bytes_of(ty: Type, value) -> bytes:
