@@ -23,21 +23,22 @@ carrying the instruction index and text. Nothing here copies the program.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
 from .errors import ProgramError
-from .isa.addresses import BOUNDARY_HANDLE, Address
+from .isa.addresses import BOUNDARY_HANDLE
 from .isa.instructions import INSTRUCTION_CLASSES
-from .isa.opcodes import ExecKind, OperandKind
+from .isa.opcodes import ExecKind
 from .isa.registers import FIRST_SPECIAL_REGISTER, Predicate, Register, SpecialRegister
 from .isa.types import Type
 from .lowering.cfg import ControlFlowGraph, build_cfg, resolve_targets
 from .program import Program
 from .verify_dataflow import reaching_definitions
-from .verify_memory import StaticAccess, static_accesses, verify_launch
-from .verify_operands import PREDICATE_BASE, instruction_text, operand_accesses
+from .verify_memory import StaticAccess, scan_addresses, verify_launch
+from .verify_operands import NUM_LOCATIONS, PREDICATE_BASE, instruction_text, operand_accesses
 from .verify_types import infer_types
 from .verify_uniformity import Uniformity, analyse_uniformity
 
@@ -57,8 +58,19 @@ FLAG_SPACES: dict[str, frozenset[str]] = {
     "uses_phase": frozenset(), "uses_resaccum": frozenset(),
 }
 
-#: address modes that take their location from registers (a pointer may name any allocation)
-POINTER_MODES = (Address.RegisterIndirect, Address.RegisterIndirectComputed)
+
+class _Analysis:
+    """What ProgramInfo's lazily computed views are made from."""
+
+    def __init__(self, program, cfg, rd, reads, writes, uniformity) -> None:
+        self.program, self.cfg, self.rd, self.reads, self.writes = program, cfg, rd, reads, writes
+        self._uniformity = uniformity
+
+    @property
+    def uniformity(self):
+        if self._uniformity is None:  # no BarSync or cooperative instruction: nothing to reject
+            self._uniformity = analyse_uniformity(self.program, self.cfg, self.rd, self.reads)
+        return self._uniformity
 
 
 @dataclass(frozen=True)
@@ -70,10 +82,12 @@ class ProgramInfo:
     * ``use_types``: the type each register read is read as (see ``verify_types``);
     * ``def_types``: the type each register write gives its register;
     * ``reaching``: for each register or predicate read, the indices of the instructions whose
-      definitions may reach it (-1: the value at entry: zero, a preset or a special register);
+      definitions may reach it (-1: the value at entry: zero, a preset or a special register;
+      empty in unreachable code);
     * ``def_uniformity``: level of each register or predicate write; ``divergent_branches``:
       conditional branches (BRA with a predicate, LOOP) whose condition is not grid-uniform,
-      with its level; ``block_uniformity``: level of each reachable block's code;
+      with its level; ``block_uniformity``: level of each reachable block's code (these four are
+      computed on first use);
     * ``targets``: BRA/CALL/LOOP index -> target index (``len(program)`` ends the lane);
     * ``cooperative``, ``barriers``: indices of cooperative instructions and BarSync;
     * ``uses_shared`` (LDS/STS), ``uses_boundary`` (static Class or handle-1 addresses),
@@ -90,10 +104,6 @@ class ProgramInfo:
     cfg: ControlFlowGraph
     use_types: Mapping[tuple[int, str], Type]
     def_types: Mapping[tuple[int, str], Type]
-    reaching: Mapping[tuple[int, str], tuple[int, ...]]
-    def_uniformity: Mapping[tuple[int, str], Uniformity]
-    divergent_branches: Mapping[int, Uniformity]
-    block_uniformity: Mapping[int, Uniformity]
     targets: Mapping[int, int]
     cooperative: tuple[int, ...]
     barriers: tuple[int, ...]
@@ -110,6 +120,35 @@ class ProgramInfo:
     predicates_written: frozenset[Predicate]
     static_accesses: tuple[StaticAccess, ...]
     preset_types: Mapping[Register, Type]
+    _analysis: _Analysis = field(repr=False, compare=False)
+
+    @cached_property
+    def reaching(self) -> Mapping[tuple[int, str], tuple[int, ...]]:
+        analysis = self._analysis
+        sites = analysis.rd.sites
+        out: dict[tuple[int, str], tuple[int, ...]] = {}
+        for index, instr_reads in enumerate(analysis.reads):
+            row = analysis.rd.use_ids[index]
+            for k, acc in enumerate(instr_reads):
+                out[(index, acc.path)] = tuple(sorted({sites[d][0] for d in row[k]})) if row is not None else ()
+        return MappingProxyType(out)
+
+    @cached_property
+    def def_uniformity(self) -> Mapping[tuple[int, str], Uniformity]:
+        analysis = self._analysis
+        levels = analysis.uniformity.definition_levels
+        return MappingProxyType({(index, acc.path): levels[ident]
+                                 for index, ids in enumerate(analysis.rd.def_ids)
+                                 for acc, ident in zip(analysis.writes[index], ids)})
+
+    @cached_property
+    def divergent_branches(self) -> Mapping[int, Uniformity]:
+        branches = self._analysis.uniformity.branch_levels
+        return MappingProxyType({i: level for i, level in sorted(branches.items()) if level is not Uniformity.GRID})
+
+    @cached_property
+    def block_uniformity(self) -> Mapping[int, Uniformity]:
+        return MappingProxyType(dict(sorted(self._analysis.uniformity.block_levels.items())))
 
 
 def _checked_presets(preset_types: object) -> dict[Register, Type]:
@@ -146,23 +185,30 @@ def verify(program: Program, *, preset_types: Mapping[Register, Type] | None = N
         raise ProgramError(f"verify takes a Program, got {type(program).__name__}")
     presets = _checked_presets(preset_types)
     instructions = program.instructions
+    reads: list = []
+    writes: list = []
+    names: set[str] = set()
+    read_locations: set[int] = set()
+    written_locations: set[int] = set()
     for index, instr in enumerate(instructions):
-        if INSTRUCTION_CLASSES.get(instr.INFO.name) is not type(instr):
+        name = instr.INFO.name
+        if INSTRUCTION_CLASSES.get(name) is not instr.__class__:
             raise ProgramError(f"{type(instr).__name__} is not an instruction class of the opcode table", index=index)
+        names.add(name)
+        instr_reads, instr_writes = operand_accesses(instr)
+        for acc in instr_writes:
+            written_locations.add(acc.location)
+            if FIRST_SPECIAL_REGISTER <= acc.location < PREDICATE_BASE:
+                raise _fail(program, index, f"operand '{acc.path}' writes r{acc.location}, the special register "
+                                            f"{SpecialRegister(acc.location).name}, which is read-only")
+        for acc in instr_reads:
+            read_locations.add(acc.location)
+        reads.append(instr_reads)
+        writes.append(instr_writes)
     try:
         targets = resolve_targets(program)
     except ProgramError as error:
         raise _fail(program, error.index, error.reason) from None  # type: ignore[arg-type]
-
-    reads, writes = [], []
-    for index, instr in enumerate(instructions):
-        instr_reads, instr_writes = operand_accesses(instr)
-        for acc in instr_writes:
-            if FIRST_SPECIAL_REGISTER <= acc.location < PREDICATE_BASE:
-                raise _fail(program, index, f"operand '{acc.path}' writes r{acc.location}, the special register "
-                                            f"{SpecialRegister(acc.location).name}, which is read-only")
-        reads.append(instr_reads)
-        writes.append(instr_writes)
 
     cfg = build_cfg(program, targets)
     cycle = cfg.call_cycle()
@@ -174,51 +220,34 @@ def verify(program: Program, *, preset_types: Mapping[Register, Type] | None = N
 
     rd = reaching_definitions(cfg, reads, writes)
     types = infer_types(program, rd, reads, writes, presets)
-    uniformity = analyse_uniformity(program, cfg, rd, reads)
-    return _program_info(program, cfg, targets, reads, writes, rd, types, uniformity, presets)
+    cooperative = tuple(i for i, ins in enumerate(instructions) if ins.INFO.kind is ExecKind.COOPERATIVE)
+    barriers = tuple(i for i, ins in enumerate(instructions) if ins.INFO.name == "BarSync")
+    uniformity = analyse_uniformity(program, cfg, rd, reads) if cooperative or barriers else None
 
-
-def _program_info(program, cfg, targets, reads, writes, rd, types, uniformity, presets) -> ProgramInfo:
-    instructions = program.instructions
-    sites = rd.sites
-    reaching = {key: tuple(sorted({sites[d][0] for d in ids})) for key, ids in rd.use_ids.items()}
-    for index, instr_reads in enumerate(reads):
-        for acc in instr_reads:
-            reaching.setdefault((index, acc.path), ())
-    def_uniformity = {}
-    for index, ids in enumerate(rd.def_ids):
-        for acc, (_, ident) in zip(writes[index], ids):
-            def_uniformity[(index, acc.path)] = uniformity.definition_levels[ident]
-    read_locations = {acc.location for instr_reads in reads for acc in instr_reads}
-    written_locations = {acc.location for instr_writes in writes for acc in instr_writes}
-    accesses = static_accesses(program)
-    names = {instr.INFO.name for instr in instructions}
+    accesses, pointers = scan_addresses(program)
     spaces = {acc.space for acc in accesses} | ({"boundary"} if any(acc.handle == BOUNDARY_HANDLE
                                                                     for acc in accesses) else set())
     flags = {flag: bool(names & FLAG_INSTRUCTIONS[flag]) or bool(spaces & FLAG_SPACES[flag])
              for flag in FLAG_INSTRUCTIONS}
-    pointers = any(operand.kind is OperandKind.ADDR and operand.rule == "global"
-                   and isinstance(getattr(instr, operand.name), POINTER_MODES)
-                   for instr in instructions for operand in instr.INFO.operands)
-
-    def registers(locations: set[int]) -> frozenset[Register]:
-        return frozenset(Register(loc) for loc in locations if loc < PREDICATE_BASE)
-
-    def predicates(locations: set[int]) -> frozenset[Predicate]:
-        return frozenset(Predicate(loc - PREDICATE_BASE) for loc in locations if loc >= PREDICATE_BASE)
-
     proxy = MappingProxyType
     return ProgramInfo(
         program=program, cfg=cfg, use_types=proxy(types.use_types), def_types=proxy(types.def_types),
-        reaching=proxy(reaching), def_uniformity=proxy(def_uniformity),
-        divergent_branches=proxy({i: lv for i, lv in sorted(uniformity.branch_levels.items())
-                                  if lv is not Uniformity.GRID}),
-        block_uniformity=proxy(dict(sorted(uniformity.block_levels.items()))),
-        targets=proxy(targets),
-        cooperative=tuple(i for i, ins in enumerate(instructions) if ins.INFO.kind is ExecKind.COOPERATIVE),
-        barriers=tuple(i for i, ins in enumerate(instructions) if ins.INFO.name == "BarSync"),
+        targets=proxy(targets), cooperative=cooperative, barriers=barriers,
         **flags, uses_pointers=pointers, max_call_depth=cfg.call_depth(),
-        registers_read=registers(read_locations), registers_written=registers(written_locations),
-        predicates_read=predicates(read_locations), predicates_written=predicates(written_locations),
+        registers_read=_registers(read_locations), registers_written=_registers(written_locations),
+        predicates_read=_predicates(read_locations), predicates_written=_predicates(written_locations),
         static_accesses=accesses, preset_types=proxy(presets),
+        _analysis=_Analysis(program, cfg, rd, reads, writes, uniformity),
     )
+
+
+_REGISTERS = tuple(Register(i) for i in range(PREDICATE_BASE))
+_PREDICATES = tuple(Predicate(i) for i in range(NUM_LOCATIONS - PREDICATE_BASE))
+
+
+def _registers(locations: set[int]) -> frozenset[Register]:
+    return frozenset(_REGISTERS[loc] for loc in locations if loc < PREDICATE_BASE)
+
+
+def _predicates(locations: set[int]) -> frozenset[Predicate]:
+    return frozenset(_PREDICATES[loc - PREDICATE_BASE] for loc in locations if loc >= PREDICATE_BASE)

@@ -20,7 +20,7 @@ from .isa.types import Type
 from .launch import LaunchConfig
 from .verify_operands import instruction_text
 
-__all__ = ["StaticAccess", "static_accesses", "verify_launch", "STATIC_ADDRESS_SPACES", "ALLOCATION_KINDS"]
+__all__ = ["StaticAccess", "static_accesses", "scan_addresses", "verify_launch", "STATIC_ADDRESS_SPACES", "ALLOCATION_KINDS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,28 +54,43 @@ ALLOCATION_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+_ADDRESS_OPERANDS: dict[type, tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
+
+
+def _address_operands(cls: type) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+    """(ADDR operand names, has a ``count`` operand, names of the "global" ADDR operands) of a class."""
+    plan = _ADDRESS_OPERANDS.get(cls)
+    if plan is None:
+        operands = cls.INFO.operands
+        plan = (tuple(o.name for o in operands if o.kind is OperandKind.ADDR),
+                any(o.kind is OperandKind.UINT and o.name == "count" for o in operands),
+                tuple(o.name for o in operands if o.kind is OperandKind.ADDR and o.rule == "global"))
+        _ADDRESS_OPERANDS[cls] = plan
+    return plan
+
+
 def static_accesses(program) -> tuple[StaticAccess, ...]:
     """Every static address of ``program``, in instruction and operand order."""
+    return scan_addresses(program)[0]
+
+
+def scan_addresses(program) -> tuple[tuple[StaticAccess, ...], bool]:
+    """``(static accesses, whether any global address is register-based)`` of ``program``."""
     out = []
+    pointers = False
     for index, instr in enumerate(program.instructions):
-        info = instr.INFO
-        counted = None
-        for operand in info.operands:
-            if operand.kind is OperandKind.UINT and operand.name == "count":
-                counted = getattr(instr, "count")
-        for operand in info.operands:
-            if operand.kind is not OperandKind.ADDR:
-                continue
-            address = getattr(instr, operand.name)
-            describe = STATIC_ADDRESS_SPACES.get(type(address))
+        names, counted, global_names = _address_operands(instr.__class__)
+        for name in names:
+            address = getattr(instr, name)
+            describe = STATIC_ADDRESS_SPACES.get(address.__class__)
             if describe is None:
+                pointers = pointers or name in global_names
                 continue
             space, handle, offset = describe(address)
             ty = instr.type
             size = ty.size_bytes()
-            out.append(StaticAccess(index, operand.name, space, handle, offset,
-                                    size if counted is None else size * counted, ty))
-    return tuple(out)
+            out.append(StaticAccess(index, name, space, handle, offset, size * instr.count if counted else size, ty))
+    return tuple(out), pointers
 
 
 def verify_launch(info, config: LaunchConfig, memory) -> None:

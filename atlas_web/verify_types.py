@@ -24,8 +24,7 @@ from .isa.registers import FIRST_SPECIAL_REGISTER, Register
 from .isa.types import Type, TypeClass
 from .verify_dataflow import ReachingDefinitions
 from .verify_operands import (
-    NUM_LOCATIONS, PREDICATE_BASE, OperandAccess, compatible, instruction_text, is_generic_rule, read_type,
-    rule_accepts, rule_text,
+    PREDICATE_BASE, OperandAccess, compatible, instruction_text, read_type, rule_accepts, rule_text,
 )
 
 __all__ = ["TypeFacts", "infer_types"]
@@ -46,23 +45,12 @@ class TypeFacts:
         self.type_of_definition = type_of_definition
 
 
-def _entry_type(location: int, presets: Mapping[Register, Type]) -> Type | None:
+def _entry_type(location: int, presets: Mapping[int, Type]) -> Type | None:
     if location >= PREDICATE_BASE:
         return None
     if location >= FIRST_SPECIAL_REGISTER:
         return Type.U32
-    return presets.get(Register(location))
-
-
-def _held(types: list[Type]) -> Type | None:
-    """The one type of ``types`` (the unsigned one where they differ in signedness), or None when
-    empty. Assumes they are pairwise compatible."""
-    if not types:
-        return None
-    first = types[0]
-    if any(t is not first for t in types):
-        return _UNSIGNED_OF.get(first, first)
-    return first
+    return presets.get(location)
 
 
 def _origin(ident: int, sites: list) -> str:
@@ -92,64 +80,86 @@ def _join(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
+def _unify(ids: list[int], def_type: list[Type | None]) -> tuple[Type | None, bool]:
+    """``(held type, consistent)`` of the typed definitions among ``ids``."""
+    held = None
+    mixed = False
+    for d in ids:
+        t = def_type[d]
+        if t is None or t is held:
+            continue
+        if held is None:
+            held = t
+        elif compatible(held, t):
+            mixed = True
+        else:
+            return held, False
+    if mixed:
+        held = _UNSIGNED_OF.get(held, held)  # type: ignore[arg-type]
+    return held, True
+
+
 def infer_types(program, rd: ReachingDefinitions, reads: list[list[OperandAccess]],
                 writes: list[list[OperandAccess]], presets: Mapping[Register, Type]) -> TypeFacts:
     """Type every definition and register read. Raises ProgramError at the first read (in
     program order) that may see two types or whose type breaks the operand's rule."""
     instructions = program.instructions
     sites = rd.sites
-    def_type: list[Type | None] = [_entry_type(loc, presets) for loc in range(NUM_LOCATIONS)]
-    pending: list[tuple[int, int, OperandAccess]] = []  # written with the type they are read as
+    use_ids = rd.use_ids
+    def_type: list[Type | None] = [None] * len(sites)
+    preset_by_index = {reg.index: ty for reg, ty in presets.items()}
+    for loc, ident in enumerate(rd.entry_ids):
+        def_type[ident] = _entry_type(loc, preset_by_index)
+    pending: list[tuple[int, OperandAccess, list[int]]] = []  # written with the type they are read as
     for index, instr_writes in enumerate(writes):
-        for acc, (_, ident) in zip(instr_writes, rd.def_ids[index]):
+        for acc, ident in zip(instr_writes, rd.def_ids[index]):
             if acc.location >= PREDICATE_BASE:
-                def_type.append(None)
                 continue
-            def_type.append(read_type(acc.rule, instructions[index], None))
-            if is_generic_rule(acc.rule):
-                def_type[ident] = None
-                pending.append((index, ident, acc))
-
-    def typed_defs(index: int, path: str) -> list[tuple[Type, int]]:
-        return [(def_type[d], d) for d in rd.use_ids.get((index, path), ())  # type: ignore[misc]
-                if def_type[d] is not None]
-
+            if acc.fixed is not None:
+                def_type[ident] = acc.fixed
+                continue
+            row = use_ids[index]
+            reaching = next((ids for r, ids in zip(reads[index], row) if r.path == acc.path), []) if row else []
+            pending.append((ident, acc, reaching))
     changed = True
     while changed:  # a read-written register takes the type it is read as, once that is known
         changed = False
-        for index, ident, acc in pending:
-            types = [t for t, _ in typed_defs(index, acc.path)]
-            if not types or not all(compatible(types[0], t) for t in types):
-                continue  # unknown yet, or a conflict reported below
-            held = read_type(acc.rule, instructions[index], _held(types))
-            if def_type[ident] is not held:
-                def_type[ident] = held
+        for ident, acc, reaching in pending:
+            held, consistent = _unify(reaching, def_type)
+            if held is not None and consistent and def_type[ident] is not held:
+                def_type[ident] = read_type(acc, held)
                 changed = True
-    for index, ident, acc in pending:
+    for ident, acc, _ in pending:
         if def_type[ident] is None:
-            def_type[ident] = read_type(acc.rule, instructions[index], None)
+            def_type[ident] = read_type(acc, None)
 
     use_types: dict[tuple[int, str], Type] = {}
     for index, instr_reads in enumerate(reads):
-        instr = instructions[index]
-        for acc in instr_reads:
+        row = use_ids[index]
+        for k, acc in enumerate(instr_reads):
             if acc.location >= PREDICATE_BASE:
                 continue
-            typed = typed_defs(index, acc.path)
-            reg = f"r{acc.location}"
-            if typed and not all(compatible(typed[0][0], t) for t, _ in typed):
-                raise ProgramError(f"{reg} may hold {_join(_describe(typed, sites))}",
-                                   index=index, text=instruction_text(instr))
-            held = _held([t for t, _ in typed])
-            if held is not None and not rule_accepts(acc.rule, held, instr):
-                raise ProgramError(
-                    f"operand '{acc.path}': {reg} holds {_join(_describe(typed, sites))}, "
-                    f"but the operand needs {rule_text(acc.rule, instr)}", index=index, text=instruction_text(instr))
-            use_types[(index, acc.path)] = read_type(acc.rule, instr, held)
+            if row is None:
+                held, consistent = None, True
+            elif len(row[k]) == 1:
+                held, consistent = def_type[row[k][0]], True
+            else:
+                held, consistent = _unify(row[k], def_type)
+            if consistent and (held is None or held is acc.fixed):
+                use_types[(index, acc.path)] = read_type(acc, held)
+                continue
+            if not consistent or not rule_accepts(acc, held):
+                typed = [(def_type[d], d) for d in row[k] if def_type[d] is not None]  # type: ignore[index]
+                described = _join(_describe(typed, sites))  # type: ignore[arg-type]
+                reason = (f"r{acc.location} may hold {described}" if not consistent else
+                          f"operand '{acc.path}': r{acc.location} holds {described}, "
+                          f"but the operand needs {rule_text(acc)}")
+                raise ProgramError(reason, index=index, text=instruction_text(instructions[index]))
+            use_types[(index, acc.path)] = read_type(acc, held)
 
     def_types: dict[tuple[int, str], Type] = {}
     for index, instr_writes in enumerate(writes):
-        for acc, (_, ident) in zip(instr_writes, rd.def_ids[index]):
+        for acc, ident in zip(instr_writes, rd.def_ids[index]):
             if acc.location < PREDICATE_BASE:
                 def_types[(index, acc.path)] = def_type[ident]  # type: ignore[assignment]
     return TypeFacts(use_types, def_types, def_type)

@@ -156,87 +156,96 @@ def analyse_uniformity(program, cfg: ControlFlowGraph, rd: ReachingDefinitions,
                 inverse.setdefault(a, []).append(b)
         dependents[entry] = inverse
 
-    levels: list[Uniformity] = [_G] * len(rd.sites)
+    # plain ints in the loop (0 GRID, 1 BLOCK, 2 VARYING); Uniformity members in the result
+    levels = [0] * len(rd.sites)
     for register, level in SPECIAL_REGISTER_LEVELS.items():
-        levels[int(register)] = level
+        levels[rd.entry_ids[register]] = int(level)
     users: list[list[int]] = [[] for _ in rd.sites]
-    for (index, _), idents in use_ids.items():
-        for ident in idents:
-            users[ident].append(index)
-    control: dict[tuple[int, int], tuple[Uniformity, int]] = {}
-    branch_levels: dict[int, Uniformity] = {}
+    condition_read: list[int | None] = [None] * len(instructions)
+    for index, row in enumerate(use_ids):
+        if row is None:
+            continue
+        for idents in row:
+            for ident in idents:
+                users[ident].append(index)
+        condition = _CONDITION_OPERAND.get(instructions[index].INFO.name)
+        for k, acc in enumerate(reads[index]):
+            if acc.path == condition:
+                condition_read[index] = k
+    result_levels = [0 if ins.INFO.kind is ExecKind.COOPERATIVE else int(RESULT_LEVELS.get(ins.INFO.name, _G))
+                     for ins in instructions]
+    control: dict[tuple[int, int], int] = {}
+    block_control: list[tuple[int, int]] = [(0, -1)] * len(blocks)  # highest over procedures, with its cause
+    branch_levels: dict[int, int] = {}
     owners = cfg.procedures_of_block
-    queued = [True] * len(instructions)
-    work = deque(range(len(instructions)))
+    block_of = cfg.block_of
+    relevant = [index for index in range(len(instructions))
+                if use_ids[index] is not None and (rd.def_ids[index] or condition_read[index] is not None)]
+    queued = [False] * len(instructions)
+    for index in relevant:
+        queued[index] = True
+    work = deque(relevant)
 
-    def raise_control(entry: int, block: int, level: Uniformity, cause: int) -> None:
+    def raise_control(entry: int, block: int, level: int, cause: int) -> None:
         stack = [(entry, block)]
         while stack:
             entry, block = stack.pop()
-            if control.get((entry, block), (_G, -1))[0] >= level:
+            if control.get((entry, block), 0) >= level:
                 continue
-            control[(entry, block)] = (level, cause)
+            control[(entry, block)] = level
             blk = blocks[block]
-            for i in range(blk.start, blk.end):
-                if not queued[i]:
-                    queued[i] = True
-                    work.append(i)
+            if level > block_control[block][0]:
+                block_control[block] = (level, cause)
+                for i in range(blk.start, blk.end):
+                    if not queued[i] and (rd.def_ids[i] or condition_read[i] is not None):
+                        queued[i] = True
+                        work.append(i)
             stack.extend((entry, d) for d in dependents[entry].get(block, ()))
             if blk.terminator is Terminator.CALL:
                 stack.extend((blk.target, b) for b in cfg.procedures[blk.target].blocks)  # type: ignore[index]
 
-    def control_of(index: int) -> tuple[Uniformity, int]:
-        b = cfg.block_of[index]
-        return max((control.get((e, b), (_G, -1)) for e in owners[b]), default=(_G, -1))
-
     while work:
         index = work.popleft()
         queued[index] = False
-        instr = instructions[index]
-        info = instr.INFO
-        if info.kind is ExecKind.COOPERATIVE:
-            level = _G
+        row = use_ids[index]
+        if instructions[index].INFO.kind is ExecKind.COOPERATIVE:
+            level = 0
         else:
-            level = max(RESULT_LEVELS.get(info.name, _G), control_of(index)[0])
-            for acc in reads[index]:
-                for ident in use_ids.get((index, acc.path), ()):
+            level = max(result_levels[index], block_control[block_of[index]][0])
+            for idents in row:  # type: ignore[union-attr]
+                for ident in idents:
                     if levels[ident] > level:
                         level = levels[ident]
-        for _, ident in rd.def_ids[index]:
+        for ident in rd.def_ids[index]:
             if level > levels[ident]:
                 levels[ident] = level
                 for user in users[ident]:
                     if not queued[user]:
                         queued[user] = True
                         work.append(user)
-        condition = _CONDITION_OPERAND.get(info.name)
-        if condition is not None and getattr(instr, condition) is not None:
-            level = max((levels[d] for d in use_ids.get((index, condition), ())), default=_G)
-            if level > branch_levels.get(index, _G):
-                branch_levels[index] = level
-                b = cfg.block_of[index]
+        k = condition_read[index]
+        if k is not None:
+            level = max((levels[d] for d in row[k]), default=0)  # type: ignore[index]
+            if level > branch_levels.get(index, 0):
+                b = block_of[index]
                 for entry in owners[b]:
                     for dependent in dependents[entry].get(b, ()):
                         raise_control(entry, dependent, level, index)
-            branch_levels.setdefault(index, level)
+            branch_levels[index] = max(level, branch_levels.get(index, 0))
 
     for index, instr in enumerate(instructions):
         limit = _SYNC_LIMITS.get(instr.INFO.kind) if _is_sync(instr) else None
-        if limit is None or not owners[cfg.block_of[index]]:
+        if limit is None or not owners[block_of[index]]:
             continue
-        level, cause = control_of(index)
+        level, cause = block_control[block_of[index]]
         if level > limit[0]:
             branch = instructions[cause]
             operand = _CONDITION_OPERAND[branch.INFO.name]
-            among = "lanes of a block" if branch_levels[cause] is _V else "blocks"
+            among = "lanes of a block" if branch_levels[cause] == _V else "blocks"
             raise ProgramError(
                 f"{instr.INFO.name} {limit[1]}, but it depends on the branch at {cause} ({instruction_text(branch)}), "
                 f"whose {_CONDITION_WORDS[branch.INFO.name]} {getattr(branch, operand)} may differ between {among}",
                 index=index, text=instruction_text(instr))
-    block_levels = {}
-    for (entry, block), (level, _) in control.items():
-        block_levels[block] = max(level, block_levels.get(block, _G))
-    for blk in blocks:
-        if owners[blk.id]:
-            block_levels.setdefault(blk.id, _G)
-    return UniformityFacts(levels, branch_levels, block_levels)
+    block_levels = {blk.id: Uniformity(block_control[blk.id][0]) for blk in blocks if owners[blk.id]}
+    return UniformityFacts([Uniformity(level) for level in levels],
+                           {i: Uniformity(level) for i, level in branch_levels.items()}, block_levels)

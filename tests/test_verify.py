@@ -7,13 +7,16 @@ Uniformity is in test_verify_uniformity.py, launch checks in test_verify_launch.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, strategies as st
 
 from atlas_web.errors import ProgramError
 from atlas_web.isa import (
-    CALL, CVT, EXIT, LDG, LDS, LOOP, RET, SHL, STG, Address, ClsGet, PhaseAdv, PoolLoad, ResAccum, STS,
+    ABS, BRA, CALL, CVT, EXIT, LDG, LDS, LOOP, RET, SEL, SHL, STG, STS, Address, BarSync, ClsGet, Condition,
+    MapOperation, ParallelMap, PhaseAdv, PhaseGet, PoolAlloc, PoolLoad, ResAccum, SETcc, UnityTest,
 )
-from atlas_web.program import ProgramBuilder
+from atlas_web.program import Program, ProgramBuilder
 from atlas_web.verify import ProgramInfo, Uniformity, verify
+from tests.strategies import programs
 from tests.verify_programs import (
     BLOCK_DIM_X, F32, F64, GLOBAL_ID, I32, I64, U32, U64, U8, P, R, add, bra, mov, mov_imm, program, rejects, set_lt,
 )
@@ -253,7 +256,6 @@ def test_recursion_into_the_main_program_is_rejected():
 # ---- ProgramInfo -------------------------------------------------------------------------------------
 
 def test_program_info_lists_and_flags():
-    from atlas_web.isa import BarSync, ParallelMap, MapOperation, PoolAlloc
     prog = program(PoolAlloc(dst=R(1), size=64),                                            # 0
                    LDG(dst=R(2), src=Address.Class(3, 8), ty=F32),                         # 1
                    STS(dst=Address.Shared(0), src=R(2), ty=F32),                           # 2
@@ -300,3 +302,84 @@ def test_unreachable_code_is_typed_by_its_operands():
 def test_mov_keeps_its_type():
     info = verify(program(mov_imm(1, 0, I32), mov(2, 1, U32), add(3, 2, 2, U32)))
     assert info.def_types[(1, "dst")] is U32 and info.use_types[(1, "src")] is U32
+
+
+# ---- random programs ---------------------------------------------------------------------------------
+
+_LABELS = ("a", "b", "c", "d")
+_TYPES = (F32, I32, U32, U64, I64)
+#: a few registers (so definitions meet), the special ones that matter, predicates p0/p1
+_REGS = st.sampled_from([R(i) for i in (0, 1, 2, 3)] + [R(GLOBAL_ID), R(BLOCK_DIM_X), R(253)])
+#: destinations: general registers, and now and then a special one (which must be rejected)
+_DSTS = st.sampled_from([R(i) for i in (0, 1, 2, 3)] * 8 + [R(GLOBAL_ID)])
+_PREDS = st.sampled_from([P(0), P(1)])
+_LABEL = st.sampled_from(_LABELS)
+
+
+def _small_instruction() -> st.SearchStrategy:
+    ty = st.sampled_from(_TYPES)
+    return st.one_of(
+        st.builds(lambda d, t: mov_imm(d.index, 1, t), _DSTS, ty),
+        st.builds(lambda d, a, b, t: add(d.index, a.index, b.index, t), _DSTS, _REGS, _REGS, ty),
+        st.builds(lambda d, s, t: ABS(dst=d, src=s, ty=t), _DSTS, _REGS, ty),
+        st.builds(lambda p, a, b, t: SETcc(pred=p, lhs=a, rhs=b, cond=Condition.LT, ty=t), _PREDS, _REGS, _REGS, ty),
+        st.builds(lambda d, p, a, b, t: SEL(dst=d, pred=p, true_val=a, false_val=b, ty=t), _DSTS, _PREDS, _REGS,
+                  _REGS, ty),
+        st.builds(lambda p, s: UnityTest(pred=p, src=s), _PREDS, _REGS),
+        st.builds(lambda d: PhaseGet(dst=d), _DSTS),
+        st.builds(lambda t, p, n: BRA(target=t, pred=p, negate=n and p is not None), _LABEL, st.none() | _PREDS,
+                  st.booleans()),
+        st.builds(lambda t: CALL(target=t), _LABEL),
+        st.builds(lambda c, t: LOOP(count=c, body=t), _DSTS, _LABEL),
+        st.just(RET()), st.just(EXIT()), st.just(BarSync(id=0)),
+        st.just(ParallelMap(dst_array=Address.BufferOffset(2, 0), src_array=Address.BufferOffset(2, 0), count=4,
+                            operation=MapOperation.Abs)),
+        st.builds(lambda d: PoolAlloc(dst=d, size=16), _DSTS),
+    )
+
+
+@st.composite
+def _small_programs(draw) -> Program:
+    body = draw(st.lists(_small_instruction(), max_size=24))
+    defined = draw(st.lists(_LABEL, unique=True))
+    return Program(body, {name: draw(st.integers(0, len(body))) for name in defined})
+
+
+def _verify_or_program_error(prog: Program, **kwargs) -> None:
+    try:
+        info = verify(prog, **kwargs)
+    except ProgramError as error:
+        assert error.reason and (error.index is None or 0 <= error.index < len(prog))
+        return
+    # a verified program's facts cover every read and write
+    assert len(info.def_uniformity) == len(info.def_types) + sum(
+        1 for (i, path) in info.def_uniformity if path == "pred")
+    assert set(info.reaching) >= set(info.use_types)
+    assert all(0 <= i < len(prog) for i in info.block_uniformity.keys() | {b.start for b in info.cfg.blocks})
+
+
+@given(_small_programs())
+def test_random_small_programs_only_raise_program_error(prog):
+    _verify_or_program_error(prog, preset_types={R(0): U32})
+
+
+@given(programs(max_instructions=16))
+def test_random_structurally_valid_programs_only_raise_program_error(prog):
+    _verify_or_program_error(prog)
+
+
+def test_a_ten_thousand_instruction_program_verifies():
+    # a sanity check of scale, not a timing: 600 guarded loops of lane-local arithmetic with barriers
+    items: list = []
+    for k in range(600):
+        items += [set_lt(0, GLOBAL_ID, 1), bra(f"skip{k}", 0), mov_imm(2, 0.0, F32), mov_imm(3, 4, U32),
+                  f"loop{k}", add(2, 2, 2, F32), LOOP(count=R(3), body=f"loop{k}"), f"skip{k}",
+                  BarSync(id=0), mov_imm(4, k, I32), add(5, 4, 4, I32), mov(6, 5, I32),
+                  add(7, 6, 6, I32), add(8, 7, 7, I32), add(9, 8, 8, I32), add(10, 9, 9, I32),
+                  add(11, 10, 10, I32), add(12, 11, 11, I32)]
+    items.append(EXIT())
+    prog = program(*items)
+    assert len(prog) >= 9000
+    info = verify(prog, preset_types={R(1): U32})
+    assert len(info.barriers) == 600 and info.use_types[(len(prog) - 2, "lhs")] is I32
+    assert len(info.cfg.blocks) == 600 * 3 + 1  # [guard] [loop set-up] [loop body] ... then the next guard
