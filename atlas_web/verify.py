@@ -73,7 +73,7 @@ class _Analysis:
         return self._uniformity
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ProgramInfo:
     """What the verifier learned about a program (read-only mappings; keys ``(i, path)`` are an
     instruction index and an operand path: a field name, or ``"src.base"``,

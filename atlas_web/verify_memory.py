@@ -20,7 +20,9 @@ from .isa.types import Type
 from .launch import LaunchConfig
 from .verify_operands import instruction_text
 
-__all__ = ["StaticAccess", "static_accesses", "scan_addresses", "verify_launch", "STATIC_ADDRESS_SPACES", "ALLOCATION_KINDS"]
+__all__ = [
+    "StaticAccess", "static_accesses", "scan_addresses", "verify_launch", "STATIC_ADDRESS_SPACES", "ALLOCATION_KINDS",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,20 +102,23 @@ def verify_launch(info, config: LaunchConfig, memory) -> None:
     allocation of the right kind, a range outside its allocation, a misaligned offset."""
     program = info.program
     for acc in info.static_accesses:
-        def fail(reason: str) -> ProgramError:
-            instr = program.instructions[acc.index]
-            return ProgramError(f"operand '{acc.path}': {reason}", index=acc.index, text=instruction_text(instr))
-
         if acc.space == "shared":
             size, where = config.shared_memory, "the launch's shared memory"
         else:
             alloc = memory.lookup(acc.handle)
             if alloc is None or alloc.kind not in ALLOCATION_KINDS[acc.space]:
                 what = "no live allocation" if alloc is None else f"a {alloc.kind}"
-                raise fail(f"handle {acc.handle} names {what}, not a live {acc.space}")
+                raise _launch_error(program, acc, f"handle {acc.handle} names {what}, not a live {acc.space}")
             size, where = alloc.size, f"{alloc.kind} {alloc.handle}"
         if acc.offset + acc.length > size:
-            raise fail(f"bytes {acc.offset}..{acc.offset + acc.length} lie outside {where} of {size} bytes")
+            raise _launch_error(program, acc, f"bytes {acc.offset}..{acc.offset + acc.length} lie outside {where} "
+                                              f"of {size} bytes")
         alignment = acc.type.alignment()
         if acc.offset % alignment:
-            raise fail(f"offset {acc.offset} is misaligned for {acc.type.suffix} (needs a multiple of {alignment})")
+            raise _launch_error(program, acc, f"offset {acc.offset} is misaligned for {acc.type.suffix} "
+                                              f"(needs a multiple of {alignment})")
+
+
+def _launch_error(program, acc: StaticAccess, reason: str) -> ProgramError:
+    instr = program.instructions[acc.index]
+    return ProgramError(f"operand '{acc.path}': {reason}", index=acc.index, text=instruction_text(instr))

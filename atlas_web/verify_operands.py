@@ -9,7 +9,7 @@ numbering of *locations*: register ``rN`` is ``N``, predicate ``pN`` is
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from .isa.addresses import Address
 from .isa.opcodes import Access, OperandKind, TypeRule
@@ -67,7 +67,8 @@ def _address_plan(mode: type, name: str, rule: str) -> tuple[tuple[str, str, Typ
     key = (mode, name, rule)
     plan = _ADDRESS_PLANS.get(key)
     if plan is None:
-        plan = tuple((f"{name}.{attr}", attr, reg_rule) for attr, reg_rule in ADDRESS_REGISTER_RULES.get((mode, rule), ()))
+        registers = ADDRESS_REGISTER_RULES.get((mode, rule), ())
+        plan = tuple((f"{name}.{attr}", attr, reg_rule) for attr, reg_rule in registers)
         _ADDRESS_PLANS[key] = plan
     return plan
 

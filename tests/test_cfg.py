@@ -125,7 +125,8 @@ def test_blocks_split_at_targets_and_after_control_instructions():
     prog = _program(_mov(), _mov(), BRA(target="skip", pred=p0), _mov(), "skip", _mov(), EXIT(), _mov())
     cfg = build_cfg(prog)
     assert [(b.start, b.end, b.terminator) for b in cfg.blocks] == [
-        (0, 3, Terminator.BRANCH), (3, 4, Terminator.FALLTHROUGH), (4, 6, Terminator.EXIT), (6, 7, Terminator.FALLTHROUGH)]
+        (0, 3, Terminator.BRANCH), (3, 4, Terminator.FALLTHROUGH), (4, 6, Terminator.EXIT),
+        (6, 7, Terminator.FALLTHROUGH)]
     assert [b.successors for b in cfg.blocks] == [(2, 1), (2,), (), ()]
     assert [b.predecessors for b in cfg.blocks] == [(), (0,), (0, 1), ()]
     assert cfg.block_of == (0, 0, 0, 1, 2, 2, 3)

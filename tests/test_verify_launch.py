@@ -85,9 +85,9 @@ def test_shared_addresses_lie_in_the_launch_shared_memory(memory):
 
 
 def test_cooperative_ranges_cover_count_values(memory):
-    def pmap(count, dst=Address.BufferOffset(2, 0)):
-        return ParallelMap(dst_array=dst, src_array=Address.BufferOffset(2, 0), count=count,
-                           operation=MapOperation.Abs)
+    def pmap(count, dst_offset=0):
+        return ParallelMap(dst_array=Address.BufferOffset(2, dst_offset), src_array=Address.BufferOffset(2, 0),
+                           count=count, operation=MapOperation.Abs)
     launch(memory, pmap(16))
     with pytest.raises(ProgramError, match="operand 'dst_array': bytes 0..68 lie outside"):
         launch(memory, pmap(17))
@@ -99,7 +99,7 @@ def test_cooperative_ranges_cover_count_values(memory):
     with pytest.raises(ProgramError, match="bytes 32..68"):
         launch(memory, ParallelReduce(dst=R(1), src_array=Address.BufferOffset(2, 32), count=9,
                                       operation=ReduceOperation.Sum))
-    launch(memory, pmap(0, Address.BufferOffset(2, 64)))  # an empty range at the end is inside
+    launch(memory, pmap(0, dst_offset=64))  # an empty range at the end is inside
 
 
 def test_per_lane_reductions_cover_count_values(memory):

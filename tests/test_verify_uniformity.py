@@ -143,9 +143,9 @@ def test_the_lane_varying_loop_counter_varies_after_the_loop():
 
 
 def test_subroutines_inherit_the_divergence_of_their_call_sites():
-    def caller(index_register, body=barrier(1)):
+    def caller(index_register, body=None):
         return program(set_lt(0, index_register, BLOCK_DIM_X), bra("skip", 0), CALL(target="f"), "skip", barrier(),
-                       EXIT(), "f", body, RET())
+                       EXIT(), "f", body or barrier(1), RET())
     rejects(caller(LANE_X), r"depends on the branch at 1 \(bra.p0 @skip\)", 5)
     verify(caller(GRID_DIM_X))
     verify(caller(BLOCK_X))

@@ -379,7 +379,7 @@ class Procedure:
         return is_reducible(self.successors, self.entry_block, self.dominators)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ControlFlowGraph:
     """Blocks, the instruction -> block map, the procedures (by entry instruction; 0 is the
     main program) and the call graph (procedure entry -> callee entries)."""
