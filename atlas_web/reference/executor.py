@@ -278,6 +278,8 @@ class Machine:
             return False
         waiters = np.flatnonzero(self.waiting & self.live)
         at_barrier = self.prepared.barrier_at[self.pc[waiters]]
+        if not at_barrier.any():
+            return False
         if not at_barrier.all():
             blocks = self.geometry.block_index()[waiters]
             at_barrier &= ~np.isin(blocks, blocks[~at_barrier])
@@ -291,10 +293,11 @@ class Machine:
 
     def _run_cooperative(self) -> None:
         waiters = np.flatnonzero(self.waiting & self.live)
-        where = np.unique(self.pc[waiters])
-        plan = self.plans[int(where[0])]
-        if where.size != 1 or plan.kind is not ExecKind.COOPERATIVE:
-            names = ", ".join(f"{int(i)} ({self.plans[int(i)].instr.INFO.name})" for i in where)
+        pcs = self.pc[waiters]
+        low, high = int(pcs.min()), int(pcs.max())
+        plan = self.plans[low]
+        if low != high or plan.kind is not ExecKind.COOPERATIVE:
+            names = ", ".join(f"{int(i)} ({self.plans[int(i)].instr.INFO.name})" for i in np.unique(pcs))
             raise ExecutionFailed(
                 f"lanes wait at instructions {names}: a barrier or cooperative instruction that not every lane "
                 "reaches (BarSync needs block-uniform, cooperative instructions grid-uniform control flow)")

@@ -42,11 +42,18 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
+def _gelu(x: float) -> float:
+    """The tanh form 0.5*x*(1 + tanh(z)), written as x / (1 + exp(-2z)): the same number without the
+    cancellation of 1 + tanh(z) for negative x."""
+    z = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
+    return x / (1 + math.exp(-2 * z))
+
+
 MAP_ORACLES = {
     MapOperation.Abs: abs, MapOperation.Neg: lambda x: -x, MapOperation.Sqrt: math.sqrt, MapOperation.Exp: math.exp,
     MapOperation.Log: math.log, MapOperation.Sin: math.sin, MapOperation.Cos: math.cos, MapOperation.Tan: math.tan,
     MapOperation.Relu: lambda x: max(x, 0), MapOperation.Sigmoid: _sigmoid, MapOperation.Tanh: math.tanh,
-    MapOperation.Gelu: lambda x: 0.5 * x * (1 + math.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    MapOperation.Gelu: lambda x: _gelu(x),
     MapOperation.Swish: lambda x: x * _sigmoid(x),
 }
 BINARY_ORACLES = {
