@@ -8,7 +8,7 @@ and the static addresses of the launch were checked against live buffers.
 from __future__ import annotations
 
 import platform
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -16,6 +16,8 @@ from ..atlas import NUM_CLASSES
 from ..backend import Backend
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
 from ..isa.addresses import BufferHandle, PoolHandle
+from ..isa.instructions import MOV_IMM
+from ..isa.registers import Register
 from ..isa.opcodes import OpcodeInfo
 from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
@@ -38,6 +40,24 @@ def _check_budget(budget: object, what: str) -> int:
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
         raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
     return budget
+
+
+def _normalized_presets(registers: object) -> dict[Register, tuple[Type, int | float]]:
+    """ExecutionParams.registers checked and normalized like MOV_IMM immediates; raises ProgramError."""
+    if not isinstance(registers, Mapping):
+        raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
+    out = {}
+    for reg, entry in registers.items():
+        if not isinstance(reg, Register):
+            raise ProgramError(f"ExecutionParams.registers: key {reg!r} is not a Register")
+        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
+            raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
+        ty, value = entry
+        try:
+            out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
+        except ProgramError as error:
+            raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
+    return out
 
 
 def _source_bytes(data: Any, what: str) -> np.ndarray:
@@ -180,18 +200,19 @@ class CpuBackend(Backend):
             raise ExecutionFailed(f"{config.num_blocks} blocks x {config.shared_memory} bytes of shared memory "
                                   f"exceed the reference backend's {MAX_SHARED_TOTAL} bytes")
         budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
-        info, prepared = self._verified(program, params)
+        presets = _normalized_presets(params.registers)
+        info, prepared = self._verified(program, presets)
         from ..verify import verify_launch
         verify_launch(info, config, self._memory.table)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
         if self._geometry is None or self._geometry.config != config:
             self._geometry = LaneGeometry(config)
-        run_program(program, info, config, self._memory, budget=budget, registers=params.registers,
+        run_program(program, info, config, self._memory, budget=budget, registers=presets,
                     accumulator=self._accumulator, prepared=prepared, geometry=self._geometry)
 
-    def _verified(self, program: Program, params: ExecutionParams) -> tuple[Any, Prepared]:
+    def _verified(self, program: Program, presets: Mapping[Register, tuple[Type, Any]]) -> tuple[Any, Prepared]:
         """The verifier's ProgramInfo and the executor's plans, cached by digest and preset register types."""
-        preset_types = {reg: ty for reg, (ty, _value) in params.registers.items()}
+        preset_types = {reg: ty for reg, (ty, _value) in presets.items()}
         key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
         cached = self._programs.get(key)
         if cached is None:

@@ -164,3 +164,14 @@ def test_programs_are_verified_and_static_addresses_checked_before_running(backe
     with pytest.raises(ProgramError, match="outside"):
         run(backend, outside, 4)
     run(backend, prog(LDG(dst=r(1), src=Address.BufferOffset(handle=small, offset=0), ty=Type.F32)), 4)
+
+
+def test_preset_registers_are_checked_like_immediates(backend):
+    program = prog(ADD(dst=r(2), lhs=r(1), rhs=r(1), ty=Type.U32))
+    for registers, message in (({r(1): (Type.U32, 1.5)}, r"registers\[r1\]: operand 'value' must be an int"),
+                               ({r(1): (Type.U8, 300)}, "does not fit in 8 bits"),
+                               ({r(1): 5}, r"must be a \(Type, value\) pair"),
+                               ({1: (Type.U32, 1)}, "is not a Register"),
+                               ({r(250): (Type.U32, 1)}, "special register")):
+        with pytest.raises(ProgramError, match=message):
+            run(backend, program, 2, registers=registers)
