@@ -41,7 +41,10 @@ def _member(prefix: str, name: str):
 
 
 def normalize(key: str) -> str:
-    """The canonical spelling of a COVERS key (``MAP:Abs``, ``LANEREDUCE:add``); raises KeyError when it names nothing."""
+    """The canonical spelling of a COVERS key (``MAP:Abs``, ``LANEREDUCE:add``).
+
+    Raises KeyError when it names nothing.
+    """
     if not isinstance(key, str):
         raise KeyError(f"a COVERS key must be a str, got {key!r}")
     prefix, sep, name = key.partition(":")

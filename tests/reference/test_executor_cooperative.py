@@ -132,7 +132,8 @@ def test_parallel_map_binary(backend, op, ty):
     program = prog(ParallelMapBinary(dst_array=Address.BufferOffset(handle=dst), src_a=Address.BufferOffset(handle=a),
                                      src_b=Address.BufferOffset(handle=b), count=COUNT, operation=op, ty=ty))
     run(backend, program, 4)
-    _expect(decode(ty, backend.copy_from_buffer(dst)), [BINARY_ORACLES[op](x, y) for x, y in zip(a_values, b_values)], ty)
+    expected = [BINARY_ORACLES[op](x, y) for x, y in zip(a_values, b_values)]
+    _expect(decode(ty, backend.copy_from_buffer(dst)), expected, ty)
 
 
 REDUCE_ORACLES = {ReduceOperation.Sum: sum, ReduceOperation.Product: math.prod,
@@ -176,7 +177,8 @@ def test_cooperative_steps_see_every_lane_before_and_lanes_see_the_step_after(ba
                    ADD(dst=r(1), lhs=r(255), rhs=r(255), ty=U32),
                    STG(dst=Address.RegisterIndirect(r(20)), src=r(1), ty=U32),               # values[k] = 2k
                    ParallelMapBinary(dst_array=Address.BufferOffset(handle=doubled),
-                                     src_a=Address.BufferOffset(handle=values), src_b=Address.BufferOffset(handle=values),
+                                     src_a=Address.BufferOffset(handle=values),
+                                     src_b=Address.BufferOffset(handle=values),
                                      count=lanes, operation=BinaryMapOperation.Add, ty=U32),  # doubled[k] = 4k
                    *lane_pointer(r(21), r(11), 4, r(30)),
                    MOV_IMM(dst=r(2), value=(lanes - 1) * 4, ty=U64),

@@ -33,29 +33,34 @@ def _lane_u32(dst: int, scale: int, ty: Type = U32) -> list:
             MUL(dst=r(dst), lhs=r(dst), rhs=r(60), ty=ty)]
 
 
+def _lane_load(stride: int, ty: Type = Type.F32, offset: int = 0) -> list:
+    """Load ``ty`` at the pointer in r10 + lane * ``stride`` + ``offset`` (the LDG is instruction 4)."""
+    return [*lane_pointer(r(12), r(10), stride, r(13)),
+            LDG(dst=r(1), src=Address.RegisterIndirect(r(12), offset), ty=ty)]
+
+
 def test_invalid_handle_null_pointer(backend):
-    program = prog(*lane_pointer(r(12), r(10), 4, r(13)), LDG(dst=r(1), src=Address.RegisterIndirect(r(12)), ty=Type.F32))
+    program = prog(*_lane_load(4))
     assert trap_of(backend, program, 8, registers={r(10): (U64, 0)}) == (TrapCode.INVALID_HANDLE, 4, 0)
 
 
 def test_invalid_handle_of_a_freed_buffer_and_of_a_handle_never_given(backend):
     gone = backend.allocate_buffer(64)
     backend.free_buffer(gone)
-    program = prog(*lane_pointer(r(12), r(10), 4, r(13)), LDG(dst=r(1), src=Address.RegisterIndirect(r(12)), ty=Type.F32))
+    program = prog(*_lane_load(4))
     assert trap_of(backend, program, 4, registers={r(10): (U64, pointer(gone))}) == (TrapCode.INVALID_HANDLE, 4, 0)
     assert trap_of(backend, program, 4, registers={r(10): (U64, pointer(77))}) == (TrapCode.INVALID_HANDLE, 4, 0)
 
 
 def test_out_of_bounds_past_the_end(backend):
     buf = backend.allocate_buffer(16)  # four f32: lanes 4 … 7 are outside
-    program = prog(*lane_pointer(r(12), r(10), 4, r(13)), LDG(dst=r(1), src=Address.RegisterIndirect(r(12)), ty=Type.F32))
+    program = prog(*_lane_load(4))
     assert trap_of(backend, program, 8, registers={r(10): (U64, pointer(buf))}) == (TrapCode.OUT_OF_BOUNDS, 4, 4)
 
 
 def test_out_of_bounds_by_a_negative_register_offset(backend):
     buf = backend.allocate_buffer(64)
-    program = prog(*lane_pointer(r(12), r(10), 4, r(13)),
-                   LDG(dst=r(1), src=Address.RegisterIndirect(r(12), -4), ty=Type.F32))
+    program = prog(*_lane_load(4, offset=-4))
     assert trap_of(backend, program, 8, registers={r(10): (U64, pointer(buf))}) == (TrapCode.OUT_OF_BOUNDS, 4, 0)
 
 
@@ -70,23 +75,21 @@ def test_out_of_bounds_by_a_computed_offset_beyond_32_bits(backend):
 
 def test_misaligned_scalar_and_extended(backend):
     buf = backend.allocate_buffer(256)
-    program = prog(*lane_pointer(r(12), r(10), 2, r(13)), LDG(dst=r(1), src=Address.RegisterIndirect(r(12)), ty=Type.F32))
+    program = prog(*_lane_load(2))
     assert trap_of(backend, program, 8, registers={r(10): (U64, pointer(buf))}) == (TrapCode.MISALIGNED, 4, 1)
-    wide = prog(*lane_pointer(r(12), r(10), 4, r(13)), LDG(dst=r(1), src=Address.RegisterIndirect(r(12)), ty=Type.I128))
+    wide = prog(*_lane_load(4, Type.I128))
     # I128 aligns to 8 bytes: lane 1 (offset 4) is the first misaligned one
     assert trap_of(backend, wide, 8, registers={r(10): (U64, pointer(buf))}) == (TrapCode.MISALIGNED, 4, 1)
 
 
 def test_checks_are_made_handle_then_bounds_then_alignment(backend):
     buf = backend.allocate_buffer(8)
-    program = prog(*lane_pointer(r(12), r(10), 4, r(13)),
-                   LDG(dst=r(1), src=Address.RegisterIndirect(r(12), 2), ty=Type.F32))
+    program = prog(*_lane_load(4, offset=2))
     # every lane is misaligned; lane 0 names no buffer, so its trap is INVALID_HANDLE
     assert trap_of(backend, program, 4, registers={r(10): (U64, pointer(999))}) == (TrapCode.INVALID_HANDLE, 4, 0)
     # lanes 0 and 1 are misaligned only, lanes 2 and 3 out of bounds too: lane 0 reports MISALIGNED
     assert trap_of(backend, program, 4, registers={r(10): (U64, pointer(buf))}) == (TrapCode.MISALIGNED, 4, 0)
-    outside = prog(*lane_pointer(r(12), r(10), 4, r(13)),
-                   LDG(dst=r(1), src=Address.RegisterIndirect(r(12), 10), ty=Type.F32))
+    outside = prog(*_lane_load(4, offset=10))
     assert trap_of(backend, outside, 4, registers={r(10): (U64, pointer(buf))}) == (TrapCode.OUT_OF_BOUNDS, 4, 0)
 
 
@@ -120,7 +123,8 @@ def test_division_by_zero(backend, ty):
 def test_integer_overflow_min_by_minus_one(backend):
     low = -(1 << 63)
     program = prog(MOV_IMM(dst=r(1), value=low, ty=Type.I64), CVT(dst=r(2), src=r(255), src_ty=U32, dst_ty=Type.I64),
-                   MOV_IMM(dst=r(3), value=3, ty=Type.I64), SUB(dst=r(2), lhs=r(2), rhs=r(3), ty=Type.I64),   # lane 2: -1
+                   MOV_IMM(dst=r(3), value=3, ty=Type.I64),
+                   SUB(dst=r(2), lhs=r(2), rhs=r(3), ty=Type.I64),                              # lane 2: -1
                    REM(dst=r(4), lhs=r(1), rhs=r(2), ty=Type.I64))
     assert trap_of(backend, program, 8) == (TrapCode.INTEGER_OVERFLOW, 4, 2)
 
@@ -128,7 +132,8 @@ def test_integer_overflow_min_by_minus_one(backend):
 def test_invalid_class_from_mirror_and_res_accum(backend):
     program = prog(*_lane_u32(1, 13), MIRROR(dst=r(2), src=r(1)))   # lane 8: class 104
     assert trap_of(backend, program, 10) == (TrapCode.INVALID_CLASS, 3, 8)
-    accum = prog(*_lane_u32(1, 20), MOV_IMM(dst=r(2), value=1.0, ty=Type.F32), ResAccum(class_id=r(1), value=r(2), ty=Type.F32))
+    accum = prog(*_lane_u32(1, 20), MOV_IMM(dst=r(2), value=1.0, ty=Type.F32),
+                 ResAccum(class_id=r(1), value=r(2), ty=Type.F32))
     assert trap_of(backend, accum, 8) == (TrapCode.INVALID_CLASS, 4, 5)
     negative = prog(MOV_IMM(dst=r(1), value=-1, ty=Type.I32), MOV_IMM(dst=r(2), value=1.0, ty=Type.F32),
                     ResAccum(class_id=r(1), value=r(2), ty=Type.F32))
