@@ -7,8 +7,9 @@ import pytest
 
 from atlas_web import LaunchConfig
 from atlas_web.isa import (
-    ALL, CLASS_STRIDE, CVT, LDG, LDS, MOV_IMM, MUL, SCALARS, STG, STS, SUB, Address, BarSync, MemFence,
-    MemoryScope, PoolLoad, PoolStore, ReduceAdd, ReduceMax, ReduceMin, ReduceMul, Type,
+    ALL, AND, BRA, CLASS_STRIDE, CVT, EXIT, LDG, LDS, MOV_IMM, MUL, SCALARS, STG, STS, SUB, XOR, Address, BarSync,
+    Condition, MemFence, MemoryScope, PoolLoad, PoolStore, Predicate, ReduceAdd, ReduceMax, ReduceMin, ReduceMul,
+    SETcc, Type,
 )
 from atlas_web.reference import CpuBackend
 
@@ -83,6 +84,30 @@ def test_block_wide_reversal_through_shared_memory(backend, ty):
         for j in range(block):
             lane, mirror = b * block + j, b * block + block - 1 - j
             assert got[lane * size:(lane + 1) * size] == data[mirror * size:(mirror + 1) * size]
+
+
+def test_barrier_holds_early_lanes_until_their_block_has_arrived(backend):
+    # odd lanes store their lane index to shared memory and reach the barrier first; even lanes run a
+    # later path, store there, and jump back to it. After the barrier each lane reads its neighbour's.
+    out = backend.allocate_buffer(4 * 16)
+    program = prog(MOV_IMM(dst=r(1), value=1, ty=Type.U32),                                   # 0
+                   AND(dst=r(2), lhs=r(252), rhs=r(1), ty=Type.U32),                          # 1
+                   MOV_IMM(dst=r(3), value=4, ty=Type.U32),                                   # 2
+                   MUL(dst=r(4), lhs=r(252), rhs=r(3), ty=Type.U32),                          # 3: lane * 4
+                   SETcc(pred=Predicate(0), lhs=r(2), rhs=r(1), cond=Condition.NE, ty=Type.U32),  # 4: even
+                   BRA(target="even", pred=Predicate(0)),                                      # 5
+                   STS(dst=Address.RegisterIndirect(r(4)), src=r(252), ty=Type.U32),          # 6
+                   BarSync(id=0),                                                             # 7: join
+                   XOR(dst=r(5), lhs=r(4), rhs=r(3), ty=Type.U32),                            # 8: (lane ^ 1) * 4
+                   LDS(dst=r(6), src=Address.RegisterIndirect(r(5)), ty=Type.U32),            # 9
+                   *_store_per_lane(10, 6, Type.U32),                                         # 10 … 14
+                   EXIT(),                                                                    # 15
+                   STS(dst=Address.RegisterIndirect(r(4)), src=r(252), ty=Type.U32),          # 16: even
+                   BRA(target="join"),                                                        # 17
+                   even=16, join=7)
+    config = LaunchConfig(grid=(2, 1, 1), block=(8, 1, 1), shared_memory=32)
+    run(backend, program, config, registers={r(10): (U64, pointer(out))})
+    assert _read_out(backend, out, Type.U32, 16) == [lane ^ 1 for lane in range(8)] * 2
 
 
 @pytest.mark.parametrize("ty", ALL_TYPES, ids=lambda t: t.name)
