@@ -10,6 +10,8 @@ necessarily ones the verifier accepts.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import string
 from typing import Callable
@@ -32,16 +34,19 @@ _LABEL_START = string.ascii_letters + "_"
 _LABEL_REST = string.ascii_letters + string.digits + "_."
 
 
+@functools.lru_cache(maxsize=None)
 def registers() -> st.SearchStrategy[Register]:
     """Any register r0 … r255 (special ones included)."""
     return st.builds(Register, st.integers(0, NUM_REGISTERS - 1))
 
 
+@functools.lru_cache(maxsize=None)
 def predicates() -> st.SearchStrategy[Predicate]:
     """Any predicate p0 … p15."""
     return st.builds(Predicate, st.integers(0, NUM_PREDICATES - 1))
 
 
+@functools.lru_cache(maxsize=None)
 def label_names() -> st.SearchStrategy[str]:
     """Valid label names, from one character up to the 255-character limit."""
     short = st.builds(str.__add__, st.sampled_from(_LABEL_START), st.text(_LABEL_REST, max_size=16))
@@ -69,6 +74,7 @@ ADDRESS_STRATEGIES: dict[type, st.SearchStrategy] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def addresses(rule: str = "global") -> st.SearchStrategy:
     """Addresses of every mode an ADDR operand with ``rule`` ("global" or "shared") accepts."""
     return st.one_of([ADDRESS_STRATEGIES[mode] for mode in ADDRESS_MODES_BY_RULE[rule]])
@@ -79,6 +85,7 @@ _FLOAT_EDGES = st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -
 _FLOAT_WIDTHS = {Type.F16: 16, Type.BF16: 32, Type.F32: 32, Type.F64: 64}
 
 
+@functools.lru_cache(maxsize=None)
 def immediates(ty: Type) -> st.SearchStrategy:
     """Immediates MOV_IMM accepts for ``ty``: any float (rounded by the instruction) or any int in the
     accepted range -2**(bits-1) … 2**bits - 1 (wrapped by the instruction), ends included."""
@@ -93,6 +100,7 @@ def types_of(types) -> st.SearchStrategy[Type]:
     return st.sampled_from(sorted(types, key=lambda t: t.code))
 
 
+@functools.lru_cache(maxsize=None)
 def _uints(bits: int) -> st.SearchStrategy[int]:
     return _bounded(0, (1 << bits) - 1)
 
@@ -139,6 +147,22 @@ def instructions(labels: st.SearchStrategy[str] | None = None) -> st.SearchStrat
     return st.one_of([instruction_of(info, labels) for info in OPCODE_TABLE])
 
 
+#: LABEL operands of program bodies are drawn from these slots, then renamed to the drawn label names
+#: (building a fresh instruction strategy per program would make hypothesis re-validate it every time)
+_LABEL_SLOTS = tuple(f"slot{i}" for i in range(4))
+
+
+@functools.lru_cache(maxsize=None)
+def _bodies(max_instructions: int) -> st.SearchStrategy[list]:
+    return st.lists(instructions(st.sampled_from(_LABEL_SLOTS)), max_size=max_instructions)
+
+
+def _renamed(instr: Instruction, names: dict[str, str]) -> Instruction:
+    changes = {op.name: Label(names[getattr(instr, op.name).name]) for op in instr.INFO.operands
+               if op.kind is OperandKind.LABEL}
+    return dataclasses.replace(instr, **changes) if changes else instr
+
+
 @st.composite
 def programs(draw, max_instructions: int = 12, max_labels: int = 4) -> Program:
     """A structurally valid Program: labels at positions 0 … len, every LABEL operand defined.
@@ -146,7 +170,8 @@ def programs(draw, max_instructions: int = 12, max_labels: int = 4) -> Program:
     Not necessarily verifier-valid (types, control flow and uniformity are not considered).
     """
     names = draw(st.lists(label_names(), min_size=1, max_size=max_labels, unique=True))
-    body = draw(st.lists(instructions(st.sampled_from(names)), max_size=max_instructions))
+    slot_names = {slot: names[i % len(names)] for i, slot in enumerate(_LABEL_SLOTS)}
+    body = [_renamed(instr, slot_names) for instr in draw(_bodies(max_instructions))]
     referenced = {getattr(ins, op.name).name for ins in body for op in ins.INFO.operands
                   if op.kind is OperandKind.LABEL}
     defined = referenced | {n for n in names if draw(st.booleans())}
