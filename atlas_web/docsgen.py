@@ -296,7 +296,8 @@ def _bytecode_section() -> list[str]:
              "`unsupported bytecode version N; this atlas-web reads version 1`.", ""]
             + _table(("part", "encoding"), LAYOUT)
             + ["Operands, by kind:", ""]
-            + _table(("operand kind", "encoding"), [(f"`{kind.value}`", OPERAND_CODECS[kind].doc) for kind in OperandKind]))
+            + _table(("operand kind", "encoding"),
+                     [(f"`{kind.value}`", OPERAND_CODECS[kind].doc) for kind in OperandKind]))
 
 
 def _json_section() -> list[str]:

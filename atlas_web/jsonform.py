@@ -92,7 +92,8 @@ def _address_from_json(path: str, value: object) -> object:
                                  f"\"offset\": 0}}, got {_show(value)}")
     mode = _MODES_BY_NAME.get(value.get("mode")) if isinstance(value.get("mode"), str) else None
     if mode is None:
-        raise _SchemaError(path + ".mode", f"expected one of {', '.join(_MODES_BY_NAME)}, got {_show(value.get('mode'))}")
+        raise _SchemaError(path + ".mode",
+                           f"expected one of {', '.join(_MODES_BY_NAME)}, got {_show(value.get('mode'))}")
     names = [f.name for f in dataclasses.fields(mode)]
     for key in value:
         if key != "mode" and key not in names:
@@ -170,11 +171,14 @@ VALUE_CODECS: dict[OperandKind, ValueCodec] = {
         path, parse_register, v, "a register like 'r1'")),
     OperandKind.PRED: ValueCodec(lambda v, ty: str(v), lambda path, v, op, ty: _parsed(
         path, parse_predicate, v, "a predicate like 'p0'")),
-    OperandKind.OPT_PRED: ValueCodec(lambda v, ty: None if v is None else str(v), lambda path, v, op, ty: None
-                                     if v is None else _parsed(path, parse_predicate, v, "null or a predicate like 'p0'")),
+    OperandKind.OPT_PRED: ValueCodec(
+        lambda v, ty: None if v is None else str(v),
+        lambda path, v, op, ty: None if v is None else _parsed(path, parse_predicate, v,
+                                                               "null or a predicate like 'p0'")),
     OperandKind.FLAG: ValueCodec(lambda v, ty: v, lambda path, v, op, ty: _flag_from_json(path, v)),
     OperandKind.LABEL: ValueCodec(lambda v, ty: v.name, lambda path, v, op, ty: _label_from_json(path, v)),
-    OperandKind.ADDR: ValueCodec(lambda v, ty: _address_to_json(v), lambda path, v, op, ty: _address_from_json(path, v)),
+    OperandKind.ADDR: ValueCodec(lambda v, ty: _address_to_json(v),
+                                 lambda path, v, op, ty: _address_from_json(path, v)),
     OperandKind.IMM: ValueCodec(lambda v, ty: format_immediate(v, ty) if ty.is_float() else v,
                                 lambda path, v, op, ty: _immediate_from_json(path, v, ty)),
     OperandKind.UINT: ValueCodec(lambda v, ty: v, lambda path, v, op, ty: _uint_from_json(path, v)),

@@ -13,8 +13,8 @@ from atlas_web.asm import format_instruction, format_program, parse_instruction,
 from atlas_web.docsgen import sample_instruction
 from atlas_web.errors import ProgramError
 from atlas_web.isa import (
-    ADD, BRA, CVT, LDG, MOV_IMM, OPCODE_TABLE, Address, OperandKind, BinaryMapOperation, ParallelMapBinary, Predicate, Register,
-    Type,
+    ADD, BRA, CVT, LDG, MOV_IMM, OPCODE_TABLE, Address, BinaryMapOperation, OperandKind, ParallelMapBinary,
+    Predicate, Register, Type,
 )
 from atlas_web.isa.floats import round_float
 from atlas_web.program import Program
@@ -238,7 +238,8 @@ def _round_trips_through_all_forms(instr) -> None:
     targets = {getattr(instr, op.name).name for op in instr.INFO.operands if op.kind is OperandKind.LABEL}
     program = Program([instr], {name: 1 for name in targets})
     encoded = program.to_bytes()
-    for again in (Program.from_text(program.to_text()), Program.from_bytes(encoded), Program.from_json(program.to_json())):
+    forms = (Program.from_text(program.to_text()), Program.from_bytes(encoded), Program.from_json(program.to_json()))
+    for again in forms:
         assert again == program
         assert again.to_bytes() == encoded
 

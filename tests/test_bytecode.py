@@ -39,8 +39,8 @@ def test_leb128_encodings():
 
 
 def test_layout_of_a_small_program():
-    program = Program([ADD(dst=r(1), lhs=r(2), rhs=r(3), ty=Type.F32), BRA(target="top", pred=Predicate(2), negate=True)],
-                      {"top": 0, "end": 2})
+    program = Program([ADD(dst=r(1), lhs=r(2), rhs=r(3), ty=Type.F32),
+                       BRA(target="top", pred=Predicate(2), negate=True)], {"top": 0, "end": 2})
     expected = (HEADER + b"\x02" + b"\x03top\x00" + b"\x03end\x02" + b"\x02"
                 + bytes([ADD.INFO.opcode, Type.F32.code, 1, 2, 3])
                 + bytes([BRA.INFO.opcode, 3]) + b"top" + bytes([3, 1]))
@@ -114,13 +114,16 @@ def _ldg(mode_code: int, *fields: bytes) -> bytes:
     (_body(b"\x00\x01", _add(1, 2, 3, ty=Type.U8.code)[:1] + bytes([Type.F16.code]) + b"\x80\x00\x02\x03"),
      r"offset 10: register: overlong LEB128"),
     (_body(b"\x00\x01", bytes([ADD.INFO.opcode]) + b"\xff" * 12), r"offset 9: type code of 'ty': LEB128 longer than"),
-    (_body(b"\x00\x01", bytes([0x30, Type.F32.code, 1, 2, 3])), r"offset 8: instruction 0: AND: type F32 is not accepted"),
+    (_body(b"\x00\x01", bytes([0x30, Type.F32.code, 1, 2, 3])),
+     r"offset 8: instruction 0: AND: type F32 is not accepted"),
     (_body(b"\x00\x01", _ldg(6)), r"offset 11: unknown address mode 6"),
     (_body(b"\x00\x01", _ldg(0, b"\x00", b"\x00")), r"offset 11: BufferOffset.handle must be an int in 1"),
     (_body(b"\x00\x01", _ldg(2, b"\x00")), r"offset 8: instruction 0: LDG: operand 'src' must be one of"),
-    (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 1]) + b"x" + b"\x11"), r"offset 11: optional predicate code 17 out of range"),
+    (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 1]) + b"x" + b"\x11"),
+     r"offset 11: optional predicate code 17 out of range"),
     (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 1]) + b"x" + b"\x01\x02"), r"offset 12: flag 'negate' 2 out of range"),
-    (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 1]) + b"x" + b"\x00\x01"), r"offset 8: instruction 0: BRA: negate=True"),
+    (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 1]) + b"x" + b"\x00\x01"),
+     r"offset 8: instruction 0: BRA: negate=True"),
     (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 1]) + b"9" + b"\x00\x00"), r"offset 9: invalid label name b'9'"),
     (_body(b"\x00\x01", bytes([BRA.INFO.opcode, 0])), r"offset 9: label name length 0 outside 1..255"),
     (_body(b"\x00\x01", bytes([0x36, Type.F32.code, 16, 1, 2, 0])), r"offset 10: predicate p16 out of range"),
