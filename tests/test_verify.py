@@ -383,3 +383,19 @@ def test_a_ten_thousand_instruction_program_verifies():
     info = verify(prog, preset_types={R(1): U32})
     assert len(info.barriers) == 600 and info.use_types[(len(prog) - 2, "lhs")] is I32
     assert len(info.cfg.blocks) == 600 * 3 + 1  # [guard] [loop set-up] [loop body] ... then the next guard
+
+
+def test_calls_and_loops_may_target_the_end():
+    info = verify(program(CALL(target="end"), mov_imm(1, 4, U32), LOOP(count=R(1), body="end"), "end"))
+    assert info.targets == {0: 3, 2: 3} and info.max_call_depth == 1
+    assert info.reaching[(2, "count")] == (1,)
+
+
+def test_error_text_falls_back_to_repr_when_the_instruction_cannot_be_formatted(monkeypatch):
+    import atlas_web.asm
+
+    def broken(instr):
+        raise RuntimeError("no formatter")
+    monkeypatch.setattr(atlas_web.asm, "format_instruction", broken)
+    error = rejects(program(mov_imm(1, 0, I32), add(2, 1, 1, F32)), "needs f32", 1)
+    assert error.text == repr(add(2, 1, 1, F32))
