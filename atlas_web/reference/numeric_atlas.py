@@ -21,53 +21,58 @@ __all__ = ["ATLAS_RULES"]
 _CLASSIFY = np.frombuffer(atlas.CLASSIFY_TABLE, dtype=np.uint8)
 _MIRROR = np.frombuffer(atlas.MIRROR_TABLE, dtype=np.uint8)
 _DEGREE = np.frombuffer(atlas.DEGREE_TABLE, dtype=np.uint8).astype(np.uint32)
-_NEIGHBOURS = np.frombuffer(atlas.NEIGHBOUR_TABLE, dtype=np.uint8).reshape(atlas.NUM_CLASSES, atlas.MAX_DEGREE)
+# one row of 7 per class: the neighbours, 255 padding, and a 7th column of 255 that every index >= 6 reads
+_ROW = atlas.MAX_DEGREE + 1
+_NEIGHBOURS = np.concatenate(
+    [np.frombuffer(atlas.NEIGHBOUR_TABLE, dtype=np.uint8).reshape(atlas.NUM_CLASSES, atlas.MAX_DEGREE),
+     np.full((atlas.NUM_CLASSES, 1), atlas.NO_NEIGHBOUR, dtype=np.uint8)], axis=1).ravel()
+_LAST_CLASS = atlas.NUM_CLASSES - 1
 
 
 def _unsigned(values: np.ndarray) -> np.ndarray:
-    """An integer operand read as unsigned of its width, widened to uint64."""
-    return unsigned_view(np.ascontiguousarray(values)).astype(np.uint64)
+    """An integer operand read as unsigned of its width (a view when possible)."""
+    return unsigned_view(np.ascontiguousarray(values))
 
 
 def _class_operand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(class ids with invalid lanes replaced by 0 as intp, mask of lanes whose class is >= 96)."""
+    """(class ids as intp, clamped to 95 where invalid, mask of lanes whose class is >= 96)."""
     ids = _unsigned(values)
-    invalid = ids >= np.uint64(atlas.NUM_CLASSES)
-    return np.where(invalid, np.uint64(0), ids).astype(np.intp), invalid
+    invalid = ids > _LAST_CLASS
+    return np.minimum(ids, _LAST_CLASS).astype(np.intp), invalid
 
 
 def cls_get(instr, ops: dict, n: int) -> Outcome:
     """dst:u8 = classify(low byte of src)."""
-    low = (_unsigned(ops["src"]) & np.uint64(0xFF)).astype(np.intp)
-    return Outcome(_CLASSIFY[low])
+    src = np.ascontiguousarray(ops["src"])
+    low = src.view(np.uint8)[::src.dtype.itemsize]  # little-endian: the first byte of each value
+    return Outcome(np.take(_CLASSIFY, low))
 
 
 def mirror(instr, ops: dict, n: int) -> Outcome:
     """dst:u8 = mirror(src); src >= 96 traps INVALID_CLASS."""
     ids, invalid = _class_operand(ops["src"])
-    return Outcome(_MIRROR[ids], trap_list((TrapCode.INVALID_CLASS, invalid)))
+    return Outcome(np.take(_MIRROR, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
 
 
 def unity_test(instr, ops: dict, n: int) -> Outcome:
     """pred = src in {1, 4}; a class >= 96 gives false."""
     ids = _unsigned(ops["src"])
-    return Outcome((ids == np.uint64(1)) | (ids == np.uint64(4)))
+    return Outcome((ids == 1) | (ids == 4))
 
 
 def nbr_count(instr, ops: dict, n: int) -> Outcome:
     """dst:u32 = degree(class_id); class_id >= 96 traps INVALID_CLASS."""
     ids, invalid = _class_operand(ops["class_id"])
-    return Outcome(_DEGREE[ids], trap_list((TrapCode.INVALID_CLASS, invalid)))
+    return Outcome(np.take(_DEGREE, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
 
 
 def nbr_get(instr, ops: dict, n: int) -> Outcome:
     """dst:u8 = neighbours(class_id)[index]; index >= degree gives 255; class_id >= 96 traps INVALID_CLASS."""
     ids, invalid = _class_operand(ops["class_id"])
-    index = _unsigned(ops["index"])
-    past = index >= np.uint64(atlas.MAX_DEGREE)
-    column = np.where(past, np.uint64(0), index).astype(np.intp)
-    value = np.where(past, np.uint8(atlas.NO_NEIGHBOUR), _NEIGHBOURS[ids, column])  # the table pads with 255
-    return Outcome(value.astype(np.uint8), trap_list((TrapCode.INVALID_CLASS, invalid)))
+    column = np.minimum(_unsigned(ops["index"]), atlas.MAX_DEGREE).astype(np.intp)
+    ids *= _ROW
+    ids += column
+    return Outcome(np.take(_NEIGHBOURS, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
 
 
 def bound_map(instr, ops: dict, n: int) -> Outcome:
@@ -78,11 +83,10 @@ def bound_map(instr, ops: dict, n: int) -> Outcome:
     ids, invalid = _class_operand(ops["class_id"])
     page = _unsigned(ops["page"])
     byte = _unsigned(ops["byte"])
-    outside = (page >= np.uint64(atlas.PAGES)) | (byte >= np.uint64(atlas.BYTES_PER_PAGE))
-    page = np.where(outside, np.uint64(0), page)
-    byte = np.where(outside, np.uint64(0), byte)
-    value = (ids.astype(np.uint64) * np.uint64(atlas.TOTAL_ELEMENTS) + page * np.uint64(atlas.BYTES_PER_PAGE)
-             + byte)
+    outside = (page >= atlas.PAGES) | (byte >= atlas.BYTES_PER_PAGE)
+    value = ids.astype(np.uint64) * np.uint64(atlas.TOTAL_ELEMENTS)
+    value += np.minimum(page, atlas.PAGES - 1).astype(np.uint64) * np.uint64(atlas.BYTES_PER_PAGE)
+    value += np.minimum(byte, atlas.BYTES_PER_PAGE - 1).astype(np.uint64)
     return Outcome(value, trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside)))
 
 

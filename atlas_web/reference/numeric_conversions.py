@@ -17,16 +17,12 @@ import numpy as np
 
 from ..isa.types import Type
 from .numeric_extended import wrapper
-from .numeric_formats import object_array, round_once, storage_dtype
+from .numeric_formats import object_array, round_once, round_to, storage_dtype
 
 __all__ = ["convert", "round_int_to_float", "CONVERSIONS"]
 
 _QUIET = {"all": "ignore"}
 _TWO53 = 2 ** 53
-_TWO63 = 2.0 ** 63
-_TWO64 = 2.0 ** 64
-_BELOW_TWO63 = 2.0 ** 63 - 1024  # the largest double below 2**63
-_BELOW_TWO64 = 2.0 ** 64 - 2048
 # significand bits (with the hidden bit) and the largest finite value, as an exact int
 _PRECISION = {
     Type.F16: (11, 65504),
@@ -64,23 +60,23 @@ def round_int_to_float(value: int, ty: Type) -> float:
 
 
 def _int_to_f64_odd(values: np.ndarray) -> np.ndarray:
-    """64-bit integers as f64 rounded to odd at 2**11 granularity above 2**53 (exact below), for a second rounding.
+    """64-bit integers as f64, exact below 2**53, above it rounded to odd at 2**11 granularity.
 
-    Above 2**53 the dropped low 11 bits are folded into a sticky bit, so any
-    later round to nearest of at most 51 bits sees the true side of every
-    midpoint.
+    The dropped low 11 bits are folded into a sticky bit, so any later round
+    to nearest of at most 51 bits sees the true side of every midpoint.
     """
-    unsigned = values.dtype.kind == "u"
-    as_u = values.view(np.uint64) if values.dtype.itemsize == 8 else values.astype(np.uint64)
-    magnitude = as_u if unsigned else np.where(values < 0, (~as_u) + np.uint64(1), as_u)
-    big = magnitude >= np.uint64(_TWO53)
-    if big.any():
-        low = magnitude & np.uint64(0x7FF)
-        sticky = np.where(low != 0, np.uint64(0x800), np.uint64(0))
-        folded = (magnitude & ~np.uint64(0x7FF)) | sticky
-        magnitude = np.where(big, folded, magnitude)
-    result = magnitude.astype(np.float64)  # exact: at most 53 significant bits
-    return result if unsigned else np.where(values < 0, -result, result)
+    wide = values.astype(np.float64)  # exact where |v| < 2**53, the usual case
+    big = np.abs(wide) >= _TWO53
+    if not big.any():
+        return wide
+    idx = np.flatnonzero(big)
+    few = values[idx]
+    as_u = few.view(np.uint64)
+    magnitude = as_u if values.dtype.kind == "u" else np.where(few < 0, (~as_u) + np.uint64(1), as_u)
+    sticky = np.where((magnitude & np.uint64(0x7FF)) != 0, np.uint64(0x800), np.uint64(0))
+    folded = ((magnitude & ~np.uint64(0x7FF)) | sticky).astype(np.float64)  # exact: at most 53 significant bits
+    wide[idx] = folded if values.dtype.kind == "u" else np.where(few < 0, -folded, folded)
+    return wide
 
 
 def _int_to_f64(values: np.ndarray) -> np.ndarray:
@@ -102,19 +98,16 @@ def _int_to_float(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
 
 
 def _float_to_int(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
+    """Truncate, then saturate; NaN gives 0. Computed in the source's own precision (F16 widened to f32)."""
     with np.errstate(**_QUIET):
-        t = np.trunc(values.astype(np.float64))
-        t = np.where(np.isnan(t), 0.0, t)
+        t = np.trunc(values.astype(np.float32) if src is Type.F16 else values)
         lo, hi = dst.int_range()
-        if dst.bits <= 32:
-            return np.clip(t, float(lo), float(hi)).astype(storage_dtype(dst))
-        if dst is Type.I64:
-            inside = np.clip(t, -_TWO63, _BELOW_TWO63).astype(np.int64)  # clipped: the cast stays defined
-            return np.where(t >= _TWO63, np.int64(hi), inside)
-        low_part = np.clip(t, 0.0, _BELOW_TWO63).astype(np.int64).view(np.uint64)
-        high_part = (np.clip(t, _TWO63, _BELOW_TWO64) - _TWO63).astype(np.int64).view(np.uint64)
-        result = np.where(t >= _TWO63, high_part + np.uint64(1 << 63), low_part)
-        return np.where(t >= _TWO64, np.uint64(hi), result)
+        result = t.astype(storage_dtype(dst))  # exact inside the range; lanes outside are set below
+        # hi + 1 and lo are powers of two (or 0): exact in every float format
+        for outside, value in ((t >= float(hi + 1), hi), (t < float(lo), lo), (np.isnan(t), 0)):
+            if outside.any():
+                result[outside] = value
+        return result
 
 
 def _float_to_extended(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
@@ -131,7 +124,9 @@ def _float_to_extended(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
 
 
 def _float_to_float(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
-    return round_once(dst, values.astype(np.float64))  # widening to f64 is exact
+    if src is not Type.F64:
+        return round_to(dst, values)  # from f32 (or narrower, widened exactly) this rounds once
+    return round_once(dst, values)
 
 
 def _int_to_int(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import TrapCode
 from ..isa.enums import Condition
 from ..isa.types import Type
-from .numeric_formats import object_array
+from .numeric_formats import object_array, unsigned_view
 from .numeric_outcome import Outcome, trap_list
 
 __all__ = ["BINARY", "UNARY", "TERNARY", "compare", "wrapper", "truncated_divmod"]
@@ -135,7 +135,8 @@ def bit_not(ty: Type, a: np.ndarray) -> np.ndarray:
 
 
 def _amounts(ty: Type, amount: np.ndarray) -> np.ndarray:
-    return (np.asarray(amount).astype(np.int64) & 0xFFFFFFFF) % ty.bits
+    """A 32-bit shift amount read unsigned, modulo the width (a power of two dividing 2**32)."""
+    return unsigned_view(np.ascontiguousarray(amount)) & (ty.bits - 1)
 
 
 def shl(ty: Type, src: np.ndarray, amount: np.ndarray) -> np.ndarray:

@@ -74,9 +74,8 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
-    """-1, +1, or x itself for ±0 and NaN."""
-    one = np.ones_like(x)
-    return np.where(x > 0, one, np.where(x < 0, -one, x))
+    """-1, +1, or x itself for ±0 and NaN (np.sign gives ±1, 0 or NaN; copysign restores -0)."""
+    return np.copysign(np.sign(x), x)
 
 
 def _rcp(x: np.ndarray) -> np.ndarray:

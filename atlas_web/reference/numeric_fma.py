@@ -54,19 +54,49 @@ def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _odd(s: np.ndarray, err: np.ndarray) -> np.ndarray:
-    """s = RN(x), err = x - s: the result of rounding x to odd instead."""
-    nudge = (err != 0) & np.isfinite(err) & ((s.view(np.uint64) & np.uint64(1)) == 0)
-    if nudge.any():
-        s = np.where(nudge, np.nextafter(s, np.where(err > 0, _INF, -_INF)), s)
-    return s
+    """s = RN(x) (finite, f64), err = x - s: the result of rounding x to odd instead.
+
+    When x is inexact and s's last bit is even, the odd neighbour on x's side
+    is one step away in the bit pattern: up in magnitude when err has s's
+    sign, down otherwise (s is never 0 when err is not).
+    """
+    bits = s.view(np.uint64)
+    nudge = (err != 0) & ((bits & np.uint64(1)) == 0)
+    if not nudge.any():
+        return s
+    away = (err > 0) == (s > 0)
+    step = np.where(away, np.uint64(1), np.uint64(0xFFFFFFFFFFFFFFFF))  # +1 or -1, modulo 2**64
+    return np.where(nudge, bits + step, bits).view(np.float64)
+
+
+_LOW29 = np.uint64((1 << 29) - 1)
+_F32_MIDPOINT_BITS = np.uint64(1 << 28)
+_F32_MIN_NORMAL = 2.0 ** -126
 
 
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """RN_f32(a*b + c) for f32 arrays, exactly."""
+    """RN_f32(a*b + c) for f32 arrays, exactly.
+
+    s = RN_f64(a*b + c) rounds correctly to f32 unless s is itself an f32
+    midpoint (an f32 midpoint strictly between x and s would be a nearer
+    double) or an f32 subnormal; only those lanes are rounded to odd first.
+    """
     with np.errstate(**_QUIET):
-        a64, b64, c64 = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
-        s, err = _two_sum(a64 * b64, c64)  # the product is exact in f64
-        return _odd(s, err).astype(np.float32)
+        # in place where possible: at a million lanes the fresh 8 MB temporaries cost more than the arithmetic
+        product = np.array(a, dtype=np.float64)
+        s = np.array(b, dtype=np.float64)
+        c64 = np.asarray(c, dtype=np.float64)
+        np.multiply(product, s, out=product)  # exact in f64
+        np.add(product, c64, out=s)
+        scratch = np.bitwise_and(s.view(np.uint64), _LOW29)
+        suspicious = scratch == _F32_MIDPOINT_BITS
+        magnitude = np.abs(s, out=scratch.view(np.float64))
+        suspicious |= magnitude < _F32_MIN_NORMAL
+        if suspicious.any():
+            idx = np.flatnonzero(suspicious)
+            s_few, err = _two_sum(product[idx], c64[idx])
+            s[idx] = _odd(s_few, np.where(np.isfinite(err), err, 0.0))  # inf/NaN need no nudge
+        return s.astype(np.float32)
 
 
 def fma_exact_scalar(a: float, b: float, c: float) -> float:
@@ -86,29 +116,32 @@ def fma_exact_scalar(a: float, b: float, c: float) -> float:
         return math.inf if exact > 0 else -math.inf
 
 
+_WINDOW_HIGH = 2.0 ** 480
+_WINDOW_LOW = 2.0 ** -900
+_C_HIGH = 2.0 ** 1000
+
+
 def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """RN_f64(a*b + c) for f64 arrays, exactly."""
     a, b, c = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
     with np.errstate(**_QUIET):
-        _, ea = np.frexp(a)
-        _, eb = np.frexp(b)
-        _, ec = np.frexp(c)
-        finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
-        nonzero = (a != 0) & (b != 0)
-        # Inside this window ExactMult cannot overflow or lose its error term, every intermediate is a
-        # multiple of 2**-1006 (so nothing is subnormal) and nothing reaches 2**1022.
-        window = ((np.abs(ea) <= 480) & (np.abs(eb) <= 480) & (ea + eb >= -900)
-                  & ((c == 0) | ((ec >= -900) & (ec <= 1000))))
-        fast = finite & nonzero & window
-        uh, ul = _two_product(np.where(fast, a, 1.0), np.where(fast, b, 1.0))
-        th, tl = _two_sum(np.where(fast, c, 0.0), uh)
+        uh, ul = _two_product(a, b)
+        abs_c = np.abs(c)
+        abs_uh = np.abs(uh)
+        # Inside this window ExactMult neither overflows nor loses its error term, every intermediate is a
+        # multiple of 2**-1006 (nothing subnormal) and nothing reaches 2**1022. NaN and inf fall outside.
+        fast = ((np.abs(a) < _WINDOW_HIGH) & (np.abs(b) < _WINDOW_HIGH) & (abs_uh >= _WINDOW_LOW)
+                & ((c == 0) | ((abs_c >= _WINDOW_LOW) & (abs_c < _C_HIGH))))
+        th, tl = _two_sum(c, uh)
         v, verr = _two_sum(tl, ul)
-        result = th + _odd(v, verr)
+        result = th + _odd(v, np.where(fast, verr, 0.0))
+        if fast.all():
+            return result
         finite_ab = np.isfinite(a) & np.isfinite(b)
         # an exact (zero, infinite or NaN) product plus c: the plain IEEE operations are exact
-        plain = (finite & ~nonzero) | ~finite_ab
+        plain = ((a == 0) | (b == 0) | ~finite_ab) & ~fast
         result = np.where(plain, a * b + c, result)
-        infinite_c = finite_ab & ~np.isfinite(c)  # a finite product (even one that overflows) plus ±inf/NaN
+        infinite_c = finite_ab & ~np.isfinite(c) & ~plain  # a finite product (even one that overflows) plus ±inf/NaN
         result = np.where(infinite_c, c, result)
         slow = ~(fast | plain | infinite_c)
     if slow.any():

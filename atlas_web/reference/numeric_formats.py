@@ -95,13 +95,17 @@ def constant(ty: Type, value: int | float, n: int) -> np.ndarray:
 
 
 def round_f32_to_bf16(x: np.ndarray) -> np.ndarray:
-    """f32 values rounded to bfloat16 (nearest, ties to even), as f32; NaN stays a (quiet) NaN, sign kept."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    bias = np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
-    rounded = (bits + bias) & np.uint32(0xFFFF0000)  # carries into the exponent give inf exactly
-    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    """f32 values rounded to bfloat16 (nearest, ties to even), as a new f32 array; NaN stays a quiet NaN, sign kept."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    bits = x.view(np.uint32)
+    rounded = bits >> np.uint32(16)
+    rounded &= np.uint32(1)
+    rounded += np.uint32(0x7FFF)
+    rounded += bits  # a carry into the exponent gives the next binade, or inf, exactly as rounding should
+    rounded &= np.uint32(0xFFFF0000)
+    nan = np.isnan(x)
     if nan.any():
-        rounded = np.where(nan, (bits & np.uint32(0xFFFF0000)) | np.uint32(0x00400000), rounded)
+        rounded[nan] = (bits[nan] & np.uint32(0xFFFF0000)) | np.uint32(0x00400000)
     return rounded.view(np.float32)
 
 
@@ -114,15 +118,21 @@ def round_f64_to_f32_odd(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         f = x.astype(np.float32)
-        finite = np.isfinite(x)
-        overflow = finite & np.isinf(f)
-        if overflow.any():
-            f = np.where(overflow, np.copysign(_F32_MAX, x).astype(np.float32), f)
         back = f.astype(np.float64)
-        nudge = finite & (back != x) & ((f.view(np.uint32) & np.uint32(1)) == 0)
-        if nudge.any():
-            toward = np.where(x > back, np.float32(np.inf), np.float32(-np.inf))
-            f = np.where(nudge, np.nextafter(f, toward), f)
+        inexact = back != x  # NaN compares unequal too
+        inexact &= ~np.isnan(x)
+        if not inexact.any():
+            return f
+        idx = np.flatnonzero(inexact)
+        few, wanted = f[idx], x[idx]
+        overflow = np.isinf(few)
+        few = np.where(overflow, np.copysign(_F32_MAX, wanted).astype(np.float32), few)
+        bits = few.view(np.uint32)
+        even = (bits & np.uint32(1)) == 0
+        # the odd neighbour on x's side is one step up in magnitude when |x| > |f|, else one step down
+        up = np.abs(wanted) > np.abs(few.astype(np.float64))
+        step = np.where(up, np.uint32(1), np.uint32(0xFFFFFFFF))  # +1 or -1, modulo 2**32
+        f[idx] = np.where(even, bits + step, bits).view(np.float32)
     return f
 
 

@@ -55,22 +55,33 @@ def _traps(zero: np.ndarray, overflow: np.ndarray) -> tuple:
     return trap_list((TrapCode.DIVISION_BY_ZERO, zero), (TrapCode.INTEGER_OVERFLOW, overflow))
 
 
+def _truncated_quotient(ty: Type, a: np.ndarray, divisor: np.ndarray) -> np.ndarray:
+    """a / divisor truncated toward zero (no zero divisor, no MIN / -1), in the type's dtype.
+
+    Up to 32 bits the binary64 quotient truncates exactly: its rounding error
+    (below 2**-22 / |divisor|) never reaches the next integer (at least
+    1 / |divisor| away). Wider types divide the exact multiple ``a - fmod(a, b)``.
+    """
+    dtype = storage_dtype(ty)
+    with np.errstate(**_QUIET):
+        if ty.bits <= 32:
+            return np.trunc(a.astype(np.float64) / divisor.astype(np.float64)).astype(dtype)
+        exact_multiple = np.subtract(a, np.fmod(a, divisor), dtype=dtype)  # C remainder: sign of the dividend
+        return np.floor_divide(exact_multiple, divisor).astype(dtype, copy=False)
+
+
+def div(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
+    """Quotient truncated toward zero; traps DIVISION_BY_ZERO, INTEGER_OVERFLOW (MIN / -1)."""
+    safe, zero, overflow = _division_operands(ty, a, b)
+    return Outcome(_truncated_quotient(ty, a, safe), _traps(zero, overflow))
+
+
 def rem(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
     """Truncated remainder (sign of the dividend); traps DIVISION_BY_ZERO, INTEGER_OVERFLOW (MIN rem -1)."""
     safe, zero, overflow = _division_operands(ty, a, b)
     with np.errstate(**_QUIET):
         r = np.fmod(a, safe).astype(storage_dtype(ty), copy=False)  # C remainder: sign of the dividend
     return Outcome(r, _traps(zero, overflow))
-
-
-def div(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
-    """Quotient truncated toward zero; traps DIVISION_BY_ZERO, INTEGER_OVERFLOW (MIN / -1)."""
-    safe, zero, overflow = _division_operands(ty, a, b)
-    dtype = storage_dtype(ty)
-    with np.errstate(**_QUIET):
-        r = np.fmod(a, safe)
-        q = np.floor_divide(np.subtract(a, r, dtype=dtype), safe).astype(dtype, copy=False)  # exact division
-    return Outcome(q, _traps(zero, overflow))
 
 
 def minimum(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -122,8 +133,13 @@ def bit_not(ty: Type, a: np.ndarray) -> np.ndarray:
 
 
 def shift_amount(ty: Type, amount: np.ndarray) -> np.ndarray:
-    """A 32-bit shift amount (i32 or u32 values) read unsigned, modulo the width of ``ty``, as int64."""
-    return (np.asarray(amount).astype(np.int64) & 0xFFFFFFFF) % ty.bits
+    """An integer shift amount (i32 or u32) read unsigned, modulo the width of ``ty``.
+
+    The width is a power of two dividing 2**32, so masking the unsigned bits
+    gives the amount modulo 2**32, modulo the width.
+    """
+    amount = np.ascontiguousarray(amount)
+    return unsigned_view(amount) & (ty.bits - 1)
 
 
 def shl(ty: Type, src: np.ndarray, amount: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from . import numeric_integers as integers
 from .numeric_atlas import ATLAS_RULES
 from .numeric_conversions import convert
 from .numeric_fma import fma, fms
-from .numeric_formats import constant
+from .numeric_formats import constant, unsigned_dtype_of
 from .numeric_outcome import Outcome
 from .numeric_transcendentals import UNARY as TRANSCENDENTALS
 
@@ -88,9 +88,26 @@ def _setcc(instr, ops: dict, n: int) -> Outcome:
     return Outcome(_COMPARE[family_of(instr.ty)](instr.ty, instr.cond, ops["lhs"], ops["rhs"]))
 
 
+_SIGNED_BY_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
 def _sel(instr, ops: dict, n: int) -> Outcome:
-    """dst = pred ? true_val : false_val."""
-    return Outcome(np.where(ops["pred"], ops["true_val"], ops["false_val"]))
+    """dst = pred ? true_val : false_val.
+
+    Native types blend bit patterns under an all-ones mask (branch-free, and
+    several times faster than np.where on a random predicate).
+    """
+    pred, when_true, when_false = ops["pred"], ops["true_val"], ops["false_val"]
+    if when_true.dtype == object:
+        return Outcome(np.where(pred, when_true, when_false))
+    dtype = when_true.dtype
+    unsigned = unsigned_dtype_of(dtype)
+    mask = np.negative(np.asarray(pred, dtype=bool).view(np.uint8).astype(_SIGNED_BY_SIZE[dtype.itemsize]))
+    false_bits = np.ascontiguousarray(when_false).view(unsigned)
+    blended = np.bitwise_xor(np.ascontiguousarray(when_true).view(unsigned), false_bits)
+    blended &= mask.view(unsigned)
+    blended ^= false_bits
+    return Outcome(blended.view(dtype))
 
 
 _TYPED_NAMES = sorted(set().union(*TYPED_OPS.values()))
