@@ -105,7 +105,7 @@ def prepare(program: Any, info: Any = None) -> Prepared:
                     if hasattr(address, sub):
                         address_types[(op.name, sub)] = lookup(op.name, sub)
         plans.append(Plan(index, instr, RULES[row.name], row.kind, reads, dest, target, address_types))
-    barrier_at = np.array([p.rule is CONTROL_RULES["BarSync"] for p in plans] + [False], dtype=bool)
+    barrier_at = np.array([p.instr.INFO.name == "BarSync" for p in plans] + [False], dtype=bool)
     return Prepared(tuple(plans), int(getattr(info, "max_call_depth", 0) or 0), barrier_at)
 
 
