@@ -1,0 +1,242 @@
+"""KernelBuilder: writes branch-free v128 lane arithmetic into a function as small expression trees.
+
+A ``Vec`` is an expression that leaves one v128 on the wasm stack. Nothing is
+written when a Vec is made; it is written where it is used, and again at
+every further use, so a value needed twice is first stored with ``let``
+(which writes it into a fresh v128 local at that point and returns a Vec
+that reads the local). Float arithmetic on Vecs uses Python operators
+(``a * b + 1.0``; plain numbers become splatted constants); integer lane
+arithmetic, comparisons and bit operations are methods of the builder.
+
+Every operation is one WebAssembly SIMD instruction of the builder's lane
+format (``f32x4``/``i32x4`` or ``f64x2``/``i64x2``); there is no relaxed SIMD
+here, so results are the same on every engine. Raises WasmEncodingError (from
+the code writer) for an instruction the format lacks.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..encoding.code_writer import CodeWriter
+from ..encoding.module import FunctionBuilder
+from ..encoding.types import ValType
+from .shapes import LaneFormat
+
+__all__ = ["Vec", "KernelBuilder"]
+
+Operand = "Vec | float | int"
+
+
+class Vec:
+    """One v128 expression of a KernelBuilder; float operators build float lane arithmetic."""
+
+    __slots__ = ("kb", "write")
+
+    def __init__(self, kb: "KernelBuilder", write: Callable[[CodeWriter], None]) -> None:
+        self.kb = kb
+        self.write = write
+
+    def __add__(self, other: Operand) -> "Vec":
+        return self.kb.fop("add", self, other)
+
+    def __radd__(self, other: Operand) -> "Vec":
+        return self.kb.fop("add", other, self)
+
+    def __sub__(self, other: Operand) -> "Vec":
+        return self.kb.fop("sub", self, other)
+
+    def __rsub__(self, other: Operand) -> "Vec":
+        return self.kb.fop("sub", other, self)
+
+    def __mul__(self, other: Operand) -> "Vec":
+        return self.kb.fop("mul", self, other)
+
+    def __rmul__(self, other: Operand) -> "Vec":
+        return self.kb.fop("mul", other, self)
+
+    def __truediv__(self, other: Operand) -> "Vec":
+        return self.kb.fop("div", self, other)
+
+    def __rtruediv__(self, other: Operand) -> "Vec":
+        return self.kb.fop("div", other, self)
+
+    def __neg__(self) -> "Vec":
+        return self.kb.fop("neg", self)
+
+
+class KernelBuilder:
+    """Writes lane arithmetic of one ``LaneFormat`` into ``function``'s body (see the module docstring)."""
+
+    def __init__(self, function: FunctionBuilder, fmt: LaneFormat) -> None:
+        self.function = function
+        self.fmt = fmt
+        self.w = function.code
+        self.locals_made = 0
+
+    # --- leaves and statements -----------------------------------------------------------------------------
+
+    def local(self, index: int) -> Vec:
+        """The v128 local (or parameter) ``index``."""
+        return Vec(self, lambda w: w.local_get(index))
+
+    def const(self, value: float) -> Vec:
+        """``value`` (rounded to the lane format) in every lane."""
+        data = self.fmt.splat_float(value)
+        return Vec(self, lambda w: w.v128_const(data))
+
+    def iconst(self, value: int) -> Vec:
+        """The integer (or bit pattern) ``value``, wrapped to the lane width, in every lane."""
+        data = self.fmt.splat_int(value)
+        return Vec(self, lambda w: w.v128_const(data))
+
+    def let(self, value: Operand) -> Vec:
+        """Write ``value`` now into a new v128 local; returns a Vec reading that local."""
+        vec = self.vec(value)
+        index = self.function.add_local(ValType.V128)
+        self.locals_made += 1
+        vec.write(self.w)
+        self.w.local_set(index)
+        return self.local(index)
+
+    def emit(self, value: Operand) -> None:
+        """Write ``value`` now, leaving it on the stack."""
+        self.vec(value).write(self.w)
+
+    def vec(self, value: Operand) -> Vec:
+        """``value`` as a Vec: Vecs pass through, numbers become float constants."""
+        if isinstance(value, Vec):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self.const(float(value))
+        raise TypeError(f"a kernel operand must be a Vec or a number, got {type(value).__name__}")
+
+    # --- instruction nodes ---------------------------------------------------------------------------------
+
+    def node(self, name: str, *operands: Operand, after: Callable[[CodeWriter], None] | None = None) -> Vec:
+        """The instruction ``name`` applied to ``operands`` (written first to last); ``after`` writes more
+        operands (such as a shift count) just before the instruction."""
+        vecs = [self.vec(op) for op in operands]
+
+        def write(w: CodeWriter) -> None:
+            for v in vecs:
+                v.write(w)
+            if after is not None:
+                after(w)
+            w.emit(name)
+        return Vec(self, write)
+
+    def fop(self, op: str, *operands: Operand) -> Vec:
+        """Float lane instruction ``op`` (``add``, ``sqrt``, ``lt``, ...) of the builder's format."""
+        return self.node(f"{self.fmt.float_prefix}.{op}", *operands)
+
+    def iop(self, op: str, *operands: Operand) -> Vec:
+        """Integer lane instruction ``op`` (``add``, ``eq``, ``gt_s``, ...) of the same lane width."""
+        return self.node(f"{self.fmt.int_prefix}.{op}", *operands)
+
+    # --- float helpers ---------------------------------------------------------------------------------------
+
+    def sqrt(self, a: Operand) -> Vec:
+        return self.fop("sqrt", a)
+
+    def abs(self, a: Operand) -> Vec:
+        return self.fop("abs", a)
+
+    def nearest(self, a: Operand) -> Vec:
+        return self.fop("nearest", a)
+
+    def trunc(self, a: Operand) -> Vec:
+        return self.fop("trunc", a)
+
+    def pmin(self, a: Operand, b: Operand) -> Vec:
+        """``b < a ? b : a``: one instruction; keeps ``a`` when either is NaN (so NaN in ``a`` survives)."""
+        return self.fop("pmin", a, b)
+
+    def pmax(self, a: Operand, b: Operand) -> Vec:
+        """``a < b ? b : a``: one instruction; keeps ``a`` when either is NaN."""
+        return self.fop("pmax", a, b)
+
+    def eq(self, a: Operand, b: Operand) -> Vec:
+        return self.fop("eq", a, b)
+
+    def ne(self, a: Operand, b: Operand) -> Vec:
+        return self.fop("ne", a, b)
+
+    def lt(self, a: Operand, b: Operand) -> Vec:
+        return self.fop("lt", a, b)
+
+    def le(self, a: Operand, b: Operand) -> Vec:
+        return self.fop("le", a, b)
+
+    def gt(self, a: Operand, b: Operand) -> Vec:
+        return self.fop("gt", a, b)
+
+    def ge(self, a: Operand, b: Operand) -> Vec:
+        return self.fop("ge", a, b)
+
+    def is_nan(self, a: Operand) -> Vec:
+        return self.fop("ne", a, a)
+
+    # --- integer lanes and bits ------------------------------------------------------------------------------
+
+    def iadd(self, a: Operand, b: Operand) -> Vec:
+        return self.iop("add", a, b)
+
+    def isub(self, a: Operand, b: Operand) -> Vec:
+        return self.iop("sub", a, b)
+
+    def ieq(self, a: Operand, b: Operand) -> Vec:
+        return self.iop("eq", a, b)
+
+    def igt_s(self, a: Operand, b: Operand) -> Vec:
+        return self.iop("gt_s", a, b)
+
+    def ilt_s(self, a: Operand, b: Operand) -> Vec:
+        return self.iop("lt_s", a, b)
+
+    def shl(self, a: Operand, count: int) -> Vec:
+        return self.node(f"{self.fmt.int_prefix}.shl", a, after=lambda w: w.i32_const(count))
+
+    def shr_s(self, a: Operand, count: int) -> Vec:
+        return self.node(f"{self.fmt.int_prefix}.shr_s", a, after=lambda w: w.i32_const(count))
+
+    def shr_u(self, a: Operand, count: int) -> Vec:
+        return self.node(f"{self.fmt.int_prefix}.shr_u", a, after=lambda w: w.i32_const(count))
+
+    def and_(self, a: Operand, b: Operand) -> Vec:
+        return self.node("v128.and", a, b)
+
+    def or_(self, a: Operand, b: Operand) -> Vec:
+        return self.node("v128.or", a, b)
+
+    def xor(self, a: Operand, b: Operand) -> Vec:
+        return self.node("v128.xor", a, b)
+
+    def andnot(self, a: Operand, b: Operand) -> Vec:
+        """``a & ~b``."""
+        return self.node("v128.andnot", a, b)
+
+    def not_(self, a: Operand) -> Vec:
+        return self.node("v128.not", a)
+
+    def select(self, mask: Operand, if_set: Operand, if_clear: Operand) -> Vec:
+        """Per bit: ``if_set`` where ``mask`` is 1, else ``if_clear`` (masks come from comparisons)."""
+        return self.node("v128.bitselect", if_set, if_clear, mask)
+
+    # --- sign bits -------------------------------------------------------------------------------------------
+
+    @property
+    def sign_bit(self) -> Vec:
+        return self.iconst(1 << (self.fmt.bits - 1))
+
+    def sign_of(self, a: Operand) -> Vec:
+        """Only the sign bit of each lane of ``a``."""
+        return self.and_(a, self.sign_bit)
+
+    def copysign(self, magnitude: Operand, sign_source: Operand) -> Vec:
+        """``magnitude`` (non-negative) with the sign bit of ``sign_source``."""
+        return self.or_(magnitude, self.sign_of(sign_source))
+
+    def flip_sign(self, a: Operand, sign_bits: Operand) -> Vec:
+        """``a`` with its sign bit flipped where ``sign_bits`` has it set."""
+        return self.xor(a, sign_bits)

@@ -1,0 +1,87 @@
+"""exp: Cody-Waite reduction by ln2, a minimax polynomial, and a two-step power-of-two scale.
+
+``x = k*ln2 + r`` with ``k = nearest(x/ln2)`` and ``|r| <= ln2/2``; ln2 is
+split into a high part with trailing zeros (so ``k*LN2_HI`` is exact for
+every ``k`` the clamped range gives) and a low part; the rounding error of
+``r`` is carried as ``r_lo``. ``exp(r) = 1 + (r + (r*r*Q(r) + r_lo))``.
+The result is ``p * 2**k1 * 2**k2`` with ``k1 = k >> 1``, ``k2 = k - k1``:
+both factors are normal numbers, so overflow gives inf and results in the
+subnormal range are rounded once, correctly. ``k`` comes out of the
+"magic number" addition ``t = x/ln2 + 1.5*2**p``, whose low mantissa bits
+hold ``k`` as an integer (WebAssembly has no f64x2 -> i64x2 conversion).
+
+Special values: NaN propagates through the arithmetic; x is clamped first
+(+inf -> inf, -inf -> +0).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .coefficients import coefficients
+from .exact import horner
+from .kernel import KernelBuilder, Vec
+from .registry import math_kernel
+
+__all__ = ["exp_core", "scale_by_power_of_two", "EXP_CONSTANTS"]
+
+
+@dataclass(frozen=True)
+class _ExpConstants:
+    low_clamp: float      # below: the result is +0 whatever the rounding
+    high_clamp: float     # above: the result is +inf
+    log2e: float
+    ln2_hi: float         # ln2 rounded to few enough bits that k*ln2_hi is exact
+    ln2_lo: float         # ln2 - ln2_hi
+    magic: float          # 1.5 * 2**mantissa_bits
+    magic_bits: int
+
+
+def _bits(value: float, fmt: str) -> int:
+    pack, unpack = ("<f", "<i") if fmt == "f32" else ("<d", "<q")
+    return struct.unpack(unpack, struct.pack(pack, value))[0]
+
+
+EXP_CONSTANTS = {
+    "f32": _ExpConstants(-104.0, 89.0, float.fromhex("0x1.715476p+0"), float.fromhex("0x1.62e4p-1"),
+                         float.fromhex("0x1.7f7d1cp-20"), float.fromhex("0x1.8p23"),
+                         _bits(float.fromhex("0x1.8p23"), "f32")),
+    "f64": _ExpConstants(-800.0, 800.0, float.fromhex("0x1.71547652b82fep+0"), float.fromhex("0x1.62e42ffp-1"),
+                         float.fromhex("-0x1.718432a1b0e26p-35"), float.fromhex("0x1.8p52"),
+                         _bits(float.fromhex("0x1.8p52"), "f64")),
+}
+
+
+def scale_by_power_of_two(kb: KernelBuilder, p: Vec, k: Vec) -> Vec:
+    """``p * 2**k`` for the integer lanes ``k`` (|k| below twice the exponent range), rounded once."""
+    fmt = kb.fmt
+    k1 = kb.let(kb.shr_s(k, 1))
+    k2 = kb.isub(k, k1)
+    s1 = kb.shl(kb.iadd(k1, kb.iconst(fmt.exponent_bias)), fmt.mantissa_bits)
+    s2 = kb.shl(kb.iadd(k2, kb.iconst(fmt.exponent_bias)), fmt.mantissa_bits)
+    return (p * s1) * s2
+
+
+def exp_core(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> Vec:
+    """exp(x + x_lo) (``x_lo`` a small correction, or None); see the module docstring."""
+    c = EXP_CONSTANTS[kb.fmt.name]
+    xc = kb.let(kb.pmin(kb.pmax(x, c.low_clamp), c.high_clamp))
+    t = kb.let(xc * c.log2e + c.magic)
+    kf = kb.let(t - c.magic)
+    r_hi = kb.let(xc - kf * c.ln2_hi)
+    k_lo = kb.let(kf * c.ln2_lo)
+    r = kb.let(r_hi - k_lo)
+    r_lo = (r_hi - r) - k_lo
+    if x_lo is not None:
+        r_lo = r_lo + x_lo
+    q = horner(kb, coefficients("EXP_Q", kb.fmt.name), r)
+    p = 1.0 + (r + ((r * r) * q + r_lo))
+    k = kb.isub(t, kb.iconst(c.magic_bits))
+    return scale_by_power_of_two(kb, kb.let(p), kb.let(k))
+
+
+@math_kernel("exp", "f32", formula="e**x")
+@math_kernel("exp", "f64", formula="e**x")
+def exp_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+    return exp_core(kb, x)
