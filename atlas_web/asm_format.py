@@ -16,7 +16,7 @@ to equal text. Nothing here copies or mutates an instruction.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 from .isa.instructions import Instruction
 from .isa.opcodes import OpcodeInfo, Operand, OperandKind
@@ -81,7 +81,7 @@ SUFFIX_FORMATTERS: dict[OperandKind, Callable[[object], str | None]] = {
 }
 
 #: OperandKind -> spelling of a listed operand; the second argument is the instruction's type
-OPERAND_FORMATTERS: dict[OperandKind, Callable[[object, Type | None], str]] = {
+OPERAND_FORMATTERS: dict[OperandKind, Callable[[Any, Any], str]] = {
     OperandKind.REG: lambda value, ty: str(value),
     OperandKind.PRED: lambda value, ty: str(value),
     OperandKind.LABEL: lambda value, ty: str(value),

@@ -12,7 +12,7 @@ cannot make the parser hang.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from .asm_format import COMMENT, NEGATION_PREFIX, listed_operands, suffix_operands, type_suffix_fields
 from .errors import ProgramError
@@ -165,7 +165,7 @@ def _parse_address(text: str) -> object:
 
 
 #: OperandKind -> parser of a listed operand's text; the second argument is the instruction's type
-OPERAND_PARSERS: dict[OperandKind, Callable[[str, Type | None], object]] = {
+OPERAND_PARSERS: dict[OperandKind, Callable[[str, Any], object]] = {
     OperandKind.REG: lambda text, ty: parse_register(text),
     OperandKind.PRED: lambda text, ty: parse_predicate(text),
     OperandKind.LABEL: lambda text, ty: _parse_label(text),
@@ -189,18 +189,24 @@ def _suffix_usage(info: OpcodeInfo) -> str:
     usage = info.mnemonic
     for op in suffix_operands(info):
         if op.kind is OperandKind.ENUM:
-            usage += f".<{op.rule.__name__}>"
+            usage += f".<{_enum_class(op).__name__}>"
         elif op.kind is OperandKind.OPT_PRED:
             usage += f"[.[{NEGATION_PREFIX}]<{op.name}>]"
     return usage + "".join(f".<{name}>" for name in type_suffix_fields(info))
 
 
+def _enum_class(op: Operand) -> Any:
+    """The enum class of an ENUM operand (the table stores it in ``rule``)."""
+    return op.rule
+
+
 def _parse_enum_part(op: Operand, part: str, token: str) -> object:
+    enum_class = _enum_class(op)
     try:
-        return op.rule.from_text(part)
+        return enum_class.from_text(part)
     except KeyError:
-        choices = ", ".join(m.text for m in op.rule)
-        raise ProgramError(f"unknown {op.rule.__name__} {part!r} in {token!r} (one of {choices})") from None
+        choices = ", ".join(m.text for m in enum_class)
+        raise ProgramError(f"unknown {enum_class.__name__} {part!r} in {token!r} (one of {choices})") from None
 
 
 def _parse_suffixes(info: OpcodeInfo, parts: list[str], token: str) -> dict[str, object]:
@@ -210,12 +216,12 @@ def _parse_suffixes(info: OpcodeInfo, parts: list[str], token: str) -> dict[str,
         raise ProgramError(f"{token!r} lacks its type suffix: write {_suffix_usage(info)}")
     split = len(parts) - len(type_names)
     suffix_parts, type_parts = parts[:split], parts[split:]
-    values: dict[str, object] = {}
-    for name, part in zip(type_names, type_parts):
+    values: dict[str, Any] = {}
+    for name, type_part in zip(type_names, type_parts):
         try:
-            values[name] = Type.from_suffix(part)
+            values[name] = Type.from_suffix(type_part)
         except KeyError:
-            raise ProgramError(f"bad type suffix {part!r} in {token!r} (types are spelled f32, u8, i4096, ...)") \
+            raise ProgramError(f"bad type suffix {type_part!r} in {token!r} (types are spelled f32, u8, i4096, ...)") \
                 from None
     position = 0
     negated = False
@@ -238,7 +244,8 @@ def _parse_suffixes(info: OpcodeInfo, parts: list[str], token: str) -> dict[str,
                 raise ProgramError(f"{token}: {exc.reason}") from None
         else:
             if part is None:
-                raise ProgramError(f"{token!r} lacks its {op.rule.__name__} suffix: write {_suffix_usage(info)}")
+                raise ProgramError(f"{token!r} lacks its {_enum_class(op).__name__} suffix: "
+                                   f"write {_suffix_usage(info)}")
             values[op.name] = _parse_enum_part(op, part, token)
         position += 1
     if negated:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
 from .isa.floats import CANONICAL_NAN, bits_to_float, float_to_bits
-from .isa.instructions import INSTRUCTION_CLASSES, Instruction, by_opcode
+from .isa.instructions import INSTRUCTION_CLASSES, Instruction, by_opcode, info_of
 from .isa.opcodes import Operand, OperandKind
 from .isa.registers import NUM_PREDICATES, NUM_REGISTERS, Label, Predicate, Register, is_label_name
 from .isa.types import Type
@@ -130,10 +130,11 @@ def _leb_bytes_for_bits(bits: int) -> int:
 # ---- operand codecs ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OperandCodec:
-    """How one OperandKind is written and read; ``ty`` is the instruction's type (or None)."""
+    """How one OperandKind is written and read; ``ty`` is the instruction's Type (None when it has
+    none; IMM operands always have one)."""
 
-    encode: Callable[[bytearray, object, Operand, Type | None], None]
-    decode: Callable[[_Reader, Operand, Type | None], object]
+    encode: Callable[[bytearray, Any, Operand, Any], None]
+    decode: Callable[[_Reader, Operand, Any], object]
     doc: str
 
 
@@ -189,7 +190,7 @@ _ADDRESS_FIELDS = {mode: _address_field_codecs(mode) for mode in ADDRESS_MODES}
 _MODE_CODE = {mode: code for code, mode in enumerate(ADDRESS_MODES)}
 
 
-def _encode_address(out: bytearray, value: object, op: Operand, ty: Type | None) -> None:
+def _encode_address(out: bytearray, value: Any, op: Operand, ty: Type | None) -> None:
     mode = type(value)
     out += encode_uleb128(_MODE_CODE[mode])
     for name, is_register in _ADDRESS_FIELDS[mode]:
@@ -211,15 +212,16 @@ def _decode_address(reader: _Reader, op: Operand, ty: Type | None) -> object:
         raise reader.fail(str(exc), start) from None
 
 
-def _encode_immediate(out: bytearray, value: object, op: Operand, ty: Type | None) -> None:
+def _encode_immediate(out: bytearray, value: Any, op: Operand, ty: Type) -> None:
     if ty.is_float():
         out += encode_uleb128(float_to_bits(value, ty))
     else:
         out += encode_zigzag(value)
 
 
-def _decode_immediate(reader: _Reader, op: Operand, ty: Type | None) -> int | float:
+def _decode_immediate(reader: _Reader, op: Operand, ty: Type) -> int | float:
     start = reader.pos
+    value: int | float
     if ty.is_float():
         bits = reader.uleb(f"{ty.suffix} immediate")
         if bits >> ty.bits:
@@ -235,16 +237,18 @@ def _decode_immediate(reader: _Reader, op: Operand, ty: Type | None) -> int | fl
 
 
 def _decode_uint(reader: _Reader, op: Operand, ty: Type | None) -> int:
-    return reader.uleb(f"operand {op.name!r}", _leb_bytes_for_bits(op.rule))
+    bits: Any = op.rule
+    return reader.uleb(f"operand {op.name!r}", _leb_bytes_for_bits(bits))
 
 
 def _decode_enum(reader: _Reader, op: Operand, ty: Type | None) -> object:
     start = reader.pos
-    code = reader.uleb(op.rule.__name__)
+    enum_class: Any = op.rule
+    code = reader.uleb(enum_class.__name__)
     try:
-        return op.rule.from_code(code)
+        return enum_class.from_code(code)
     except KeyError:
-        raise reader.fail(f"unknown {op.rule.__name__} code {code}", start) from None
+        raise reader.fail(f"unknown {enum_class.__name__} code {code}", start) from None
 
 
 #: OperandKind -> how it is encoded; a new kind without a codec fails at import (below)
@@ -317,8 +321,8 @@ def _decode_instruction(reader: _Reader, index: int) -> Instruction:
         cls = by_opcode(opcode)
     except KeyError:
         raise reader.fail(f"unknown opcode {opcode:#x} (instruction {index})", start) from None
-    info = cls.INFO
-    values: dict[str, object] = {name: _decode_type(reader, name) for name in info.type_fields}
+    info = info_of(cls)
+    values: dict[str, Any] = {name: _decode_type(reader, name) for name in info.type_fields}
     ty = values.get("ty", values.get("dst_ty"))
     for op in info.operands:
         values[op.name] = OPERAND_CODECS[op.kind].decode(reader, op, ty)

@@ -10,6 +10,7 @@ enum member or rule has no description here (add one).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from .asm_format import format_instruction
 from .bytecode import BYTECODE_VERSION, LAYOUT, OPERAND_CODECS
@@ -48,8 +49,8 @@ def _sample_type(info: OpcodeInfo, field_name: str) -> Type:
 
 def sample_instruction(info: OpcodeInfo) -> Instruction:
     """A deterministic, valid example of the row ``info`` (``add.f32 r1, r2, r3``)."""
-    values: dict[str, object] = {name: _sample_type(info, name) for name in info.type_fields}
-    ty = values.get("ty", values.get("dst_ty"))
+    values: dict[str, Any] = {name: _sample_type(info, name) for name in info.type_fields}
+    ty: Any = values.get("ty", values.get("dst_ty"))
     registers = iter(range(1, 243))
     addresses = iter(range(len(info.operands)))
     samples = {
@@ -266,6 +267,7 @@ def _address_section() -> list[str]:
 
 def _enum_sections() -> list[str]:
     lines = ["## Enumerations", ""]
+    enum_class: Any
     for enum_class in (Condition, MemoryScope):
         doc = " ".join(line.strip() for line in (enum_class.__doc__ or "").strip().split("\n") if line.strip())
         lines += [f"### {enum_class.__name__}", "", doc, ""]

@@ -20,13 +20,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .asm_format import format_immediate
 from .asm_parse import parse_float_literal, parse_int_literal, parse_predicate, parse_register
 from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
-from .isa.instructions import INSTRUCTION_CLASSES, Instruction
+from .isa.instructions import INSTRUCTION_CLASSES, Instruction, info_of
 from .isa.opcodes import Operand, OperandKind
 from .isa.registers import Label, Register, is_label_name
 from .isa.types import Type
@@ -60,7 +60,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _parsed(path: str, parse: Callable[[str], object], value: object, expected: str) -> object:
+def _parsed(path: str, parse: Callable[[str], Any], value: Any, expected: str) -> Any:
     if not isinstance(value, str):
         raise _SchemaError(path, f"expected {expected}, got {_show(value)}")
     try:
@@ -77,8 +77,8 @@ def _register_fields(mode: type) -> frozenset[str]:
 _ADDRESS_REGISTER_FIELDS = {mode: _register_fields(mode) for mode in ADDRESS_MODES}
 
 
-def _address_to_json(value: object) -> dict:
-    mode = type(value)
+def _address_to_json(value: Any) -> dict:
+    mode: Any = type(value)
     out: dict[str, object] = {"mode": mode.__name__}
     for f in dataclasses.fields(mode):
         field_value = getattr(value, f.name)
@@ -86,11 +86,12 @@ def _address_to_json(value: object) -> dict:
     return out
 
 
-def _address_from_json(path: str, value: object) -> object:
+def _address_from_json(path: str, value: Any) -> object:
     if not isinstance(value, dict):
         raise _SchemaError(path, f"expected an address object like {{\"mode\": \"BufferOffset\", \"handle\": 2, "
                                  f"\"offset\": 0}}, got {_show(value)}")
-    mode = _MODES_BY_NAME.get(value.get("mode")) if isinstance(value.get("mode"), str) else None
+    mode_name = value.get("mode")
+    mode: Any = _MODES_BY_NAME.get(mode_name) if isinstance(mode_name, str) else None
     if mode is None:
         raise _SchemaError(path + ".mode",
                            f"expected one of {', '.join(_MODES_BY_NAME)}, got {_show(value.get('mode'))}")
@@ -120,7 +121,7 @@ def _address_from_json(path: str, value: object) -> object:
 
 
 # ---- operand values ---------------------------------------------------------------------------
-def _immediate_from_json(path: str, value: object, ty: Type) -> int | float:
+def _immediate_from_json(path: str, value: Any, ty: Type) -> int | float:
     if ty.is_float():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
@@ -130,26 +131,26 @@ def _immediate_from_json(path: str, value: object, ty: Type) -> int | float:
     return _parsed(path, parse_int_literal, value, f"an integer for {ty.suffix}")
 
 
-def _flag_from_json(path: str, value: object) -> bool:
+def _flag_from_json(path: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise _SchemaError(path, f"expected true or false, got {_show(value)}")
     return value
 
 
-def _uint_from_json(path: str, value: object) -> int:
+def _uint_from_json(path: str, value: Any) -> int:
     if not _is_int(value):
         raise _SchemaError(path, f"expected an unsigned integer, got {_show(value)}")
     return value
 
 
-def _label_from_json(path: str, value: object) -> Label:
+def _label_from_json(path: str, value: Any) -> Label:
     if not is_label_name(value):
         raise _SchemaError(path, f"expected a label name like \"loop\", got {_show(value)}")
     return Label(value)
 
 
-def _enum_from_json(path: str, value: object, op: Operand) -> object:
-    enum_class = op.rule
+def _enum_from_json(path: str, value: Any, op: Operand) -> object:
+    enum_class: Any = op.rule
     try:
         return enum_class.from_text(value)
     except KeyError:
@@ -161,8 +162,8 @@ def _enum_from_json(path: str, value: object, op: Operand) -> object:
 class ValueCodec:
     """How one OperandKind is written to and read from JSON; ``ty`` is the instruction's type."""
 
-    to_json: Callable[[object, Type | None], object]
-    from_json: Callable[[str, object, Operand, Type | None], object]
+    to_json: Callable[[Any, Any], object]
+    from_json: Callable[[str, Any, Operand, Any], object]
 
 
 #: OperandKind -> its JSON spelling; a new kind without a codec fails at import (below)
@@ -210,7 +211,7 @@ def program_to_json(program) -> str:
     return head + "\n" + body + "\n]}\n"
 
 
-def _type_from_json(path: str, value: object) -> Type:
+def _type_from_json(path: str, value: Any) -> Type:
     try:
         if isinstance(value, str):
             return Type.from_suffix(value)
@@ -219,18 +220,18 @@ def _type_from_json(path: str, value: object) -> Type:
     raise _SchemaError(path, f"expected a type like \"f32\", \"u8\" or \"i4096\", got {_show(value)}")
 
 
-def _instruction_from_json(path: str, obj: object) -> Instruction:
+def _instruction_from_json(path: str, obj: Any) -> Instruction:
     if not isinstance(obj, dict):
         raise _SchemaError(path, f"expected an instruction object, got {_show(obj)}")
     name = obj.get("op")
     cls = INSTRUCTION_CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
         raise _SchemaError(path + ".op", f"expected an instruction name like \"ADD\", got {_show(name)}")
-    info = cls.INFO
+    info = info_of(cls)
     for key in obj:
         if key != "op" and key not in info.fields:
             raise _SchemaError(path, f"unknown field {key!r} for {info.name} (fields: {', '.join(info.fields)})")
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for tf in info.type_fields:
         if tf in obj:
             values[tf] = _type_from_json(f"{path}.{tf}", obj[tf])
