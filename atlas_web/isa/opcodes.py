@@ -167,7 +167,7 @@ _row("MOV", 0x05, "mov", UN, ALL, L, "data movement", "dst = src")
 _row("MOV_IMM", 0x06, "mov_imm", [_dst(), Operand("value", K.IMM)], ALL, L, "data movement",
      "dst = the immediate value (rounded or wrapped to ty)")
 _row("CVT", 0x07, "cvt", [_dst(T.DST_TY), _reg("src", T.SRC_TY)], ALL, L, "data movement",
-     "dst = src converted from src_ty to dst_ty (see docs/isa.md, Conversions)", type_fields=("src_ty", "dst_ty"))
+     "dst = src converted from src_ty to dst_ty (see docs/semantics.md, Conversions)", type_fields=("src_ty", "dst_ty"))
 
 # --- arithmetic ----------------------------------------------------------------
 _row("ADD", 0x10, "add", BIN, ALL, L, "arithmetic", "dst = lhs + rhs")
