@@ -2,7 +2,7 @@
 
 :func:`verify` runs from ``ProgramBuilder.build()`` and before every launch
 (backends cache its result by program digest) and returns a
-:class:`ProgramInfo` with what the code generators need. In order it checks:
+:class:`ProgramInfo` with what the code generators need. It checks:
 
 1. structure: every instruction is one of the table's classes, every label
    is defined, every target lies in ``0 … len(program)`` (a target at the end

@@ -288,7 +288,11 @@ _TERMINATORS = {"BRA": Terminator.JUMP, "LOOP": Terminator.LOOP, "CALL": Termina
 class BasicBlock:
     """Instructions ``start`` … ``end - 1``, with intra-procedural ``successors`` and
     ``predecessors`` (block ids) and, for BRA/LOOP/CALL blocks, the ``target`` instruction index
-    (``len(program)`` for a jump that ends the lane)."""
+    (``len(program)`` for a jump that ends the lane).
+
+    Successor order: a BRANCH or LOOP block lists its target's block first, then the
+    fall-through block (one entry when they coincide; none for a target at the end).
+    """
 
     id: int
     start: int
