@@ -73,7 +73,7 @@ class Address:
 
     @dataclass(frozen=True, slots=True)
     class BufferOffset:
-        """A static byte offset into a buffer (or pool) named by its handle."""
+        """A static byte offset into a buffer (or the boundary memory, handle 1) named by its handle."""
 
         handle: int
         offset: int = 0
