@@ -35,10 +35,10 @@ def _unsigned(values: np.ndarray) -> np.ndarray:
 
 
 def _class_operand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(class ids as intp, clamped to 95 where invalid, mask of lanes whose class is >= 96)."""
+    """(class ids as uint16, clamped to 95 where invalid, mask of lanes whose class is >= 96)."""
     ids = _unsigned(values)
     invalid = ids > _LAST_CLASS
-    return np.minimum(ids, _LAST_CLASS).astype(np.intp), invalid
+    return np.minimum(ids, _LAST_CLASS).astype(np.uint16), invalid
 
 
 def cls_get(instr, ops: dict, n: int) -> Outcome:
@@ -69,9 +69,8 @@ def nbr_count(instr, ops: dict, n: int) -> Outcome:
 def nbr_get(instr, ops: dict, n: int) -> Outcome:
     """dst:u8 = neighbours(class_id)[index]; index >= degree gives 255; class_id >= 96 traps INVALID_CLASS."""
     ids, invalid = _class_operand(ops["class_id"])
-    column = np.minimum(_unsigned(ops["index"]), atlas.MAX_DEGREE).astype(np.intp)
-    ids *= _ROW
-    ids += column
+    ids *= np.uint16(_ROW)
+    ids += np.minimum(_unsigned(ops["index"]), atlas.MAX_DEGREE).astype(np.uint16)
     return Outcome(np.take(_NEIGHBOURS, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
 
 
@@ -84,10 +83,13 @@ def bound_map(instr, ops: dict, n: int) -> Outcome:
     page = _unsigned(ops["page"])
     byte = _unsigned(ops["byte"])
     outside = (page >= atlas.PAGES) | (byte >= atlas.BYTES_PER_PAGE)
-    value = ids.astype(np.uint64) * np.uint64(atlas.TOTAL_ELEMENTS)
-    value += np.minimum(page, atlas.PAGES - 1).astype(np.uint64) * np.uint64(atlas.BYTES_PER_PAGE)
-    value += np.minimum(byte, atlas.BYTES_PER_PAGE - 1).astype(np.uint64)
-    return Outcome(value, trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside)))
+    value = ids.astype(np.uint32)  # every valid result is below 2**21
+    value *= np.uint32(atlas.TOTAL_ELEMENTS)
+    offset = np.minimum(page, atlas.PAGES - 1).astype(np.uint32)
+    offset *= np.uint32(atlas.BYTES_PER_PAGE)
+    offset += np.minimum(byte, atlas.BYTES_PER_PAGE - 1).astype(np.uint32)
+    value += offset
+    return Outcome(value.astype(np.uint64), trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside)))
 
 
 ATLAS_RULES = {

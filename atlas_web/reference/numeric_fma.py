@@ -23,7 +23,7 @@ import numpy as np
 
 from ..isa.types import Type
 from .numeric_floats import finish
-from .numeric_formats import to_compute
+from .numeric_formats import in_chunks, to_compute
 
 __all__ = ["fma", "fms", "fma_f64", "fma_f32", "fma_exact_scalar"]
 
@@ -75,6 +75,11 @@ _F32_MIN_NORMAL = 2.0 ** -126
 
 
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """RN_f32(a*b + c) for f32 arrays, exactly (computed in cache-sized chunks)."""
+    return in_chunks(_fma_f32, np.float32, a, b, c)
+
+
+def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """RN_f32(a*b + c) for f32 arrays, exactly.
 
     s = RN_f64(a*b + c) rounds correctly to f32 unless s is itself an f32
@@ -122,8 +127,12 @@ _C_HIGH = 2.0 ** 1000
 
 
 def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """RN_f64(a*b + c) for f64 arrays, exactly (computed in cache-sized chunks)."""
+    return in_chunks(_fma_f64, np.float64, *(np.asarray(x, dtype=np.float64) for x in (a, b, c)))
+
+
+def _fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """RN_f64(a*b + c) for f64 arrays, exactly."""
-    a, b, c = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
     with np.errstate(**_QUIET):
         uh, ul = _two_product(a, b)
         abs_c = np.abs(c)

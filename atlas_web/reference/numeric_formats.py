@@ -22,7 +22,7 @@ from ..isa.types import Type
 __all__ = [
     "storage_dtype", "compute_dtype", "zeros", "constant", "round_to", "round_once", "to_compute",
     "load", "store", "as_type", "to_unsigned_index", "unsigned_view", "object_array", "wrap_objects",
-    "round_f32_to_bf16", "round_f64_to_f32_odd", "unsigned_dtype_of",
+    "round_f32_to_bf16", "round_f64_to_f32_odd", "unsigned_dtype_of", "in_chunks", "CHUNK_LANES",
 ]
 
 _NATIVE = {
@@ -38,6 +38,25 @@ _UNSIGNED_BY_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(
 _LITTLE = {Type.F16: "<f2", Type.F32: "<f4", Type.F64: "<f8", Type.I8: "i1", Type.I16: "<i2", Type.I32: "<i4",
            Type.I64: "<i8", Type.U8: "u1", Type.U16: "<u2", Type.U32: "<u4", Type.U64: "<u8"}
 _F32_MAX = np.float32(np.finfo(np.float32).max)
+
+
+#: lanes per chunk of the multi-step rules: their temporaries then stay in cache (4x faster at a million lanes)
+CHUNK_LANES = 1 << 14
+
+
+def in_chunks(fn, out_dtype, *arrays: np.ndarray) -> np.ndarray:
+    """``fn(*arrays)`` computed CHUNK_LANES lanes at a time into one new array of ``out_dtype``.
+
+    For element-wise functions built of many NumPy steps; the result equals ``fn(*arrays)``.
+    """
+    n = len(arrays[0])
+    if n <= CHUNK_LANES:
+        return np.asarray(fn(*arrays), dtype=out_dtype)
+    out = np.empty(n, dtype=out_dtype)
+    for start in range(0, n, CHUNK_LANES):
+        stop = start + CHUNK_LANES
+        out[start:stop] = fn(*(a[start:stop] for a in arrays))
+    return out
 
 
 def storage_dtype(ty: Type) -> np.dtype:
