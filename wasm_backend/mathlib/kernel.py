@@ -10,20 +10,34 @@ arithmetic, comparisons and bit operations are methods of the builder.
 
 Every operation is one WebAssembly SIMD instruction of the builder's lane
 format (``f32x4``/``i32x4`` or ``f64x2``/``i64x2``); there is no relaxed SIMD
-here, so results are the same on every engine. Raises WasmEncodingError (from
-the code writer) for an instruction the format lacks.
+here, so results are the same on every engine. A one-lane format
+(``FORMAT_F64_SCALAR``) writes the plain f64 instructions instead, for
+scalar helper code (float operations only: scalar wasm types its values, so
+bit operations on floats need explicit reinterprets there). Raises
+WasmEncodingError (from the code writer) for an instruction the format lacks.
+
+``helpers`` (given by the MathLibrary) emits shared helper functions once
+per module; kernels ask for them with ``helper``.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..encoding.code_writer import CodeWriter
 from ..encoding.module import FunctionBuilder
 from ..encoding.types import ValType
+from ..errors import WasmEncodingError
 from .shapes import LaneFormat
 
-__all__ = ["Vec", "KernelBuilder"]
+__all__ = ["Vec", "KernelBuilder", "HelperProvider"]
+
+
+class HelperProvider(Protocol):
+    """Emits a named helper function once per module and returns its index."""
+
+    def helper(self, name: str, params: tuple[ValType, ...], results: tuple[ValType, ...],
+               write_body: Callable[[FunctionBuilder], None]) -> int: ...
 
 Operand = "Vec | float | int"
 
@@ -31,11 +45,13 @@ Operand = "Vec | float | int"
 class Vec:
     """One v128 expression of a KernelBuilder; float operators build float lane arithmetic."""
 
-    __slots__ = ("kb", "write")
+    __slots__ = ("kb", "write", "local_index")
 
-    def __init__(self, kb: "KernelBuilder", write: Callable[[CodeWriter], None]) -> None:
+    def __init__(self, kb: "KernelBuilder", write: Callable[[CodeWriter], None],
+                 local_index: int | None = None) -> None:
         self.kb = kb
         self.write = write
+        self.local_index = local_index    # set when the Vec reads a local (``let``, ``local``)
 
     def __add__(self, other: Operand) -> "Vec":
         return self.kb.fop("add", self, other)
@@ -68,36 +84,60 @@ class Vec:
 class KernelBuilder:
     """Writes lane arithmetic of one ``LaneFormat`` into ``function``'s body (see the module docstring)."""
 
-    def __init__(self, function: FunctionBuilder, fmt: LaneFormat) -> None:
+    def __init__(self, function: FunctionBuilder, fmt: LaneFormat, helpers: "HelperProvider | None" = None) -> None:
         self.function = function
         self.fmt = fmt
         self.w = function.code
+        self.helpers = helpers
         self.locals_made = 0
+
+    def helper(self, name: str, params: tuple[ValType, ...], results: tuple[ValType, ...],
+               write_body: Callable[[FunctionBuilder], None]) -> int:
+        """The index of the shared helper function ``name`` (emitted by ``write_body`` on first use).
+
+        Raises WasmEncodingError when the builder has no helper provider.
+        """
+        if self.helpers is None:
+            raise WasmEncodingError(f"kernel needs helper function {name!r}, but its KernelBuilder has no "
+                                    "helper provider (build it through MathLibrary)")
+        return self.helpers.helper(name, params, results, write_body)
 
     # --- leaves and statements -----------------------------------------------------------------------------
 
     def local(self, index: int) -> Vec:
-        """The v128 local (or parameter) ``index``."""
-        return Vec(self, lambda w: w.local_get(index))
+        """The local (or parameter) ``index`` (v128, or the scalar type of a one-lane format)."""
+        return Vec(self, lambda w: w.local_get(index), index)
 
     def const(self, value: float) -> Vec:
         """``value`` (rounded to the lane format) in every lane."""
+        if not self.fmt.is_vector:
+            rounded = self.fmt.round(float(value))
+            return Vec(self, lambda w: w.emit(f"{self.fmt.name}.const", rounded))
         data = self.fmt.splat_float(value)
         return Vec(self, lambda w: w.v128_const(data))
 
     def iconst(self, value: int) -> Vec:
-        """The integer (or bit pattern) ``value``, wrapped to the lane width, in every lane."""
+        """The integer (or bit pattern) ``value``, wrapped to the lane width, in every lane (vectors only)."""
+        if not self.fmt.is_vector:
+            raise WasmEncodingError("integer lane constants need a vector format; scalar helpers write ints directly")
         data = self.fmt.splat_int(value)
         return Vec(self, lambda w: w.v128_const(data))
 
     def let(self, value: Operand) -> Vec:
-        """Write ``value`` now into a new v128 local; returns a Vec reading that local."""
+        """Write ``value`` now into a new local; returns a Vec reading that local."""
         vec = self.vec(value)
-        index = self.function.add_local(ValType.V128)
+        index = self.function.add_local(self.fmt.valtype)
         self.locals_made += 1
         vec.write(self.w)
         self.w.local_set(index)
         return self.local(index)
+
+    def assign(self, target: Vec, value: Operand) -> None:
+        """Write ``value`` now into the local that ``target`` (a ``let`` or ``local`` Vec) reads."""
+        if target.local_index is None:
+            raise WasmEncodingError("assign needs a Vec that reads a local (made by let or local)")
+        self.vec(value).write(self.w)
+        self.w.local_set(target.local_index)
 
     def emit(self, value: Operand) -> None:
         """Write ``value`` now, leaving it on the stack."""

@@ -18,12 +18,13 @@ straight into a caller's function instead (no call; worth it in hot loops).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from atlas_web.errors import UnsupportedOperation
 
 from ..encoding.module import FunctionBuilder, ModuleBuilder
-from . import ops_exp, ops_log  # noqa: F401 - register
+from ..encoding.types import ValType
+from . import ops_exp, ops_log, ops_trig  # noqa: F401 - register
 from .kernel import KernelBuilder
 from .registry import MATH_OPS, MathOp, math_op, run_kernel
 from .shapes import Shape, as_shape
@@ -49,6 +50,7 @@ class MathLibrary:
         self.module = module
         self.prefix = prefix
         self._functions: dict[tuple[str, Shape], int] = {}
+        self._helpers: dict[str, int] = {}
 
     @staticmethod
     def ops() -> tuple[str, ...]:
@@ -89,8 +91,17 @@ class MathLibrary:
         if len(arg_locals) != entry.arity:
             raise UnsupportedOperation(entry.name, sh.value, "wasm",
                                        f"takes {entry.arity} argument(s), got {len(arg_locals)} locals")
-        kb = KernelBuilder(function, sh.format)
+        kb = KernelBuilder(function, sh.format, self)
         kb.emit(run_kernel(entry, kb, [kb.local(i) for i in arg_locals]))
+
+    def helper(self, name: str, params: tuple[ValType, ...], results: tuple[ValType, ...],
+               write_body: Callable[[FunctionBuilder], None]) -> int:
+        """The index of helper function ``name`` (``<prefix>.helper.<name>``), written by ``write_body`` once."""
+        if name not in self._helpers:
+            fb = self.module.add_function(f"{self.prefix}.helper.{name}", list(params), list(results))
+            self._helpers[name] = fb.index
+            write_body(fb)
+        return self._helpers[name]
 
     # --- emission --------------------------------------------------------------------------------------------
 
@@ -110,7 +121,7 @@ class MathLibrary:
 
     def _emit_kernel(self, entry: MathOp, shape: Shape) -> int:
         fb = self._new_function(entry, shape)
-        kb = KernelBuilder(fb, shape.format)
+        kb = KernelBuilder(fb, shape.format, self)
         kb.emit(run_kernel(entry, kb, [kb.local(i) for i in range(entry.arity)]))
         return fb.index
 

@@ -17,7 +17,7 @@ from atlas_web.errors import UnsupportedOperation
 
 from ..encoding.types import ValType
 
-__all__ = ["LaneFormat", "Shape", "as_shape", "FORMAT_F32", "FORMAT_F64"]
+__all__ = ["LaneFormat", "Shape", "as_shape", "FORMAT_F32", "FORMAT_F64", "FORMAT_F64_SCALAR"]
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,21 @@ class LaneFormat:
 
     @property
     def float_prefix(self) -> str:
-        return f"{self.name}x{self.lanes}"
+        """``f32x4``/``f64x2``; a one-lane (scalar) format uses the plain ``f32``/``f64`` instructions."""
+        return f"{self.name}x{self.lanes}" if self.lanes > 1 else self.name
 
     @property
     def int_prefix(self) -> str:
-        return f"i{self.bits}x{self.lanes}"
+        return f"i{self.bits}x{self.lanes}" if self.lanes > 1 else f"i{self.bits}"
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def valtype(self) -> ValType:
+        """The wasm type a value of this format lives in (v128, or the scalar type)."""
+        return ValType.V128 if self.lanes > 1 else self.scalar
 
     @property
     def scalar(self) -> ValType:
@@ -60,6 +70,8 @@ class LaneFormat:
 
 FORMAT_F32 = LaneFormat("f32", 4, 32, 23, 127, "f", "i")
 FORMAT_F64 = LaneFormat("f64", 2, 64, 52, 1023, "d", "q")
+#: plain f64 values (scalar helper code; float operations only)
+FORMAT_F64_SCALAR = LaneFormat("f64", 1, 64, 52, 1023, "d", "q")
 
 
 class Shape(enum.Enum):
