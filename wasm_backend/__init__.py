@@ -1,9 +1,19 @@
 """The WebAssembly backend of atlas-web.
 
-``wasm_backend.encoding`` writes and reads WebAssembly binaries in pure Python
-(LEB128, one instruction table covering core wasm 2.0, SIMD128 and relaxed
-SIMD, a module builder, a WAT-like disassembler). ``wasm_backend.runner``
-declares the engine-neutral runner interface; ``wasm_backend.runners`` holds
-its implementations (wasmtime natively). Nothing here imports wasmtime or
-NumPy at package import time.
+``WasmBackend`` (registry name ``"wasm"``) compiles Atlas programs to WebAssembly modules with SIMD128
+(``wasm_backend.lowering``) and runs them on a runner (wasmtime natively). ``wasm_backend.encoding``
+writes and reads WebAssembly binaries in pure Python; ``wasm_backend.runner`` declares the
+engine-neutral runner interface and ``wasm_backend.runners`` holds its implementations. Nothing here
+imports wasmtime or NumPy at package import time: ``WasmBackend`` is imported on first use.
 """
+
+from __future__ import annotations
+
+__all__ = ["WasmBackend"]
+
+
+def __getattr__(name: str):
+    if name == "WasmBackend":
+        from .backend import WasmBackend
+        return WasmBackend
+    raise AttributeError(f"module 'wasm_backend' has no attribute {name!r}")

@@ -239,6 +239,20 @@ class WasmRunner(abc.ABC):
             _check_count(budget, "budget", 0, (1 << 63) - 1)
         return self._call(instance, export_name, values, budget)
 
+    def bind(self, instance: WasmInstance, export_name: str) -> Callable[[], Any]:
+        """A caller of exported function ``export_name``, which must take no parameters: calling it equals
+        ``call(instance, export_name)`` (same results, traps and errors) with less overhead per call where
+        the engine allows it. Raises WasmInterfaceError for an unknown export or one with parameters."""
+        export = instance.module.export(export_name)
+        if export.kind != ExternKind.FUNC or export.functype is None or export.functype.params:
+            raise WasmInterfaceError(f"bind needs an exported function without parameters; {export_name!r} is "
+                                     f"{export.functype.text() if export.functype else export.kind.text}")
+        return self._bind(instance, export_name)
+
+    def _bind(self, instance: WasmInstance, export_name: str) -> Callable[[], Any]:
+        """Engines with a faster call path override this."""
+        return lambda: self.call(instance, export_name)
+
     # --- memory --------------------------------------------------------------------------------------------
 
     def memory_size(self, target: WasmInstance | WasmMemory) -> int:

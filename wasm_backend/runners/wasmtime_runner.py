@@ -66,6 +66,10 @@ _VALTYPE_OF_KIND = {"i32": ValType.I32, "i64": ValType.I64, "f32": ValType.F32, 
                     "v128": ValType.V128, "funcref": ValType.FUNCREF, "externref": ValType.EXTERNREF}
 
 
+#: the C union field of each result type a bound caller reads
+_RESULT_FIELDS = {ValType.I32: "i32", ValType.I64: "i64", ValType.F32: "f32", ValType.F64: "f64"}
+
+
 def _functype(ft: "wasmtime.FuncType") -> FuncType:
     return FuncType(tuple(_VALTYPE_OF_KIND[str(t)] for t in ft.params),
                     tuple(_VALTYPE_OF_KIND[str(t)] for t in ft.results))
@@ -201,6 +205,41 @@ class WasmtimeRunner(WasmRunner):
         self._refuel(store, budget)
         result = self._run(lambda: func(store, *args), export_name)
         return tuple(result) if isinstance(result, list) else result
+
+    def _bind(self, instance: WasmInstance, export_name: str) -> Callable[[], Any]:
+        """A direct call through wasmtime's C API with argument and result arrays made once (wasmtime-py's
+        ``Func.__call__`` rebuilds the function type on every call, which costs tens of microseconds)."""
+        from wasmtime import _ffi as ffi
+        from wasmtime._func import maybe_raise_last_exn
+        store = instance.context
+        func = instance.native.exports(store)[export_name]
+        results = instance.module.export(export_name).functype.results  # type: ignore[union-attr]
+        if len(results) > 1 or any(t not in _RESULT_FIELDS for t in results):
+            return super()._bind(instance, export_name)
+        field = _RESULT_FIELDS[results[0]] if results else None
+        params = (ffi.wasmtime_val_t * 0)()
+        out = (ffi.wasmtime_val_t * len(results))()
+        func_ref = ctypes.byref(func._func)
+        call = ffi.wasmtime_func_call
+        trap_type = ctypes.POINTER(ffi.wasm_trap_t)
+        engine = self.engine_name
+
+        def caller() -> Any:
+            self._refuel(store, None)
+            trap = trap_type()
+            error = call(store._context(), func_ref, params, 0, out, len(results), ctypes.byref(trap))
+            if trap:
+                trap_obj = wasmtime.Trap._from_ptr(trap)
+                maybe_raise_last_exn()
+                kind = _TRAP_KINDS.get(trap_obj.trap_code, WasmTrapKind.OTHER)
+                raise WasmTrap(kind, engine=engine, engine_message=str(trap_obj), export=export_name)
+            if error:
+                maybe_raise_last_exn()
+                raise WasmInterfaceError(f"{export_name}: wasmtime refused: "
+                                         f"{_first_line(wasmtime.WasmtimeError._from_ptr(error))}")
+            return getattr(out[0].of, field) if field else None
+
+        return caller
 
     def _refuel(self, store: "wasmtime.Store", budget: int | None) -> None:
         if self._budgeted:

@@ -1,0 +1,366 @@
+"""WasmBackend ("wasm"): Atlas programs compiled to WebAssembly (SIMD128) and run by a wasm runner.
+
+Memory: one linear memory shared by every module (``DeviceMemory``): the runtime header, the device
+handle table, the boundary memory (handle 1), buffers and pools in an arena, the per-launch area.
+Programs: verified once per (digest, preset register types), compiled and instantiated once per
+(digest, preset types, launch shape); a cached launch writes a few header words and makes one call.
+
+Copies: ``copy_to_*``/``copy_from_*`` copy once; ``buffer_view`` is a zero-copy NumPy view valid until
+the linear memory grows (any allocation may grow it).
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+from collections import OrderedDict
+from typing import Any
+
+from atlas_web.atlas import NUM_CLASSES
+from atlas_web.backend import Backend
+from atlas_web.errors import (
+    AllocationFailed, AtlasTrap, ExecutionFailed, InvalidBuffer, ProgramError, TrapCode,
+)
+from atlas_web.isa.addresses import BufferHandle, PoolHandle
+from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
+from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
+from atlas_web.isa.types import Type
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
+from atlas_web.program import Program
+
+from . import layout
+from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
+from .errors import WasmTrap
+from .host_bytes import source_bytes, target_bytes
+from .lowering import (
+    COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
+)
+from .lowering.launch_layout import LaunchLayout
+from .tolerances import ulp_tolerance_of
+
+__all__ = ["WasmBackend"]
+
+_MAX_BUDGET = (1 << 63) - 1
+_OPERATIONS = {"ParallelMap": tuple(MapOperation), "ParallelMapBinary": tuple(BinaryMapOperation),
+               "ParallelReduce": tuple(ReduceOperation)}
+
+
+def _check_budget(budget: object, what: str) -> int:
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
+    return budget
+
+
+class _Loaded:
+    """A compiled program instantiated on the backend's memory, with its bound ``launch`` caller."""
+
+    __slots__ = ("compiled", "instance", "launch", "presets", "names")
+
+    def __init__(self, compiled, instance, launch, presets, names) -> None:
+        self.compiled = compiled
+        self.instance = instance
+        self.launch = launch
+        self.presets = presets
+        self.names = names
+
+
+class WasmBackend(Backend):
+    """The WebAssembly backend.
+
+    ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it per launch).
+    ``memory_limit``: the most bytes the linear memory may grow to (default and ceiling 4 GiB).
+    ``runner``: the runner name (default: the platform's, wasmtime natively). ``cache_size``: compiled
+    programs kept. Raises ExecutionFailed / AllocationFailed for bad arguments, BackendUnavailable when
+    no runner can start.
+    """
+
+    name = "wasm"
+
+    def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None, runner: str | None = None,
+                 cache_size: int = 256) -> None:
+        from .runners import create_runner
+        self.budget = _check_budget(budget, "WasmBackend budget")
+        options = {"budgeted": False} if runner in (None, "wasmtime") else {}
+        self._runner = create_runner(runner, **options)
+        limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
+        self._memory = DeviceMemory(self._runner, limit)
+        self._cache_size = cache_size
+        self._verified_programs: OrderedDict[tuple, Any] = OrderedDict()
+        self._loaded: OrderedDict[tuple, _Loaded] = OrderedDict()
+        self._area_base: int | None = None
+        self._area_size = 0
+        self._scratch: list[int] = []
+        self._resaccum_valid = False
+
+    @classmethod
+    def probe(cls) -> list[str]:
+        """The engine this backend would run on; raises BackendUnavailable when it cannot start."""
+        from .runners import create_runner
+        runner = create_runner()
+        runner.close()
+        return [f"{runner.engine_name} {_engine_version(runner.engine_name)} (SIMD128) on {_host_cpu()}"]
+
+    # ---- buffers and pools ------------------------------------------------------------------------------
+    def allocate_buffer(self, size: int) -> BufferHandle:
+        """A new zero-filled buffer of ``size`` bytes. Raises AllocationFailed (asked and left in the message)."""
+        return BufferHandle(self._memory.allocate("buffer", size).handle)
+
+    def free_buffer(self, handle: int) -> None:
+        """Release a buffer. Raises InvalidBuffer (also for a pool or the boundary memory)."""
+        self._memory.free(handle, "buffer")
+
+    def copy_to_buffer(self, handle: int, data: Any, offset: int = 0) -> None:
+        """Copy the bytes of ``data`` into the buffer at ``offset`` (one copy). Raises InvalidBuffer."""
+        self._memory.write(self._memory.get(handle, "buffer"), offset, source_bytes(data, "copy_to_buffer"),
+                           "copy_to_buffer")
+
+    def copy_from_buffer(self, handle: int, out: Any = None, offset: int = 0) -> Any:
+        """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
+        ``bytes`` of the rest of the buffer. One copy. Raises InvalidBuffer."""
+        return self._copy_out(handle, "buffer", offset, out, "copy_from_buffer")
+
+    def buffer_size(self, handle: int) -> int:
+        """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
+        return self._memory.get(handle, "buffer").size
+
+    def buffer_view(self, handle: int, ty: Type | None = None) -> Any:
+        """A zero-copy NumPy view of a buffer's bytes (of ``ty``'s dtype when given). Valid until the
+        linear memory grows (any allocation may grow it): take it again after allocating. Raises
+        InvalidBuffer, or UnsupportedOperation for a type without a NumPy dtype."""
+        from atlas_web.backend import typed_format
+        view = self._memory.view(self._memory.get(handle, "buffer"))
+        if ty is None:
+            return view
+        dtype = typed_format(ty)[1]
+        usable = view.size - view.size % ty.size_bytes()
+        return view[:usable].view(dtype)
+
+    def allocate_pool(self, size: int) -> PoolHandle:
+        """A new zero-filled pool of ``size`` bytes. Raises AllocationFailed."""
+        return PoolHandle(self._memory.allocate("pool", size).handle)
+
+    def free_pool(self, handle: int) -> None:
+        """Release a pool. Raises InvalidBuffer (also for a buffer handle)."""
+        self._memory.free(handle, "pool")
+
+    def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
+        """Copy ``data`` into the pool at ``offset`` (one copy). Raises InvalidBuffer."""
+        self._memory.write(self._memory.get(handle, "pool"), offset, source_bytes(data, "copy_to_pool"),
+                           "copy_to_pool")
+
+    def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
+        """Fill ``out`` (a writable buffer; or an int: that many new bytes) from the pool at ``offset``.
+
+        One copy. Raises InvalidBuffer.
+        """
+        if isinstance(out, int) and not isinstance(out, bool):
+            if out < 0:
+                raise InvalidBuffer(f"copy_from_pool: byte count must be non-negative, got {out}")
+            alloc = self._memory.get(handle, "pool")
+            self._memory.table.check_range(alloc, offset, out, "copy_from_pool")
+            return self._memory.view(alloc, offset, out).tobytes()
+        return self._copy_out(handle, "pool", offset, out, "copy_from_pool")
+
+    def pool_size(self, handle: int) -> int:
+        """Size in bytes of a live pool. Raises InvalidBuffer."""
+        return self._memory.get(handle, "pool").size
+
+    def _copy_out(self, handle: int, kind: str, offset: int, out: Any, what: str) -> Any:
+        alloc = self._memory.get(handle, kind)
+        if out is None:
+            self._memory.table.check_range(alloc, offset, 0, what)
+            return self._memory.view(alloc, offset).tobytes()
+        self._memory.read_into(alloc, offset, target_bytes(out, what), what)
+        return out
+
+    # ---- execution ----------------------------------------------------------------------------------------
+    def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
+        """Verify, compile (cached) and run ``program`` with ``params``.
+
+        Raises ProgramError (does not verify, or a static address outside its allocation),
+        UnsupportedOperation (an instruction, type or operation this backend cannot compile),
+        ExecutionFailed (malformed launch, or one whose per-launch state does not fit the memory) or
+        AtlasTrap (a lane or a cooperative step trapped; the backend stays usable).
+        """
+        if not isinstance(params, ExecutionParams):
+            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
+        if not isinstance(program, Program):
+            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
+        config = params.config
+        if not isinstance(config, LaunchConfig):
+            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(config).__name__}")
+        budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
+        preset_key = tuple(sorted((reg.index, ty.code) for reg, (ty, _value) in params.registers.items()))
+        digest = program.digest()
+        loaded = self._loaded.get((digest, preset_key, config))
+        if loaded is None:
+            info = self._verified(program, params, digest, preset_key)
+            loaded = self._load(program, info, config, digest, preset_key)
+        else:
+            self._loaded.move_to_end((digest, preset_key, config))
+            info = self._verified_programs[(digest, preset_key)]
+        if info.static_accesses:
+            from atlas_web.verify import verify_launch
+            verify_launch(info, config, self._memory.table)
+        self._run(loaded, params, min(budget, _MAX_BUDGET))
+
+    def _verified(self, program: Program, params: ExecutionParams, digest: str, preset_key: tuple) -> Any:
+        key = (digest, preset_key)
+        info = self._verified_programs.get(key)
+        if info is None:
+            from atlas_web.verify import verify
+            info = verify(program, preset_types={reg: ty for reg, (ty, _v) in params.registers.items()})
+            self._verified_programs[key] = info
+            if len(self._verified_programs) > self._cache_size:
+                self._verified_programs.popitem(last=False)
+        return info
+
+    def _load(self, program: Program, info: Any, config: LaunchConfig, digest: str, preset_key: tuple) -> _Loaded:
+        compiled = compile_program(program, info, config, name=f"atlas_{digest[:16]}")
+        module = self._runner.compile(compiled.wasm)
+        imports = {"env": {name: getattr(self, f"_host_{name}") for name in compiled.host_imports}}
+        instance = self._runner.instantiate(module, memory=self._memory.memory, imports=imports)
+        presets = [(reg, ty, compiled.launch.presets[reg.index]) for reg, ty in info.preset_types.items()]
+        names = tuple(instr.INFO.name for instr in program.instructions)
+        loaded = _Loaded(compiled, instance, self._runner.bind(instance, "launch"), presets, names)
+        self._loaded[(digest, preset_key, config)] = loaded
+        if len(self._loaded) > self._cache_size:
+            self._loaded.popitem(last=False)
+        return loaded
+
+    def _area(self, launch: LaunchLayout) -> int:
+        """The base of a per-launch area of at least ``launch.total`` bytes (kept between launches)."""
+        if self._area_base is None or self._area_size < launch.total:
+            if self._area_base is not None:
+                self._memory.release(self._area_base)
+                self._area_base = None
+            try:
+                self._area_base = self._memory.scratch(max(launch.total, 2 * self._area_size), "per-launch area")
+            except AllocationFailed:
+                try:
+                    self._area_base = self._memory.scratch(launch.total, "per-launch area")
+                except AllocationFailed as failure:
+                    raise ExecutionFailed(f"the launch needs {launch.total} bytes of per-launch state (lane "
+                                          f"records, shared memory): {failure}") from None
+            self._area_size = self._memory.arena.size_of(self._area_base)
+        return self._area_base
+
+    def _run(self, loaded: _Loaded, params: ExecutionParams, budget: int) -> None:
+        compiled = loaded.compiled
+        base = self._area(compiled.launch)
+        memory = self._memory.bytes()
+        for reg, ty, offset in loaded.presets:
+            _write_preset(memory, base + offset, ty, params.registers[reg][1])
+        struct.pack_into("<q", memory, layout.HEADER_BUDGET, budget)
+        struct.pack_into("<I", memory, layout.HEADER_LAUNCH_BASE, base)
+        self._resaccum_valid = False
+        try:
+            status = loaded.launch()
+        except WasmTrap as trap:
+            raise ExecutionFailed(f"the WebAssembly engine trapped running the launch ({trap}); this is a "
+                                  "bug of the wasm backend") from None
+        finally:
+            for scratch in self._scratch:
+                self._memory.release(scratch)
+            self._scratch.clear()
+        self._resaccum_valid = compiled.uses_resaccum
+        if status != layout.STATUS_DONE:
+            code, index, lane = struct.unpack_from("<iii", self._memory.bytes(), layout.HEADER_TRAP_CODE)
+            raise AtlasTrap(TrapCode(code), index, lane, f"{loaded.names[index]}: {TrapCode(code).name}")
+
+    # ---- host functions the modules import ------------------------------------------------------------------
+    def _host_pool_alloc(self, size: int) -> int:
+        try:
+            return self._memory.allocate("pool", size & 0xFFFFFFFF).handle
+        except AllocationFailed:
+            return 0
+
+    def _host_pool_free(self, handle: int) -> int:
+        alloc = self._memory.table.lookup(handle & 0xFFFFFFFF)
+        if alloc is None or alloc.kind != "pool":
+            return 1
+        self._memory.free(alloc.handle, "pool")
+        return 0
+
+    def _host_scratch(self, nbytes: int) -> int:
+        base = self._memory.scratch(nbytes & 0xFFFFFFFF, "overlapping operand copy")
+        self._scratch.append(base)
+        return base
+
+    # ---- capabilities -------------------------------------------------------------------------------------
+    def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
+        """Whether the rule tables compile ``info`` for ``ty`` (cooperative instructions: for some operation)."""
+        if info.kind is ExecKind.COOPERATIVE:
+            if info.name not in COOPERATIVE_RULES:
+                return False
+            operations = _OPERATIONS.get(info.name)
+            if operations is None:
+                return ty is None
+            return ty in info.types and any(self.supports_operation(op, ty) for op in operations)
+        return (ty is None if not info.types else ty in info.types) and lane_supported(info.name, ty)
+
+    def supports_operation(self, operation: object, ty: Type) -> bool:
+        """Whether the cooperative ``operation`` (a MapOperation, BinaryMapOperation or ReduceOperation
+        member) compiles for ``ty``."""
+        if isinstance(operation, ReduceOperation):
+            return ty in COOPERATIVE_SUPPORT.get(operation, ())
+        return map_operation_supported(operation, ty)
+
+    def ulp_tolerance(self, op: object, ty: Type) -> float:
+        """The measured largest error in ulps of ``op`` on ``ty`` against the reference (0: bit-exact)."""
+        return ulp_tolerance_of(op, ty)
+
+    def device_info(self) -> dict:
+        """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
+        ``compiled_programs``."""
+        engine = self._runner.engine_name
+        return {
+            "name": self.name,
+            "device": f"{_host_cpu()} (WebAssembly SIMD128)",
+            "engine": f"{engine} {_engine_version(engine)}",
+            "memory_limit": self._memory.limit,
+            "memory_used": self._memory.used,
+            "memory_size": self._memory.size,
+            "max_memory": self._memory.limit - layout.ARENA_START - self._memory.arena.size_of(
+                self._memory.get(1).base),
+            "compiled_programs": len(self._loaded),
+        }
+
+    def resonance_accumulator(self) -> list[float]:
+        """The 96 ResAccum sums of the last launch (zeros before any), as Python floats (a copy)."""
+        if not self._resaccum_valid:
+            return [0.0] * NUM_CLASSES
+        return list(struct.unpack_from(f"<{NUM_CLASSES}d", self._memory.bytes(), layout.RES_SUMS))
+
+    def close(self) -> None:
+        """Drop compiled programs and instances (the backend's memory stays while referenced)."""
+        self._loaded.clear()
+        self._verified_programs.clear()
+        self._runner.close()
+
+
+_PRESET_FORMATS = {Type.F32: "<f", Type.F64: "<d", Type.F16: "<f", Type.BF16: "<f"}
+
+
+def _write_preset(memory, address: int, ty: Type, value: int | float) -> None:
+    """A preset register's value in the launch area (native form: narrow floats as their f32 value)."""
+    if ty.is_float():
+        from atlas_web.isa.floats import round_float
+        struct.pack_into(_PRESET_FORMATS[ty], memory, address, round_float(float(value), ty))
+        return
+    bits = int(value) & ((1 << ty.bits) - 1)
+    size = max(8, ty.size_bytes())
+    for limb in range(size // 8):
+        struct.pack_into("<Q", memory, address + 8 * limb, (bits >> (64 * limb)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _engine_version(engine: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(engine)
+    except Exception:  # the version is informative only
+        return "(unknown version)"
+
+
+def _host_cpu() -> str:
+    return platform.processor() or platform.machine() or "host CPU"

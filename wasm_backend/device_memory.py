@@ -1,0 +1,174 @@
+"""DeviceMemory: the WasmBackend's one linear memory, its arena, and the handle table mirrored into it.
+
+The host keeps the authoritative ``HandleTable`` (atlas_web.memory); every change is mirrored into
+the device handle table in linear memory (see ``layout``), which generated code reads. Buffers and
+pools are ranges of the arena (``ArenaAllocator``, 16-byte aligned, first fit with coalescing); the
+memory grows on demand in 64 KiB pages up to ``limit`` bytes.
+
+Copies: ``write``/``read_into`` copy once between host buffers and linear memory; ``view`` is a
+zero-copy NumPy array into linear memory, valid until the memory grows (any allocation may grow it).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from atlas_web.errors import AllocationFailed, InvalidBuffer
+from atlas_web.isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE
+from atlas_web.memory import Allocation, ArenaAllocator, HandleTable
+
+from . import layout
+from .encoding.types import MAX_PAGES, PAGE_SIZE
+from .runner import WasmMemory, WasmRunner
+
+__all__ = ["DeviceMemory", "MAX_MEMORY_BYTES"]
+
+#: the most bytes a 32-bit linear memory can hold
+MAX_MEMORY_BYTES = MAX_PAGES * PAGE_SIZE
+
+_ENTRY = struct.Struct("<III")
+
+
+class DeviceMemory:
+    """Linear memory, arena and handle table of one backend.
+
+    ``limit``: the most bytes the linear memory may grow to (a multiple of 64 KiB, at most 4 GiB).
+    Raises AllocationFailed when the first pages cannot be had.
+    """
+
+    def __init__(self, runner: WasmRunner, limit: int) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise AllocationFailed(f"memory_limit must be a non-negative int of bytes, got {limit!r}")
+        limit_pages = min(limit // PAGE_SIZE, MAX_PAGES)
+        first = layout.ARENA_START + BOUNDARY_BYTES + layout.INITIAL_TABLE_CAPACITY * layout.TABLE_ENTRY_BYTES
+        first_pages = -(-first // PAGE_SIZE)
+        if limit_pages < first_pages:
+            raise AllocationFailed(f"memory_limit of {limit} bytes asked; the backend needs at least "
+                                   f"{first_pages * PAGE_SIZE} bytes (runtime header and boundary memory)")
+        self.runner = runner
+        self.memory: WasmMemory = runner.create_memory(first_pages, limit_pages)
+        self.limit = limit_pages * PAGE_SIZE
+        self._bytes = None  # a uint8 view of the whole memory, taken again after every growth
+        self.generation = 0  # increases at every growth (views taken before are stale)
+        self.arena = ArenaAllocator(layout.ARENA_START, first_pages * PAGE_SIZE, limit=self.limit, grow=self._grow)
+        self.table = HandleTable()
+        self.table_capacity = layout.INITIAL_TABLE_CAPACITY
+        self.table_base = self.arena.allocate(self.table_capacity * layout.TABLE_ENTRY_BYTES, "device handle table")
+        self.bytes()[self.table_base:self.table_base + self.table_capacity * layout.TABLE_ENTRY_BYTES] = 0
+        self._write_table_header()
+        boundary = self.table.get(BOUNDARY_HANDLE)
+        boundary.base = self.arena.allocate(BOUNDARY_BYTES, "boundary memory")
+        self._mirror(boundary)
+        #: bytes of buffers and pools (the boundary memory and runtime areas not counted)
+        self.used = 0
+
+    # ---- raw memory ---------------------------------------------------------------------------------
+    def bytes(self):
+        """A zero-copy uint8 NumPy view of the whole linear memory (valid until it grows)."""
+        if self._bytes is None:
+            self._bytes = self.runner.memory_view(self.memory)
+        return self._bytes
+
+    def _grow(self, wanted_end: int) -> int:
+        current = self.runner.memory_size(self.memory)
+        if wanted_end <= current:
+            return current
+        pages = -(-(wanted_end - current) // PAGE_SIZE)
+        # grow by at least an eighth of the memory, so a sequence of allocations grows it few times
+        pages = max(pages, min(current // PAGE_SIZE // 8, self.limit // PAGE_SIZE - current // PAGE_SIZE))
+        self.runner.grow_memory(self.memory, pages)
+        self._bytes = None
+        self.generation += 1
+        return self.runner.memory_size(self.memory)
+
+    @property
+    def size(self) -> int:
+        """Current size of the linear memory in bytes."""
+        return self.runner.memory_size(self.memory)
+
+    # ---- the device handle table -------------------------------------------------------------------
+    def _write_table_header(self) -> None:
+        struct.pack_into("<II", self.bytes(), layout.HEADER_TABLE_BASE, self.table_base, self.table_capacity)
+
+    def _mirror(self, alloc: Allocation) -> None:
+        if alloc.handle >= self.table_capacity:
+            self._grow_table(alloc.handle + 1)
+        entry = self.table_base + alloc.handle * layout.TABLE_ENTRY_BYTES
+        _ENTRY.pack_into(self.bytes(), entry, alloc.base, min(alloc.size, 0xFFFFFFFF), layout.KIND_CODES[alloc.kind])
+
+    def _clear(self, handle: int) -> None:
+        entry = self.table_base + handle * layout.TABLE_ENTRY_BYTES
+        _ENTRY.pack_into(self.bytes(), entry, 0, 0, layout.KIND_NONE)
+
+    def _grow_table(self, needed: int) -> None:
+        capacity = self.table_capacity
+        while capacity < needed:
+            capacity *= 2
+        nbytes = capacity * layout.TABLE_ENTRY_BYTES
+        base = self.arena.allocate(nbytes, "device handle table")
+        old_bytes = self.table_capacity * layout.TABLE_ENTRY_BYTES
+        memory = self.bytes()
+        memory[base:base + old_bytes] = memory[self.table_base:self.table_base + old_bytes]
+        memory[base + old_bytes:base + nbytes] = 0
+        self.arena.free(self.table_base)
+        self.table_base, self.table_capacity = base, capacity
+        self._write_table_header()
+
+    # ---- allocations --------------------------------------------------------------------------------
+    def allocate(self, kind: str, size: int) -> Allocation:
+        """A new zero-filled buffer or pool of ``size`` bytes with a fresh handle; raises AllocationFailed."""
+        size = HandleTable.check_size(size, kind)
+        if size > self.limit:
+            raise AllocationFailed(f"{kind} of {size} bytes asked; the backend's memory_limit is {self.limit} bytes")
+        base = self.arena.allocate(size, kind)
+        try:
+            alloc = self.table.add(kind, size, base)
+            self._mirror(alloc)
+        except AllocationFailed:
+            self.arena.free(base)
+            raise
+        self.bytes()[base:base + size] = 0
+        self.used += size
+        return alloc
+
+    def free(self, handle: object, kind: str) -> Allocation:
+        """Release a live allocation of ``kind``; its device entry is zeroed. Raises InvalidBuffer."""
+        alloc = self.table.remove(handle, kind)
+        self._clear(alloc.handle)
+        self.arena.free(alloc.base)
+        self.used -= alloc.size
+        return alloc
+
+    def get(self, handle: object, kind: str | None = None) -> Allocation:
+        """The live allocation of ``handle``; raises InvalidBuffer."""
+        return self.table.get(handle, kind)
+
+    def scratch(self, size: int, what: str) -> int:
+        """Arena bytes for runtime use (no handle); raises AllocationFailed. Free with ``release``."""
+        return self.arena.allocate(size, what)
+
+    def release(self, base: int) -> None:
+        """Free runtime bytes taken with ``scratch``."""
+        self.arena.free(base)
+
+    # ---- copies -------------------------------------------------------------------------------------
+    def write(self, alloc: Allocation, offset: int, source, what: str) -> None:
+        """Copy the bytes of ``source`` (a flat uint8 NumPy array) into ``alloc`` at ``offset`` (one copy)."""
+        self.table.check_range(alloc, offset, source.size, what)
+        start = alloc.base + offset
+        self.bytes()[start:start + source.size] = source
+
+    def read_into(self, alloc: Allocation, offset: int, target, what: str) -> None:
+        """Copy bytes of ``alloc`` at ``offset`` into ``target`` (a writable flat uint8 array; one copy)."""
+        self.table.check_range(alloc, offset, target.size, what)
+        start = alloc.base + offset
+        target[:] = self.bytes()[start:start + target.size]
+
+    def view(self, alloc: Allocation, offset: int = 0, nbytes: int | None = None) -> Any:
+        """A zero-copy uint8 view of ``alloc`` (valid until the memory grows); raises InvalidBuffer."""
+        if nbytes is None:
+            nbytes = alloc.size - offset if isinstance(offset, int) else 0
+        self.table.check_range(alloc, offset, nbytes, "view")
+        start = alloc.base + offset
+        return self.bytes()[start:start + nbytes]

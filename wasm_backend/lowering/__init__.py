@@ -1,0 +1,20 @@
+"""The WebAssembly code generator: Atlas programs to wasm modules (SIMD128).
+
+``compile_program(program, info, config)`` writes one module per program and launch shape (see
+``program_module``). The rules live in tables keyed by instruction name and type (``rules``),
+filled by decorators in the ``rules_*`` modules (per-lane instructions) and ``coop_*`` modules
+(cooperative instructions); ``math_seam`` is where the vectorized math library plugs in.
+"""
+
+from __future__ import annotations
+
+from .coop_map import map_operation_supported
+from .math_seam import MATH_FUNCTIONS, MathFunction, math_function_for, register_math_function
+from .program_module import CompiledProgram, check_supported, compile_program
+from .rules import COOPERATIVE_RULES, COOPERATIVE_SUPPORT, LANE_RULES, lane_supported
+
+__all__ = [
+    "CompiledProgram", "compile_program", "check_supported", "lane_supported", "map_operation_supported",
+    "LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "MathFunction", "MATH_FUNCTIONS",
+    "register_math_function", "math_function_for",
+]

@@ -1,0 +1,150 @@
+"""CoopContext: what the builder of one cooperative instruction's function writes through.
+
+The function ``coop_<index>() -> i32`` runs once per launch when every live lane stopped at the
+instruction; it returns 0, or 1 after recording a trap with lane -1. Registers it reads are global
+lane 0's, taken from lane 0's record (the lane function spilled them there when it stopped; the
+special registers of lane 0 are constants). Array operands are checked over their whole range in
+operand order: handle, bounds (``count`` values), alignment of the start.
+"""
+
+from __future__ import annotations
+
+from atlas_web.errors import TrapCode
+from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, Address
+from atlas_web.isa.registers import FIRST_SPECIAL_REGISTER, SpecialRegister
+from atlas_web.isa.types import Type
+
+from .. import layout
+from ..encoding.types import ValType
+from .lane_plan import LanePlan
+from .launch_layout import LaunchLayout
+from .module_context import ModuleContext
+from .typemap import bank_of, type_info
+
+__all__ = ["CoopContext", "COOP_OK", "COOP_TRAPPED"]
+
+COOP_OK = 0
+COOP_TRAPPED = 1
+I32, I64 = ValType.I32, ValType.I64
+_LOADS = {ValType.I32: "i32.load", ValType.I64: "i64.load", ValType.F32: "f32.load", ValType.F64: "f64.load"}
+_STORES = {ValType.I32: "i32.store", ValType.I64: "i64.store", ValType.F32: "f32.store", ValType.F64: "f64.store"}
+
+
+class CoopContext:
+    """The function of cooperative instruction ``index`` being written (see the module docstring)."""
+
+    def __init__(self, m: ModuleContext, program, info, plan: LanePlan, launch: LaunchLayout, config,
+                 index: int) -> None:
+        self.m = m
+        self.program = program
+        self.info = info
+        self.plan = plan
+        self.launch = launch
+        self.config = config
+        self.index = index
+        self.instr = program.instructions[index]
+        self.fb, self.e = m.define(f"coop_{index}", (), (I32,))
+
+    def local(self, valtype: ValType, name: str | None = None) -> int:
+        return self.fb.add_local(valtype, name)
+
+    def trap(self, code: TrapCode) -> None:
+        """Record ``code`` at this instruction with lane -1 and return COOP_TRAPPED."""
+        e = self.e
+        e.i32(int(code)).i32(self.index).i32(-1).call(self.m.helper("trap")).i32(COOP_TRAPPED).op("return")
+
+    def trap_if(self, code: TrapCode) -> None:
+        with self.e.if_():
+            self.trap(code)
+
+    def launch_base(self) -> None:
+        self.e.op("global.get", self.m.global_index("launch_base"))
+
+    def read_lane0(self, path: str) -> Type:
+        """Push global lane 0's value of register operand ``path`` (native form); return its type."""
+        ty = self.info.use_types[(self.index, path)]
+        name, _, sub = path.partition(".")
+        value = getattr(self.instr, name)
+        reg = (getattr(value, sub) if sub else value).index
+        e = self.e
+        if reg >= FIRST_SPECIAL_REGISTER:
+            e.i32(_LANE_ZERO_SPECIALS[SpecialRegister(reg)](self.config))
+            return ty
+        offset = self.plan.spill_slots[(reg, bank_of(ty))]
+        self.launch_base()
+        e.op(_LOADS[type_info(ty).valtype], self.launch.records + offset)
+        return ty
+
+    def store_result(self, ty: Type) -> None:
+        """Pop a native value of ``ty`` into this instruction's result slot (read by resuming lanes)."""
+        value = self.local(type_info(ty).valtype)
+        e = self.e
+        e.set(value)
+        self.launch_base()
+        e.get(value).op(_STORES[type_info(ty).valtype], self.launch.results[self.index])
+
+    def refresh_table(self) -> None:
+        """Reload the device-table globals from the header (a host call may have moved the table)."""
+        e = self.e
+        e.i32(0).op("i32.load", layout.HEADER_TABLE_BASE).op("global.set", self.m.global_index("table_base"))
+        e.i32(0).op("i32.load", layout.HEADER_TABLE_CAPACITY).op("global.set", self.m.global_index("table_capacity"))
+
+    def array(self, field: str, ty: Type, count: int) -> int:
+        """An i32 local holding the address of array operand ``field`` (``count`` values of ``ty``),
+        after the handle, bounds and alignment checks."""
+        e = self.e
+        addr = getattr(self.instr, field)
+        handle, offset, entry, result = self.local(I32), self.local(I64), self.local(I32), self.local(I32)
+        kind = layout.KIND_POOL if isinstance(addr, Address.PoolOffset) else None
+        if isinstance(addr, (Address.BufferOffset, Address.PoolOffset)):
+            e.i32(addr.handle).set(handle)
+            e.i64(addr.offset).set(offset)
+        elif isinstance(addr, Address.Class):
+            e.i32(BOUNDARY_HANDLE).set(handle)
+            e.i64(addr.class_id * CLASS_STRIDE + addr.offset).set(offset)
+        elif isinstance(addr, Address.RegisterIndirect):
+            pointer = self.local(I64)
+            self.read_lane0(f"{field}.base")
+            e.tee(pointer).i64(32).op("i64.shr_u").op("i32.wrap_i64").set(handle)
+            e.get(pointer).i64(0xFFFFFFFF).op("i64.and").i64(addr.offset).op("i64.add").set(offset)
+        else:
+            hty = self.read_lane0(f"{field}.handle_reg")
+            if hty.bits < 32:
+                e.i32((1 << hty.bits) - 1).op("i32.and")
+            e.set(handle)
+            oty = self.read_lane0(f"{field}.offset_reg")
+            if oty.bits < 64:
+                if oty.bits < 32:
+                    e.i32((1 << oty.bits) - 1).op("i32.and")
+                e.op("i64.extend_i32_u")
+            e.set(offset)
+        e.get(handle).op("global.get", self.m.global_index("table_capacity")).op("i32.ge_u")
+        self.trap_if(TrapCode.INVALID_HANDLE)
+        e.op("global.get", self.m.global_index("table_base")).get(handle).i32(layout.TABLE_ENTRY_SHIFT).op("i32.shl")
+        e.op("i32.add").tee(entry).op("i32.load", layout.ENTRY_KIND)
+        if kind is None:
+            e.op("i32.eqz")
+        else:
+            e.i32(kind).op("i32.ne")
+        self.trap_if(TrapCode.INVALID_HANDLE)
+        e.get(offset).i64(0xFFFFFFFF).op("i64.gt_u")
+        e.get(offset).i64(ty.size_bytes() * count).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE)
+        e.op("i64.gt_u").op("i32.or")
+        self.trap_if(TrapCode.OUT_OF_BOUNDS)
+        if ty.alignment() > 1:
+            e.get(offset).op("i32.wrap_i64").i32(ty.alignment() - 1).op("i32.and")
+            self.trap_if(TrapCode.MISALIGNED)
+        e.get(entry).op("i32.load", layout.ENTRY_BASE).get(offset).op("i32.wrap_i64").op("i32.add").set(result)
+        return result
+
+
+#: lane 0's value of each special register
+_LANE_ZERO_SPECIALS = {
+    SpecialRegister.GLOBAL_LANE_ID: lambda c: 0, SpecialRegister.LANE_IDX_X: lambda c: 0,
+    SpecialRegister.LANE_IDX_Y: lambda c: 0, SpecialRegister.LANE_IDX_Z: lambda c: 0,
+    SpecialRegister.BLOCK_IDX_X: lambda c: 0, SpecialRegister.BLOCK_IDX_Y: lambda c: 0,
+    SpecialRegister.BLOCK_IDX_Z: lambda c: 0,
+    SpecialRegister.BLOCK_DIM_X: lambda c: c.block[0], SpecialRegister.BLOCK_DIM_Y: lambda c: c.block[1],
+    SpecialRegister.BLOCK_DIM_Z: lambda c: c.block[2], SpecialRegister.GRID_DIM_X: lambda c: c.grid[0],
+    SpecialRegister.GRID_DIM_Y: lambda c: c.grid[1], SpecialRegister.GRID_DIM_Z: lambda c: c.grid[2],
+}

@@ -1,0 +1,104 @@
+"""ModuleContext: one program module being assembled (imports, globals, functions, runtime helpers).
+
+Every module imports the backend's linear memory as ("env", "memory") and, when the program has
+pool instructions or cooperative maps that may need a scratch copy, the host functions
+``env.pool_alloc(size) -> handle`` (0: exhausted), ``env.pool_free(handle) -> status`` (0: freed,
+1: not a live pool) and ``env.scratch(bytes) -> address``. Globals mirror the runtime header for the
+duration of a launch (see ``layout``).
+
+Runtime helpers (the trap routine, f16/bf16 rounding, fmod, the extended-integer library, the math
+library) are functions added on first use: ``helper(name)`` returns the function index, building it
+with the builder registered in ``HELPERS`` under that name.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..encoding.module import FunctionBuilder, ModuleBuilder
+from ..encoding.types import ValType
+from .emitter import Emitter
+
+__all__ = ["ModuleContext", "HELPERS", "runtime_helper", "GLOBALS", "HOST_IMPORTS"]
+
+#: helper name -> builder(mctx) that defines the function with mctx.define(name, ...)
+HELPERS: dict[str, Callable[["ModuleContext"], None]] = {}
+
+#: the module's globals: name -> (value type, initial value)
+GLOBALS: dict[str, tuple[ValType, int]] = {
+    "table_base": (ValType.I32, 0), "table_capacity": (ValType.I32, 0), "budget": (ValType.I64, 0),
+    "launch_base": (ValType.I32, 0), "shared_base": (ValType.I32, 0), "coop_at": (ValType.I32, -1),
+}
+
+#: host imports: name -> (params, results)
+HOST_IMPORTS: dict[str, tuple[tuple[ValType, ...], tuple[ValType, ...]]] = {
+    "pool_alloc": ((ValType.I32,), (ValType.I32,)),
+    "pool_free": ((ValType.I32,), (ValType.I32,)),
+    "scratch": ((ValType.I32,), (ValType.I32,)),
+}
+
+
+def runtime_helper(name: str):
+    """Register the decorated ``builder(mctx)`` as the runtime helper ``name``; raises ValueError if taken."""
+    def register(builder: Callable[["ModuleContext"], None]) -> Callable[["ModuleContext"], None]:
+        if name in HELPERS:
+            raise ValueError(f"runtime helper {name!r} is registered twice")
+        HELPERS[name] = builder
+        return builder
+    return register
+
+
+class ModuleContext:
+    """Builds one module; ``host_imports`` names the HOST_IMPORTS the module needs."""
+
+    def __init__(self, name: str, host_imports: tuple[str, ...] = ()) -> None:
+        self.builder = ModuleBuilder(name)
+        self.imports: dict[str, int] = {}
+        for imp in host_imports:
+            params, results = HOST_IMPORTS[imp]
+            self.imports[imp] = self.builder.import_function("env", imp, params, results, as_name=f"host.{imp}")
+        self.builder.import_memory("env", "memory", 1)
+        self.globals = {name: self.builder.add_global(vt, value, mutable=True, name=name)
+                        for name, (vt, value) in GLOBALS.items()}
+        self._helpers: dict[str, int] = {}
+        self._building: set[str] = set()
+        #: name -> function index of the functions defined so far
+        self.functions: dict[str, int] = {}
+        self._data_written: set[int] = set()
+
+    def define(self, name: str, params: tuple = (), results: tuple = (), *, export: bool = False
+               ) -> tuple[FunctionBuilder, Emitter]:
+        """A new function ``name`` with an Emitter as its code; returns (builder, emitter)."""
+        fb = self.builder.add_function(name, params, results, export=export)
+        emitter = Emitter()
+        fb.code = emitter  # type: ignore[assignment]  # an Emitter has the finish() a FunctionBuilder calls
+        self.functions[name] = fb.index
+        return fb, emitter
+
+    def helper(self, name: str) -> int:
+        """The function index of runtime helper ``name``, defining it on first use."""
+        index = self._helpers.get(name)
+        if index is None:
+            if name in self._building:
+                raise ValueError(f"runtime helper {name!r} needs itself")
+            self._building.add(name)
+            HELPERS[name](self)
+            self._building.discard(name)
+            index = self._helpers[name] = self.functions[name]
+        return index
+
+    def global_index(self, name: str) -> int:
+        return self.globals[name]
+
+    def host(self, name: str) -> int:
+        """The function index of host import ``name`` (it must have been asked for at construction)."""
+        return self.imports[name]
+
+    def data_at(self, offset: int, data: bytes) -> None:
+        """An active data segment writing ``data`` at ``offset`` (once per module)."""
+        if offset not in self._data_written:
+            self._data_written.add(offset)
+            self.builder.add_data(data, offset=offset)
+
+    def to_bytes(self) -> bytes:
+        return self.builder.to_bytes()
