@@ -89,7 +89,8 @@ def bound_map(instr, ops: dict, n: int) -> Outcome:
     offset *= np.uint32(atlas.BYTES_PER_PAGE)
     offset += np.minimum(byte, atlas.BYTES_PER_PAGE - 1).astype(np.uint32)
     value += offset
-    return Outcome(value.astype(np.uint64), trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside)))
+    traps = trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside))
+    return Outcome(value.astype(np.uint64), traps)
 
 
 ATLAS_RULES = {

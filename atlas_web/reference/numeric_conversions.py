@@ -21,7 +21,6 @@ from .numeric_formats import object_array, round_once, round_to, storage_dtype
 
 __all__ = ["convert", "round_int_to_float", "CONVERSIONS"]
 
-_QUIET = {"all": "ignore"}
 _TWO53 = 2 ** 53
 # significand bits (with the hidden bit) and the largest finite value, as an exact int
 _PRECISION = {
@@ -99,7 +98,7 @@ def _int_to_float(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
 
 def _float_to_int(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
     """Truncate, then saturate; NaN gives 0. Computed in the source's own precision (F16 widened to f32)."""
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         t = np.trunc(values.astype(np.float32) if src is Type.F16 else values)
         lo, hi = dst.int_range()
         result = t.astype(storage_dtype(dst))  # exact inside the range; lanes outside are set below
@@ -130,7 +129,7 @@ def _float_to_float(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
 
 
 def _int_to_int(values: np.ndarray, src: Type, dst: Type) -> np.ndarray:
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         return values.astype(storage_dtype(dst))  # C conversion: sign/zero-extend, then wrap
 
 

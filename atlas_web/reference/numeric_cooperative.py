@@ -27,7 +27,6 @@ from .numeric_transcendentals import BINARY as TRANSCENDENTAL_BINARY
 
 __all__ = ["MAP_OPS", "BINARY_MAP_OPS", "parallel_reduce", "lane_reduce"]
 
-_QUIET = {"all": "ignore"}
 
 
 def _checked(operation, fn):
@@ -90,7 +89,7 @@ def _identity(op_kind: str, ty: Type):
 
 def _exact_extreme(kind: str, values: np.ndarray, axis: int | None) -> np.ndarray:
     """Float min/max along ``axis``: NaN if any NaN, -0 < +0."""
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         result = np.min(values, axis=axis) if kind == "min" else np.max(values, axis=axis)
         zero = values == 0
         if kind == "min":
@@ -103,7 +102,7 @@ def _exact_extreme(kind: str, values: np.ndarray, axis: int | None) -> np.ndarra
 def _exact_sum(values: np.ndarray) -> float:
     """The sum of f64 values correctly rounded to f64 (IEEE results for infinities and NaN)."""
     if not np.isfinite(values).all():
-        with np.errstate(**_QUIET):
+        with np.errstate(all="ignore"):
             return float(np.sum(values))
     if not values.any():  # only zeros: IEEE gives -0 when every term is -0, in any order
         return -0.0 if np.signbit(values).all() else 0.0
@@ -138,14 +137,14 @@ def parallel_reduce(op: ReduceOperation, ty: Type, values: np.ndarray) -> np.nda
         return round_to(ty, np.array([_identity(kind, ty)])) if ty.is_float() else np.array(
             [_identity(kind, ty)], dtype=dtype)
     if not ty.is_float():
-        with np.errstate(**_QUIET):
+        with np.errstate(all="ignore"):
             reducer = {"add": np.add.reduce, "mul": np.multiply.reduce, "min": np.minimum.reduce,
                        "max": np.maximum.reduce}[kind]
             return np.array([reducer(values, dtype=dtype)], dtype=dtype)
     wide = values.astype(np.float64)
     if kind in ("min", "max"):
         return np.array([_exact_extreme(kind, values, None)], dtype=dtype)
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         total = _exact_sum(wide) if kind == "add" else np.multiply.accumulate(wide)[-1]
     return round_to(ty, np.array([total], dtype=np.float64))
 
@@ -172,7 +171,7 @@ def lane_reduce(kind: str, ty: Type, values: np.ndarray) -> np.ndarray:
     ufunc = np.add if kind == "add" else np.multiply
     if ty is not Type.BF16:
         # accumulate is strictly sequential; F16 steps are computed in f32 and rounded, as NumPy's half does
-        with np.errstate(**_QUIET):
+        with np.errstate(all="ignore"):
             return ufunc.accumulate(values, axis=1, dtype=dtype)[:, -1].copy()
     step = typed_op("ADD" if kind == "add" else "MUL", ty)
     acc = values[:, 0].copy()

@@ -17,7 +17,6 @@ from .numeric_formats import round_f32_to_bf16, to_compute
 
 __all__ = ["BINARY", "UNARY", "TERNARY", "compare", "finish", "fmin", "fmax", "computed"]
 
-_QUIET = {"all": "ignore"}
 
 
 def finish(ty: Type, result: np.ndarray) -> np.ndarray:
@@ -33,7 +32,7 @@ def finish(ty: Type, result: np.ndarray) -> np.ndarray:
 def computed(fn):
     """Wrap ``fn(*compute_arrays)`` into ``(ty, *arrays)``: widen F16, compute quietly, round to ``ty``."""
     def rule(ty: Type, *arrays: np.ndarray) -> np.ndarray:
-        with np.errstate(**_QUIET):
+        with np.errstate(all="ignore"):
             return finish(ty, fn(*(to_compute(ty, a) for a in arrays)))
     rule.__name__ = getattr(fn, "__name__", "rule")
     rule.__doc__ = fn.__doc__

@@ -27,7 +27,6 @@ from .numeric_formats import in_chunks, to_compute
 
 __all__ = ["fma", "fms", "fma_f64", "fma_f32", "fma_exact_scalar"]
 
-_QUIET = {"all": "ignore"}
 _SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's constant for binary64
 _INF = np.float64(np.inf)
 
@@ -86,7 +85,7 @@ def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     midpoint (an f32 midpoint strictly between x and s would be a nearer
     double) or an f32 subnormal; only those lanes are rounded to odd first.
     """
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         # in place where possible: at a million lanes the fresh 8 MB temporaries cost more than the arithmetic
         product = np.array(a, dtype=np.float64)
         s = np.array(b, dtype=np.float64)
@@ -133,7 +132,7 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def _fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """RN_f64(a*b + c) for f64 arrays, exactly."""
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         uh, ul = _two_product(a, b)
         abs_c = np.abs(c)
         abs_uh = np.abs(uh)

@@ -25,7 +25,7 @@ __all__ = [
     "round_f32_to_bf16", "round_f64_to_f32_odd", "unsigned_dtype_of", "in_chunks", "CHUNK_LANES",
 ]
 
-_NATIVE = {
+_NATIVE: dict[Type, np.dtype] = {
     Type.F16: np.dtype(np.float16), Type.BF16: np.dtype(np.float32), Type.F32: np.dtype(np.float32),
     Type.F64: np.dtype(np.float64),
     Type.I8: np.dtype(np.int8), Type.I16: np.dtype(np.int16), Type.I32: np.dtype(np.int32),
@@ -33,8 +33,9 @@ _NATIVE = {
     Type.U8: np.dtype(np.uint8), Type.U16: np.dtype(np.uint16), Type.U32: np.dtype(np.uint32),
     Type.U64: np.dtype(np.uint64),
 }
-_OBJECT = np.dtype(object)
-_UNSIGNED_BY_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+_OBJECT: np.dtype = np.dtype(object)
+_UNSIGNED_BY_SIZE: dict[int, np.dtype] = {
+    1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _LITTLE = {Type.F16: "<f2", Type.F32: "<f4", Type.F64: "<f8", Type.I8: "i1", Type.I16: "<i2", Type.I32: "<i4",
            Type.I64: "<i8", Type.U8: "u1", Type.U16: "<u2", Type.U32: "<u4", Type.U64: "<u8"}
 _F32_MAX = np.float32(np.finfo(np.float32).max)

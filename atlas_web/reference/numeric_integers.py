@@ -17,21 +17,20 @@ from .numeric_outcome import Outcome, trap_list
 
 __all__ = ["BINARY", "UNARY", "TERNARY", "COMPARE", "div", "rem", "shl", "shr", "compare"]
 
-_QUIET = {"all": "ignore"}
 
 
 def add(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         return np.add(a, b, dtype=storage_dtype(ty))
 
 
 def sub(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         return np.subtract(a, b, dtype=storage_dtype(ty))
 
 
 def mul(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         return np.multiply(a, b, dtype=storage_dtype(ty))
 
 
@@ -63,7 +62,7 @@ def _truncated_quotient(ty: Type, a: np.ndarray, divisor: np.ndarray) -> np.ndar
     1 / |divisor| away). Wider types divide the exact multiple ``a - fmod(a, b)``.
     """
     dtype = storage_dtype(ty)
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         if ty.bits <= 32:
             return np.trunc(a.astype(np.float64) / divisor.astype(np.float64)).astype(dtype)
         exact_multiple = np.subtract(a, np.fmod(a, divisor), dtype=dtype)  # C remainder: sign of the dividend
@@ -79,7 +78,7 @@ def div(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
 def rem(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
     """Truncated remainder (sign of the dividend); traps DIVISION_BY_ZERO, INTEGER_OVERFLOW (MIN rem -1)."""
     safe, zero, overflow = _division_operands(ty, a, b)
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         r = np.fmod(a, safe).astype(storage_dtype(ty), copy=False)  # C remainder: sign of the dividend
     return Outcome(r, _traps(zero, overflow))
 
@@ -100,13 +99,13 @@ def absolute(ty: Type, a: np.ndarray) -> np.ndarray:
     """|a|, wrapping (|MIN| = MIN); the identity on unsigned types."""
     if ty.is_unsigned():
         return a.copy()
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         return np.abs(a)
 
 
 def negate(ty: Type, a: np.ndarray) -> np.ndarray:
     """-a wrapping; on unsigned types 2**n - a (0 stays 0)."""
-    with np.errstate(**_QUIET):
+    with np.errstate(all="ignore"):
         return np.negative(a)
 
 

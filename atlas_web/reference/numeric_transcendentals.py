@@ -23,7 +23,6 @@ from .numeric_formats import round_to
 
 __all__ = ["UNARY", "BINARY", "in_binary64", "sigmoid", "swish", "gelu"]
 
-_QUIET = {"all": "ignore"}
 _GELU_SCALE = math.sqrt(2.0 / math.pi)
 
 
@@ -46,7 +45,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
 def in_binary64(fn):
     """Wrap an f64 function into ``(ty, *arrays)``: widen exactly to f64, compute quietly, round once to ``ty``."""
     def rule(ty: Type, *arrays: np.ndarray) -> np.ndarray:
-        with np.errstate(**_QUIET):
+        with np.errstate(all="ignore"):
             return round_to(ty, fn(*(np.asarray(a, dtype=np.float64) for a in arrays)))
     rule.__name__ = getattr(fn, "__name__", "rule")
     rule.__doc__ = fn.__doc__
