@@ -1,0 +1,143 @@
+"""The page's state and actions, free of the DOM: examples, backend choices, runs and their timings.
+
+``webdemo.page`` reads the inputs, calls these methods and shows what they
+return; tests drive a DemoSession natively the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import examples
+
+from .chart import TimingPoint, timing_chart_svg
+from .checks import ProgramCheck, check_examples, check_program_text
+from .choices import BROWSER_CHOICES, NOT_AVAILABLE, BackendChoice, backend_choices, resolve_choice
+from .runs import CHECK_UNAVAILABLE, RunResult, run_example_on
+
+__all__ = ["DEFAULT_SIZE", "MAX_SIZE", "CHECKS_SERIES", "STATUS_PROGRAM_ERROR", "RunOutcome", "DemoSession",
+           "parse_size"]
+
+#: elements per example when the page opens
+DEFAULT_SIZE = 1000
+#: the largest size the page accepts (the examples build their inputs in Python)
+MAX_SIZE = 1 << 20
+#: the chart series of the parse + verify + round-trip time, recorded for every checked run
+CHECKS_SERIES = "checks (parse, verify, round trips)"
+#: the status of a run whose program did not parse or verify
+STATUS_PROGRAM_ERROR = "program error"
+
+
+def parse_size(text: str | int) -> int:
+    """The example size typed into the page; raises ValueError saying the accepted range."""
+    try:
+        size = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"size must be a whole number from 1 to {MAX_SIZE}, got {str(text)!r}") from None
+    if not 1 <= size <= MAX_SIZE:
+        raise ValueError(f"size must be a whole number from 1 to {MAX_SIZE}, got {size}")
+    return size
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What pressing Run gave: the program check, the backend it was meant for, and the run (None when it
+    did not run: the program is bad or the backend is not available)."""
+
+    check: ProgramCheck
+    backend: BackendChoice
+    run: RunResult | None
+
+    @property
+    def status(self) -> str:
+        """STATUS_PROGRAM_ERROR, CHECK_UNAVAILABLE, or the run's check ("ok", "mismatch", "trap", ...)."""
+        if not self.check.ok:
+            return STATUS_PROGRAM_ERROR
+        return self.run.check if self.run is not None else CHECK_UNAVAILABLE
+
+    @property
+    def message(self) -> str:
+        """The result line for the page."""
+        if not self.check.ok:
+            return self.check.summary
+        if self.run is None:
+            return f"the program checks out but did not run: {self.backend.name} is {NOT_AVAILABLE} " \
+                   f"({self.backend.reason})"
+        if self.run.ok:
+            return f"ok: {self.run.example} on {self.run.backend} matches the expected output"
+        return f"{self.run.check}: {self.run.detail}"
+
+    @property
+    def code(self) -> str:
+        """The generated code, or why there is none."""
+        if self.run is not None:
+            return self.run.code
+        if not self.check.ok:
+            return "no code: the program does not parse or verify"
+        return f"no code: {self.backend.name} is {NOT_AVAILABLE}"
+
+
+class DemoSession:
+    """The browser demo's state: the backend choices offered, the examples built so far, the timings.
+
+    ``choices`` are the picker's entries (default BROWSER_CHOICES; native
+    tests pass ``("auto", "cpu")``).
+    """
+
+    def __init__(self, *, choices: tuple[str, ...] = BROWSER_CHOICES) -> None:
+        self.choice_names = choices
+        self.timings: list[TimingPoint] = []
+        self._choices: list[BackendChoice] | None = None
+        self._examples: dict[tuple[str, int], examples.Example] = {}
+
+    @property
+    def example_names(self) -> tuple[str, ...]:
+        return examples.EXAMPLE_MODULES
+
+    def example(self, name: str, size: int) -> examples.Example:
+        """Example ``name`` built for ``size`` elements (built once). Raises KeyError naming the examples."""
+        if name not in examples.EXAMPLE_MODULES:
+            raise KeyError(f"unknown example {name!r} (examples: {', '.join(examples.EXAMPLE_MODULES)})")
+        key = (name, size)
+        if key not in self._examples:
+            self._examples[key] = importlib.import_module(f"examples.{name}").build(size)
+        return self._examples[key]
+
+    def program_text(self, name: str, size: int) -> str:
+        """The text assembly of example ``name`` at ``size``."""
+        program = self.example(name, size).program
+        return program if isinstance(program, str) else program.to_text()
+
+    def choices(self, *, refresh: bool = False) -> list[BackendChoice]:
+        """The picker's entries (probed once; ``refresh`` probes again)."""
+        if self._choices is None or refresh:
+            from atlas_web.registry import discover_backends
+            self._choices = backend_choices(self.choice_names, discover_backends(refresh=refresh))
+        return self._choices
+
+    def check_examples(self, size: int) -> list[tuple[examples.Example, ProgramCheck]]:
+        """The checks of every example's program at ``size``."""
+        return check_examples(size)
+
+    async def run(self, text: str, example_name: str, size: int, choice: str) -> RunOutcome:
+        """Check ``text`` and, when it verifies and the backend is available, run it with the buffers of
+        example ``example_name`` at ``size`` on backend ``choice``; records the timings.
+
+        Raises KeyError for an unknown example or choice (the page offers only known ones).
+        """
+        example = self.example(example_name, size)
+        backend = resolve_choice(choice, self.choices())
+        check = check_program_text(text)
+        if check.ok:
+            self.timings.append(TimingPoint(CHECKS_SERIES, size, check.seconds))
+        if not check.ok or not backend.available:
+            return RunOutcome(check, backend, None)
+        result = await run_example_on(backend.name, example, check.program, size)
+        if result.seconds is not None:
+            self.timings.append(TimingPoint(backend.name, size, result.seconds))
+        return RunOutcome(check, backend, result)
+
+    def chart_svg(self) -> str:
+        """The chart of every timing recorded so far."""
+        return timing_chart_svg(self.timings)
