@@ -3,7 +3,9 @@
 ``x = k*ln2 + r`` with ``k = nearest(x/ln2)`` and ``|r| <= ln2/2``; ln2 is
 split into a high part with trailing zeros (so ``k*LN2_HI`` is exact for
 every ``k`` the clamped range gives) and a low part; the rounding error of
-``r`` is carried as ``r_lo``. ``exp(r) = 1 + (r + (r*r*Q(r) + r_lo))``.
+``r`` is carried as ``r_lo``. ``exp(r) = 1 + (r + (r*r*Q(r) + r_lo))``. A
+caller with an argument in two parts (pow, gelu) passes the small part
+``x_lo``, which enters as ``exp(x)*x_lo``.
 The result is ``p * 2**k1 * 2**k2`` with ``k1 = k >> 1``, ``k2 = k - k1``:
 both factors are normal numbers, so overflow gives inf and results in the
 subnormal range are rounded once, correctly. ``k`` comes out of the
@@ -24,7 +26,7 @@ from .exact import horner
 from .kernel import KernelBuilder, Vec
 from .registry import math_kernel
 
-__all__ = ["exp_core", "scale_by_power_of_two", "EXP_CONSTANTS"]
+__all__ = ["exp_core", "exp_parts", "ExpParts", "power_of_two", "scale_by_power_of_two", "EXP_CONSTANTS"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,17 @@ def scale_by_power_of_two(kb: KernelBuilder, p: Vec, k: Vec) -> Vec:
     return (p * s1) * s2
 
 
-def exp_core(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> Vec:
-    """exp(x + x_lo) (``x_lo`` a small correction, or None); see the module docstring."""
+@dataclass(frozen=True)
+class ExpParts:
+    """exp(x) = 2**k * (1 + r + tail): ``k`` integer lanes, |r| <= ln2/2, |tail| < r*r (unrounded sum)."""
+
+    k: Vec
+    r: Vec
+    tail: Vec
+
+
+def exp_parts(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> ExpParts:
+    """The parts of exp(x + x_lo) (``x_lo`` a small correction, or None) for x clamped to the format's range."""
     c = EXP_CONSTANTS[kb.fmt.name]
     xc = kb.let(kb.pmin(kb.pmax(x, c.low_clamp), c.high_clamp))
     t = kb.let(xc * c.log2e + c.magic)
@@ -73,12 +84,23 @@ def exp_core(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> Vec:
     k_lo = kb.let(kf * c.ln2_lo)
     r = kb.let(r_hi - k_lo)
     r_lo = (r_hi - r) - k_lo
-    if x_lo is not None:
-        r_lo = r_lo + x_lo
     q = horner(kb, coefficients("EXP_Q", kb.fmt.name), r)
-    p = 1.0 + (r + ((r * r) * q + r_lo))
-    k = kb.isub(t, kb.iconst(c.magic_bits))
-    return scale_by_power_of_two(kb, kb.let(p), kb.let(k))
+    tail = kb.let((r * r) * q + r_lo)
+    if x_lo is not None:     # exp(x + x_lo) = exp(x) * (1 + x_lo) to far below an ulp, x_lo being tiny
+        tail = kb.let(tail + x_lo * ((1.0 + r) + tail))
+    return ExpParts(kb.let(kb.isub(t, kb.iconst(c.magic_bits))), r, tail)
+
+
+def power_of_two(kb: KernelBuilder, k: Vec) -> Vec:
+    """2**k for integer lanes k in the normal exponent range."""
+    return kb.shl(kb.iadd(k, kb.iconst(kb.fmt.exponent_bias)), kb.fmt.mantissa_bits)
+
+
+def exp_core(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> Vec:
+    """exp(x + x_lo), rounded once (see the module docstring)."""
+    parts = exp_parts(kb, x, x_lo)
+    p = 1.0 + (parts.r + parts.tail)
+    return scale_by_power_of_two(kb, kb.let(p), parts.k)
 
 
 @math_kernel("exp", "f32", formula="e**x")

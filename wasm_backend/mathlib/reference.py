@@ -35,7 +35,7 @@ __all__ = ["correctly_rounded", "ulp_distance", "round_rational", "C_FUNCTIONS",
 NAN_DISTANCE = 2 ** 62
 _PRECISION = 160
 _FAST_PATH_MARGIN = 2.0 ** -40
-_GELU_C = mpmath.mpf("0.044715")
+_GELU_C = "0.044715"          # the exact decimal; made an mpf at the working precision
 
 _FORMAT_BITS = {"f32": (24, -126, 127), "f64": (53, -1022, 1023)}   # precision, emin, emax
 _DTYPES = {"f32": np.float32, "f64": np.float64}
@@ -59,7 +59,7 @@ C_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
 
 
 def _mp_gelu(x):
-    u = mpmath.sqrt(2 / mpmath.pi) * (x + _GELU_C * x ** 3)
+    u = mpmath.sqrt(2 / mpmath.pi) * (x + mpmath.mpf(_GELU_C) * x ** 3)
     return x / (1 + mpmath.exp(-2 * u))
 
 
