@@ -4,9 +4,9 @@ The maps apply the same typed functions as the per-lane instructions.
 ``parallel_reduce`` sums floats exactly (math.fsum, the correctly rounded
 binary64 sum) and rounds once to the type, multiplies in binary64 in index
 order, wraps integers and takes exact minima/maxima. ``lane_reduce`` folds
-each lane's row in index order, rounding each step in the type. Every
-function returns a new array in the type's storage dtype; types the opcode
-table does not accept raise UnsupportedOperation.
+each lane's row in index order from its first value, rounding each step in
+the type. Every function returns a new array in the type's storage dtype;
+types the opcode table does not accept raise UnsupportedOperation.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from .numeric_lane_rules import typed_op
 from .numeric_transcendentals import BINARY as TRANSCENDENTAL_BINARY
 
 __all__ = ["MAP_OPS", "BINARY_MAP_OPS", "parallel_reduce", "lane_reduce"]
-
 
 
 def _checked(operation, fn):
@@ -55,10 +54,6 @@ def _relu(ty: Type, x: np.ndarray) -> np.ndarray:
     return np.maximum(x, np.zeros_like(x))
 
 
-def _float_div(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return typed_op("DIV", ty)(ty, a, b)
-
-
 _MAP_FUNCTIONS = {
     MapOperation.Abs: _instruction("ABS"), MapOperation.Neg: _instruction("NEG"),
     MapOperation.Sqrt: _instruction("SQRT"), MapOperation.Exp: _instruction("EXP"),
@@ -69,7 +64,7 @@ _MAP_FUNCTIONS = {
 }
 _BINARY_MAP_FUNCTIONS = {
     BinaryMapOperation.Add: _instruction("ADD"), BinaryMapOperation.Sub: _instruction("SUB"),
-    BinaryMapOperation.Mul: _instruction("MUL"), BinaryMapOperation.Div: _float_div,
+    BinaryMapOperation.Mul: _instruction("MUL"), BinaryMapOperation.Div: _instruction("DIV"),
     BinaryMapOperation.Pow: TRANSCENDENTAL_BINARY["POW"], BinaryMapOperation.Min: _instruction("MIN"),
     BinaryMapOperation.Max: _instruction("MAX"), BinaryMapOperation.Atan2: TRANSCENDENTAL_BINARY["ATAN2"],
 }

@@ -18,7 +18,6 @@ from .numeric_formats import round_f32_to_bf16, to_compute
 __all__ = ["BINARY", "UNARY", "TERNARY", "compare", "finish", "fmin", "fmax", "computed"]
 
 
-
 def finish(ty: Type, result: np.ndarray) -> np.ndarray:
     """A result computed in ``ty``'s compute dtype rounded to ``ty``'s storage (F16, BF16 rounded; else as is)."""
     if ty is Type.F16:

@@ -18,7 +18,6 @@ from .numeric_outcome import Outcome, trap_list
 __all__ = ["BINARY", "UNARY", "TERNARY", "COMPARE", "div", "rem", "shl", "shr", "compare"]
 
 
-
 def add(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.add(a, b, dtype=storage_dtype(ty))
