@@ -67,9 +67,9 @@ def same_float(a: float, b: float) -> bool:
 
 def to_format(x: float, ty: Type) -> float:
     """A Python float (f64) rounded once to ``ty``."""
-    if math.isnan(x) or math.isinf(x):
+    if math.isnan(x) or math.isinf(x) or x == 0:
         return x
-    return round_fraction(Fraction(x), ty, zero_sign=x if x == 0 else 1.0) if x != 0 else x
+    return round_fraction(Fraction(x), ty)  # a nonzero value that underflows keeps its sign
 
 
 def ulp(x: float, ty: Type) -> float:
