@@ -1,6 +1,8 @@
 """The WebGPU backend of atlas-web: Atlas programs as WGSL compute shaders.
 
-This package holds, so far, the foundation the code generator builds on:
+``WebGpuBackend`` (registry name "webgpu", ``backend``) verifies and lowers programs, generates one
+WGSL compute shader per stage and a kernel per cooperative step (``wgsl``), keeps buffers and
+pools in a few large storage buffers (``memory``) and runs launches (``launcher``). Beneath it:
 
 - ``driver.GpuDriver``: the engine-neutral driver interface (buffers, WGSL
   modules, cached pipelines, dispatches in one submit, sync and async
@@ -16,6 +18,7 @@ driver module does.
 
 from __future__ import annotations
 
+from .backend import WebGpuBackend
 from .driver import OPTIONAL_FEATURES, REQUIRED_LIMITS, GpuDriver
 from .drivers import default_driver, driver_class
 from .errors import ShaderCompilationError
@@ -25,7 +28,7 @@ from .resources import (
 )
 
 __all__ = [
-    "GpuDriver", "default_driver", "driver_class", "ShaderCompilationError", "BufferUsage", "BindingKind",
+    "WebGpuBackend", "GpuDriver", "default_driver", "driver_class", "ShaderCompilationError", "BufferUsage", "BindingKind",
     "BindingSpec", "BufferBinding", "GpuBuffer", "ShaderModule", "ComputePipeline", "DispatchCommand",
     "split_workgroups", "REQUIRED_LIMITS", "OPTIONAL_FEATURES",
 ]

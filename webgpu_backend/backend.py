@@ -1,0 +1,329 @@
+"""WebGpuBackend ("webgpu"): Atlas programs compiled to WGSL compute shaders.
+
+Memory is ``GpuMemory`` (buffers and pools suballocated from a few large storage buffers,
+resolved on the device through a handle table); programs are verified, lowered
+(``compiler``), compiled to one shader per stage plus cooperative kernels, and run by the
+``Launcher``, which reads back only what it must. Pipelines are cached per (program digest,
+launch shape, memory chunks). The driver is chosen per platform (wgpu-py natively,
+``navigator.gpu`` under Pyodide); nothing here imports NumPy.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from fractions import Fraction
+from typing import Any, Mapping
+
+from atlas_web.backend import Backend, resolve_op
+from atlas_web.errors import ExecutionFailed, InvalidBuffer, ProgramError
+from atlas_web.isa.addresses import BufferHandle, PoolHandle
+from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
+from atlas_web.isa.floats import float_to_bits
+from atlas_web.isa.instructions import MOV_IMM
+from atlas_web.isa.opcodes import OpcodeInfo
+from atlas_web.isa.registers import Register
+from atlas_web.isa.types import Type
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
+from atlas_web.program import Program
+
+from .compiler import CompiledProgram, compile_program
+from .launcher import Launcher, LaunchOutcome
+from .memory import GpuMemory
+from .wgsl import TYPE_MAP, ShaderFeatures
+from .wgsl.accuracy import TOLERANCE_ULP
+from .wgsl.cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS
+from .wgsl.rules_atlas import RES_FLAG_NAN, RES_FLAG_NEG_INF, RES_FLAG_POS_INF, RES_LIMBS, RES_STRIDE, RES_WORDS
+from .wgsl.stage_shader import SHARED_RESERVED_BYTES
+from .wgsl.support import supports_instruction
+
+__all__ = ["WebGpuBackend"]
+
+_PROGRAM_CACHE_SIZE = 256
+_OPERATION_NAMES = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}
+#: bindings a stage shader needs besides the memory chunks (launch, rt, device table, lane state)
+_RUNTIME_BINDINGS = 3
+
+
+def _check_budget(budget: object, what: str) -> int:
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
+    return budget
+
+
+def _byte_view(out: Any, what: str) -> memoryview:
+    try:
+        view = memoryview(out)
+    except TypeError:
+        raise InvalidBuffer(f"{what}: out must be a writable buffer, got {type(out).__name__}") from None
+    if view.readonly or not view.c_contiguous:
+        raise InvalidBuffer(f"{what}: out must be a writable C-contiguous buffer")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def _preset_words(ty: Type, value: int | float) -> tuple[int, ...]:
+    wt = TYPE_MAP[ty]
+    if wt.family == "float":
+        return (float_to_bits(float(value), Type.F32),)
+    bits = int(value) & ((1 << wt.bits) - 1)
+    return tuple((bits >> (32 * k)) & 0xFFFFFFFF for k in range(wt.words))
+
+
+class WebGpuBackend(Backend):
+    """The WebGPU backend.
+
+    ``driver``: a GpuDriver to use (default: the platform's, owned and closed by the backend).
+    ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it).
+    ``memory_limit``: optional cap in bytes on buffers and pools together. ``chunk_capacity`` /
+    ``max_chunks``: the size of one storage chunk (default: the device's binding limit) and how
+    many may exist. Raises BackendUnavailable when no WebGPU device can be had.
+    """
+
+    name = "webgpu"
+
+    def __init__(self, *, driver: Any = None, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
+                 chunk_capacity: int | None = None, max_chunks: int | None = None) -> None:
+        self.budget = _check_budget(budget, "WebGpuBackend budget")
+        if driver is None:
+            from .drivers import default_driver
+            driver = default_driver()
+            self._owns_driver = True
+        else:
+            self._owns_driver = False
+        self._driver = driver
+        self.features = ShaderFeatures(shader_f16="shader-f16" in driver.features)
+        if max_chunks is None:
+            storage = driver.limit("maxStorageBuffersPerShaderStage")
+            max_chunks = max(1, min(4, (storage - _RUNTIME_BINDINGS) // 2))
+        self._memory = GpuMemory(driver, chunk_capacity=chunk_capacity, max_chunks=max_chunks,
+                                 memory_limit=memory_limit)
+        self._launcher = Launcher(driver, self._memory, self.features)
+        self._programs: OrderedDict[tuple, tuple[Any, CompiledProgram]] = OrderedDict()
+        self._resonance: list[float] | None = [0.0] * 96
+        self._pending_resonance: int | None = None
+        self._closed = False
+
+    @classmethod
+    def probe(cls) -> list[str]:
+        """The device that would run this backend; raises BackendUnavailable when there is none."""
+        from .drivers import default_driver
+        driver = default_driver()
+        try:
+            info = driver.adapter_info()
+            return [f"{info['device']} ({info['backend']}, {info['adapter_type']})"]
+        finally:
+            driver.close()
+
+    # ---- buffers and pools -------------------------------------------------------------------
+    def allocate_buffer(self, size: int) -> BufferHandle:
+        """A new zero-filled buffer of ``size`` bytes. Raises AllocationFailed."""
+        return BufferHandle(self._memory.allocate("buffer", size).handle)
+
+    def free_buffer(self, handle: int) -> None:
+        """Release a buffer. Raises InvalidBuffer (also for a pool or the boundary memory)."""
+        self._memory.free(handle, "buffer")
+
+    def copy_to_buffer(self, handle: int, data: Any, offset: int = 0) -> None:
+        """Copy the bytes of ``data`` into the buffer at ``offset`` (one copy). Raises InvalidBuffer."""
+        self._memory.write(self._memory.get(handle, "buffer"), offset, data, "copy_to_buffer")
+
+    def copy_from_buffer(self, handle: int, out: Any = None, offset: int = 0) -> Any:
+        """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
+        ``bytes`` of the rest of the buffer. Waits for the GPU; one copy. Raises InvalidBuffer."""
+        return self._copy_out(self._memory.get(handle, "buffer"), offset, out, "copy_from_buffer")
+
+    def buffer_size(self, handle: int) -> int:
+        """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
+        return self._memory.get(handle, "buffer").size
+
+    def allocate_pool(self, size: int) -> PoolHandle:
+        """A new zero-filled pool of ``size`` bytes. Raises AllocationFailed."""
+        return PoolHandle(self._memory.allocate("pool", size).handle)
+
+    def free_pool(self, handle: int) -> None:
+        """Release a pool. Raises InvalidBuffer (also for a buffer handle)."""
+        self._memory.free(handle, "pool")
+
+    def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
+        """Copy ``data`` into the pool at ``offset`` (one copy). Raises InvalidBuffer."""
+        self._memory.write(self._memory.get(handle, "pool"), offset, data, "copy_to_pool")
+
+    def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
+        """Fill ``out`` (a writable buffer; or an int: that many new bytes) from the pool at ``offset``.
+        Waits for the GPU; one copy. Raises InvalidBuffer."""
+        alloc = self._memory.get(handle, "pool")
+        if isinstance(out, int) and not isinstance(out, bool):
+            if out < 0:
+                raise InvalidBuffer(f"copy_from_pool: byte count must be non-negative, got {out}")
+            return bytes(self._memory.read(alloc, offset, out, "copy_from_pool"))
+        return self._copy_out(alloc, offset, out, "copy_from_pool")
+
+    def pool_size(self, handle: int) -> int:
+        """Size in bytes of a live pool. Raises InvalidBuffer."""
+        return self._memory.get(handle, "pool").size
+
+    def _copy_out(self, alloc, offset: int, out: Any, what: str) -> Any:
+        if out is None:
+            self._memory.table.check_range(alloc, offset, 0, what)
+            return bytes(self._memory.read(alloc, offset, alloc.size - offset, what))
+        target = _byte_view(out, what)
+        target[:] = self._memory.read(alloc, offset, target.nbytes, what)
+        return out
+
+    # ---- execution ---------------------------------------------------------------------------
+    def _prepare(self, program: Any, params: ExecutionParams):
+        if not isinstance(params, ExecutionParams):
+            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
+        if not isinstance(program, Program):
+            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
+        config = params.config
+        if not isinstance(config, LaunchConfig):
+            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(config).__name__}")
+        self._check_shape(config)
+        budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
+        presets = self._normalized_presets(params.registers)
+        info, compiled = self._compiled(program, {reg: ty for reg, (ty, _) in presets.items()})
+        from atlas_web.verify import verify_launch
+        verify_launch(info, config, self._memory.table)
+        words = {("preset", vid): _preset_words(vreg.type, presets[vreg.register][1])
+                 for vid, vreg in compiled.presets.items()}
+        self._resonance, self._pending_resonance = [0.0] * 96, None
+        return compiled, config, words, budget
+
+    def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
+        """Verify, compile (cached) and run ``program``.
+
+        Raises ProgramError (does not verify; a static address outside its allocation),
+        UnsupportedOperation (an instruction or type WGSL cannot run here, F64 among them),
+        ExecutionFailed (a launch shape over the device's limits) or AtlasTrap (a lane or a
+        cooperative step trapped; the backend stays usable).
+        """
+        compiled, config, presets, budget = self._prepare(program, params)
+        self._finish(self._launcher.run(compiled, config, presets, budget))
+
+    async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
+        """As execute_program, awaiting the GPU without blocking the event loop."""
+        params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
+        compiled, launch_config, presets, budget = self._prepare(program, params)
+        self._finish(await self._launcher.run_async(compiled, launch_config, presets, budget))
+
+    def _finish(self, outcome: LaunchOutcome) -> None:
+        self._pending_resonance = outcome.resonance_offset
+        if outcome.resonance_offset is not None:
+            self._resonance = None
+
+    def _check_shape(self, config: LaunchConfig) -> None:
+        limits = self._driver.limits
+        for axis, size in zip("XYZ", config.block):
+            if size > limits[f"maxComputeWorkgroupSize{axis}"]:
+                raise ExecutionFailed(f"block dimension {axis.lower()} of {size} lanes exceeds the device's "
+                                      f"maxComputeWorkgroupSize{axis} of {limits[f'maxComputeWorkgroupSize{axis}']}")
+        if config.block_lanes > limits["maxComputeInvocationsPerWorkgroup"]:
+            raise ExecutionFailed(f"a block of {config.block_lanes} lanes exceeds the device's "
+                                  f"maxComputeInvocationsPerWorkgroup of {limits['maxComputeInvocationsPerWorkgroup']}")
+        room = limits["maxComputeWorkgroupStorageSize"] - SHARED_RESERVED_BYTES
+        if config.shared_memory > room:
+            raise ExecutionFailed(f"{config.shared_memory} bytes of shared memory per block exceed the {room} bytes "
+                                  "the device's maxComputeWorkgroupStorageSize leaves for programs")
+        if config.num_blocks > limits["maxComputeWorkgroupsPerDimension"] ** 3:
+            raise ExecutionFailed(f"{config.num_blocks} blocks exceed what the device can dispatch")
+
+    @staticmethod
+    def _normalized_presets(registers: object) -> dict[Register, tuple[Type, Any]]:
+        if not isinstance(registers, Mapping):
+            raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
+        out = {}
+        for reg, entry in registers.items():
+            if not isinstance(reg, Register):
+                raise ProgramError(f"ExecutionParams.registers: key {reg!r} is not a Register")
+            if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
+                raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
+            ty, value = entry
+            try:
+                out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
+            except ProgramError as error:
+                raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
+        return out
+
+    def _compiled(self, program: Program, preset_types: dict) -> tuple[Any, CompiledProgram]:
+        key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
+        cached = self._programs.get(key)
+        if cached is None:
+            from atlas_web.verify import verify
+            info = verify(program, preset_types=preset_types)
+            cached = self._programs[key] = (info, compile_program(info, preset_types))
+            if len(self._programs) > _PROGRAM_CACHE_SIZE:
+                self._programs.popitem(last=False)
+        else:
+            self._programs.move_to_end(key)
+        return cached
+
+    # ---- capabilities --------------------------------------------------------------------------
+    def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
+        """Whether the WGSL generator has rules for ``info`` on ``ty`` (never for F64)."""
+        if info.types and ty not in info.types:
+            return False
+        return supports_instruction(info, ty)
+
+    def ulp_tolerance(self, op: object, ty: Type) -> float:
+        """The measured error bound (ulp of ``ty``) of a transcendental (accuracy table); 0 for the
+        exact operations. ``op`` may also be a cooperative operation enum member."""
+        if isinstance(op, (MapOperation, BinaryMapOperation, ReduceOperation)):
+            name = _OPERATION_NAMES[op]
+        else:
+            name = resolve_op(op).name
+        wt = TYPE_MAP.get(ty)
+        row = TOLERANCE_ULP.get(name)
+        if row is None or wt is None or wt.family != "float":
+            return 0.0
+        return float(row[wt.format])
+
+    def device_info(self) -> dict:
+        """``name``, ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
+        ``max_memory`` (what the chunks can hold), ``chunk_capacity``."""
+        info = self._driver.adapter_info()
+        capacity = self._memory.chunk_capacity * self._memory.max_chunks
+        limit = self._memory.memory_limit
+        return {
+            "name": self.name, "device": info["device"], "engine": info["engine"], "backend": info["backend"],
+            "adapter_type": info["adapter_type"], "features": sorted(self._driver.features),
+            "memory_limit": limit, "memory_used": self._memory.used,
+            "max_memory": capacity if limit is None else min(limit, capacity),
+            "chunk_capacity": self._memory.chunk_capacity,
+        }
+
+    def resonance_accumulator(self) -> list[float]:
+        """The 96 ResAccum sums of the last launch (zeros before any), each the exact sum rounded once
+        to f64. Reads them back from the GPU on first use after a launch (one copy)."""
+        if self._resonance is None:
+            offset = self._pending_resonance
+            raw = bytes(self._driver.read_buffer(self._launcher.rt, 4 * offset, 4 * RES_WORDS))
+            words = [int.from_bytes(raw[4 * k:4 * k + 4], "little") for k in range(RES_WORDS)]
+            self._resonance = [_exact_sum(words[c * RES_STRIDE:(c + 1) * RES_STRIDE]) for c in range(96)]
+        return list(self._resonance)
+
+    def close(self) -> None:
+        """Release the device memory (and the device, when the backend made its driver)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._memory.close()
+        if self._owns_driver:
+            self._driver.close()
+
+
+def _exact_sum(words: list[int]) -> float:
+    flags = words[0]
+    if flags & RES_FLAG_NAN or (flags & RES_FLAG_POS_INF and flags & RES_FLAG_NEG_INF):
+        return float("nan")
+    if flags & RES_FLAG_POS_INF:
+        return float("inf")
+    if flags & RES_FLAG_NEG_INF:
+        return float("-inf")
+    positive = sum(w << (32 * k) for k, w in enumerate(words[1:1 + RES_LIMBS]))
+    negative = sum(w << (32 * k) for k, w in enumerate(words[1 + RES_LIMBS:1 + 2 * RES_LIMBS]))
+    total = Fraction(positive - negative, 1 << 149)
+    try:
+        return float(total)
+    except OverflowError:
+        return float("inf") if total > 0 else float("-inf")
+

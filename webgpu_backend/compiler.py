@@ -1,0 +1,121 @@
+"""Compiling a verified program for the WebGPU backend: the lowering plan, the lane-state and
+uniform layouts, the cooperative steps, and (per launch shape) the stage shaders.
+
+``CompiledProgram`` is launch-shape independent and cached per (program digest, preset types);
+``stage_shaders(config, features, chunks)`` generates and caches the WGSL of every stage for one
+launch shape. Nothing here touches a device: the launcher turns sources into pipelines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from atlas_web.isa.addresses import Address
+from atlas_web.launch import LaunchConfig
+from atlas_web.lowering import plan_program
+from atlas_web.lowering.liveness import VirtualRegister
+
+from .wgsl import ShaderFeatures, StageShader, build_stage_shader
+from .wgsl.lane_state import LaneStateLayout
+from .wgsl.runtime_layout import RuntimeLayout
+from .wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, check_program
+
+__all__ = ["CompiledProgram", "CooperativePlan", "compile_program", "STEP_KINDS"]
+
+#: cooperative instruction -> kind of step
+STEP_KINDS = {"ParallelMap": "map", "ParallelMapBinary": "binary", "ParallelReduce": "reduce",
+              "PoolAlloc": "pool_alloc", "PoolFree": "pool_free"}
+_STATIC_MODES = (Address.BufferOffset, Address.PoolOffset, Address.Class)
+
+
+@dataclass(frozen=True)
+class CooperativePlan:
+    """Cooperative instruction ``index`` (``instr``) whose lanes continue at resume point ``resume``:
+    its ``kind``, whether the host must act before it runs (``host``: pool steps, and kernels
+    with register-based addresses, which read lane 0's registers), the virtual registers it
+    reads (operand path -> vreg) and the one it writes with its uniform word (or None)."""
+
+    index: int
+    instr: object
+    resume: int
+    kind: str
+    host: bool
+    reads: dict[str, VirtualRegister]
+    result: tuple[VirtualRegister, int] | None
+
+
+@dataclass
+class CompiledProgram:
+    """A verified program lowered for the WebGPU backend (see the module docstring)."""
+
+    info: object
+    plan: object
+    presets: dict[int, VirtualRegister]
+    state: LaneStateLayout
+    multi_stage: bool
+    steps: dict[int, CooperativePlan]
+    _shaders: dict[tuple, tuple[StageShader, ...]] = field(default_factory=dict, repr=False)
+
+    @property
+    def digest(self) -> str:
+        return self.info.program.digest()
+
+    def runtime_layout(self, config: LaunchConfig, may_trap: bool) -> RuntimeLayout:
+        return RuntimeLayout(self.state.uniform_total, config.total_threads, may_trap)
+
+    def stage_shaders(self, config: LaunchConfig, features: ShaderFeatures, chunks: int) -> tuple[StageShader, ...]:
+        """The stage shaders for one launch shape (cached). Raises UnsupportedOperation or ProgramError."""
+        key = (config, features, chunks)
+        shaders = self._shaders.get(key)
+        if shaders is None:
+            runtime = self.runtime_layout(config, True)
+            shaders = tuple(build_stage_shader(self.plan, stage, config, features, chunks, self.state, runtime,
+                                               self.multi_stage, self.presets) for stage in self.plan.stages)
+            self._shaders[key] = shaders
+        return shaders
+
+    def state_bytes(self, config: LaunchConfig) -> int:
+        """Bytes of lane state (and shared-memory copies) one launch of ``config`` needs."""
+        if not self.multi_stage:
+            return 4
+        words = self.state.total_slots * config.total_threads
+        if self.info.uses_shared:
+            words += config.num_blocks * max(1, -(-config.shared_memory // 4))
+        return 4 * words
+
+
+def _cooperative_plans(plan, state: LaneStateLayout) -> dict[int, CooperativePlan]:
+    out = {}
+    for rp in plan.resume_points:
+        if rp.after is None or rp.after not in plan.cooperative_steps:
+            continue
+        step = plan.cooperative_steps[rp.after]
+        instr = plan.info.program.instructions[rp.after]
+        name = instr.INFO.name
+        registers = any(not isinstance(getattr(instr, o.name), _STATIC_MODES)
+                        for o in instr.INFO.operands if o.kind.value == "addr")
+        result = None
+        if step.writes:
+            vreg = step.writes[0][1]
+            result = (vreg, state.uniform_words[("result", rp.after, vreg.id)])
+        out[rp.id] = CooperativePlan(rp.after, instr, rp.id, STEP_KINDS[name], name in HOST_STEPS or registers,
+                                     dict(step.reads), result)
+        assert name in HOST_STEPS or name in KERNEL_OPERATIONS
+    return out
+
+
+def compile_program(info, preset_types: dict) -> CompiledProgram:
+    """Lower the verified program of ``info`` (a ProgramInfo) with ``preset_types`` (Register -> Type).
+
+    Raises UnsupportedOperation (an instruction or type this backend cannot compile).
+    """
+    check_program(info.program)
+    plan = plan_program(info, form="structured", backend="webgpu")
+    presets = {}
+    for reg, ty in preset_types.items():
+        vreg = plan.registers.find(reg, ty)
+        if vreg is not None:
+            presets[vreg.id] = vreg
+    multi_stage = len(plan.stages) > 1
+    state = LaneStateLayout.build(plan, presets, multi_stage)
+    return CompiledProgram(info, plan, presets, state, multi_stage, _cooperative_plans(plan, state))

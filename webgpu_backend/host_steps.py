@@ -1,0 +1,106 @@
+"""What the host does for cooperative steps: resolve their array operands, and run the pool steps.
+
+``kernel_operands`` turns each array operand of a ParallelMap/MapBinary/Reduce into (the chunk
+buffer that holds it, its byte offset in that buffer). Static addresses were checked when the
+launch started; register-based ones take lane 0's register values (read back from lane state)
+and are checked here in the reference's order, per operand: handle, range (``count`` values),
+alignment of the start; a failure is AtlasTrap with lane -1. PoolAlloc and PoolFree allocate
+and free on the host between two submissions (POOL_EXHAUSTED / INVALID_HANDLE traps).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from atlas_web.errors import AllocationFailed, AtlasTrap, TrapCode
+from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, MAX_OFFSET, Address
+
+__all__ = ["kernel_operands", "HostSteps", "ROLE_OPERANDS"]
+
+#: operand name -> role in the kernels' bindings
+ROLE_OPERANDS = {"dst_array": "dst", "src_array": "src_a", "src_a": "src_a", "src_b": "src_b"}
+
+
+def _value(words: tuple[int, ...]) -> int:
+    return sum(w << (32 * k) for k, w in enumerate(words))
+
+
+def _trap(step, code: TrapCode, detail: str) -> AtlasTrap:
+    return AtlasTrap(code, step.index, -1, f"{step.instr.INFO.name}: {detail}")
+
+
+def _register_address(step, name: str, address, lane0: dict) -> tuple[int, int | None]:
+    """(handle, offset) of a register-based address from lane 0's values (offset None: outside 32 bits)."""
+    if isinstance(address, Address.RegisterIndirect):
+        pointer = _value(lane0[f"{name}.base"]) & ((1 << 64) - 1)
+        offset = (pointer & MAX_OFFSET) + address.offset
+        return pointer >> 32, offset if 0 <= offset <= MAX_OFFSET else None
+    handle = _value(lane0[f"{name}.handle_reg"]) & MAX_OFFSET
+    offset = _value(lane0[f"{name}.offset_reg"])
+    return handle, offset if offset <= MAX_OFFSET else None
+
+
+_STATIC = {
+    Address.BufferOffset: lambda a: (a.handle, a.offset),
+    Address.PoolOffset: lambda a: (a.handle, a.offset),
+    Address.Class: lambda a: (BOUNDARY_HANDLE, a.class_id * CLASS_STRIDE + a.offset),
+}
+
+
+def kernel_operands(memory, step, lane0: dict | None) -> dict[str, tuple[object, int]]:
+    """role -> (chunk buffer, byte offset in it) of every array operand of a kernel step.
+
+    ``lane0`` holds lane 0's register words (path -> words) when some address is register-based.
+    Raises AtlasTrap (lane -1) for a register-based operand that fails a check.
+    """
+    instr = step.instr
+    ty = instr.ty
+    nbytes = ty.size_bytes() * instr.count
+    out = {}
+    for operand in instr.INFO.operands:
+        if operand.name not in ROLE_OPERANDS:
+            continue
+        address = getattr(instr, operand.name)
+        static = _STATIC.get(type(address))
+        if static is not None:
+            handle, offset = static(address)
+            alloc = memory.get(handle)
+        else:
+            handle, offset = _register_address(step, operand.name, address, lane0)
+            alloc = memory.lookup(handle)
+            if alloc is None:
+                raise _trap(step, TrapCode.INVALID_HANDLE, f"operand '{operand.name}': handle {handle} names no "
+                                                           "live buffer or pool")
+            if offset is None or offset + nbytes > alloc.size:
+                raise _trap(step, TrapCode.OUT_OF_BOUNDS, f"operand '{operand.name}': {instr.count} values at "
+                                                          f"offset {offset} leave {alloc.kind} {handle}")
+            if offset % ty.alignment():
+                raise _trap(step, TrapCode.MISALIGNED, f"operand '{operand.name}': offset {offset} is misaligned")
+        buffer, base = memory.location(alloc)
+        out[ROLE_OPERANDS[operand.name]] = (buffer, base + offset)
+    return out
+
+
+class HostSteps:
+    """PoolAlloc and PoolFree on the backend's memory."""
+
+    def __init__(self, memory) -> None:
+        self.memory = memory
+
+    def pool_step(self, step, lane0: dict, rt, uniforms_byte: int, driver) -> None:
+        """Run a pool step; PoolAlloc writes the new handle into its uniform result word of ``rt``.
+
+        Raises AtlasTrap: POOL_EXHAUSTED (no memory), INVALID_HANDLE (PoolFree of a non-pool).
+        """
+        if step.kind == "pool_alloc":
+            try:
+                alloc = self.memory.allocate("pool", step.instr.size)
+            except AllocationFailed as failure:
+                raise _trap(step, TrapCode.POOL_EXHAUSTED, str(failure)) from None
+            driver.write_buffer(rt, uniforms_byte + 4 * step.result[1], struct.pack("<I", alloc.handle))
+            return
+        handle = _value(lane0["handle"]) & MAX_OFFSET
+        entry = self.memory.lookup(handle)
+        if entry is None or entry.kind != "pool":
+            raise _trap(step, TrapCode.INVALID_HANDLE, f"handle {handle} names no live pool")
+        self.memory.free(handle, "pool")

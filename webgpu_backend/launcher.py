@@ -1,0 +1,291 @@
+"""Launcher: runs a CompiledProgram on the device, stage after stage, in as few submissions as it can.
+
+A launch is a sequence of *steps* (a stage dispatch, or a cooperative kernel) encoded into one
+submission while the next step is known without looking at the device: a stage with exactly
+one cooperative exit is followed by that step's kernel and the stage entered after it; each
+dispatch guards itself on the device (``launch.expect``: the previous step reached this one,
+nothing trapped), so steps after a trap or after every lane ended do nothing. The host reads
+the device back (a *sync*) only where it must: a stage with several exits, a host step (pool
+allocation and release, kernels whose addresses are in lane 0's registers), a full submission,
+and at the end when the program may trap. A program that cannot trap and needs no sync is
+submitted without any read back.
+
+The procedure is a generator yielding read requests, so ``run`` (blocking reads) and
+``run_async`` (awaited reads) share it. Raises AtlasTrap (a lane's or a cooperative step's
+trap), AllocationFailed (scratch memory), ExecutionFailed (limits).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from atlas_web.errors import AtlasTrap, ExecutionFailed, TrapCode
+from atlas_web.launch import LaunchConfig
+
+from .compiler import CompiledProgram, CooperativePlan
+from .host_steps import HostSteps, kernel_operands
+from .resources import BufferBinding, BufferUsage, DispatchCommand, as_layout, split_workgroups
+from .wgsl import FIRST_CHUNK_BINDING, KernelSpec, ShaderFeatures, kernel_layout, kernel_source
+from .wgsl.cooperative import ELEMENTS_PER_INVOCATION, MAX_GROUPS, VECTOR_BINARY, WORKGROUP
+from .wgsl.lane_state import vreg_words
+from .wgsl.rules_atlas import RES_WORDS
+from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_LANE, pack_launch
+
+__all__ = ["Launcher", "LaunchOutcome"]
+
+_STORAGE = BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST
+_VECTOR_TYPES = ("F32", "U32", "I32")
+#: the largest budget the u32 counters of the shaders hold
+_MAX_BUDGET = 0xFFFFFFFE
+#: kernel binding -> the array operand bound there (3-5: array<u32> views, 7-9: vec4 views)
+_ROLES = {3: "dst", 4: "src_a", 5: "src_b", 7: "dst", 8: "src_a", 9: "src_b"}
+
+
+@dataclass
+class LaunchOutcome:
+    """What a finished launch leaves for the host: where its ResAccum sums are (or None)."""
+
+    resonance_offset: int | None
+
+
+class _Read:
+    """A read request yielded by the launch procedure: ``size`` bytes of ``buffer`` at ``offset``."""
+
+    __slots__ = ("buffer", "offset", "size")
+
+    def __init__(self, buffer, offset: int, size: int) -> None:
+        self.buffer, self.offset, self.size = buffer, offset, size
+
+
+class Launcher:
+    """Scratch buffers, pipeline cache and the launch procedure of one WebGpuBackend."""
+
+    def __init__(self, driver, memory, features: ShaderFeatures) -> None:
+        self.driver = driver
+        self.memory = memory
+        self.features = features
+        self.launch_slots = driver.create_buffer(MAX_STEPS * LAUNCH_SLOT_BYTES, BufferUsage.UNIFORM | BufferUsage.COPY_DST)
+        self.rt = driver.create_buffer(4096, _STORAGE)
+        self.state = driver.create_buffer(16, _STORAGE)
+        self.partials = driver.create_buffer(MAX_GROUPS * 8, _STORAGE)
+        self.max_groups = driver.limit("maxComputeWorkgroupsPerDimension")
+        self._pipelines: dict[tuple, object] = {}
+        self.host = HostSteps(memory)
+
+    # ---- scratch buffers -----------------------------------------------------------------------
+    def _ensure(self, name: str, size: int) -> None:
+        buffer = getattr(self, name)
+        if buffer.size >= size:
+            return
+        limit = self.driver.limit("maxStorageBufferBindingSize")
+        if size > limit:
+            raise ExecutionFailed(f"the launch needs {size} bytes of {name} scratch; maxStorageBufferBindingSize is "
+                                  f"{limit} bytes (use fewer lanes)")
+        self.driver.destroy_buffer(buffer)
+        setattr(self, name, self.driver.create_buffer(max(size, 2 * buffer.size), _STORAGE))
+
+    # ---- pipelines -----------------------------------------------------------------------------
+    def _pipeline(self, key: tuple, source, layout: dict[int, str]):
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            module = self.driver.compile(source() if callable(source) else source)
+            pipeline = self.driver.create_pipeline(module, "main", as_layout(layout))
+            self._pipelines[key] = pipeline
+            if len(self._pipelines) > 512:
+                del self._pipelines[next(iter(self._pipelines))]
+        return pipeline
+
+    def _stage_layout(self, atomic: bool) -> dict[int, str]:
+        chunks = len(self.memory.chunks)
+        layout = {0: "uniform", 1: "storage", 2: "read-only-storage", 3: "storage"}
+        for k in range(chunks * (2 if atomic else 1)):
+            layout[FIRST_CHUNK_BINDING + k] = "storage"
+        return layout
+
+    def _stage_command(self, compiled: CompiledProgram, config: LaunchConfig, stage: int, slot: int) -> DispatchCommand:
+        chunks = len(self.memory.chunks)
+        shader = compiled.stage_shaders(config, self.features, chunks)[stage]
+        key = ("stage", compiled.digest, config, chunks, stage, self.features)
+        pipeline = self._pipeline(key, shader.source, self._stage_layout(shader.atomic_memory))
+        buffers = self.memory.chunk_buffers()
+        bindings = {0: BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES), 1: self.rt,
+                    2: self.memory.device_table, 3: self.state}
+        for k, buffer in enumerate(buffers):
+            bindings[FIRST_CHUNK_BINDING + k] = buffer
+            if shader.atomic_memory:
+                bindings[FIRST_CHUNK_BINDING + chunks + k] = buffer
+        return DispatchCommand(pipeline, bindings, split_workgroups(config.num_blocks, self.max_groups))
+
+    def _kernel_plan(self, step: CooperativePlan, operands: dict) -> tuple[list, dict]:
+        """The (kernel spec, role bindings, workgroups) of a cooperative step's dispatches and the
+        launch fields of its slot."""
+        instr = step.instr
+        kind, ty = step.kind, instr.ty
+        count = instr.count
+        size = ty.size_bytes()
+        offsets = {role: byte for role, (_, byte) in operands.items()}
+        aligned = all(byte % 16 == 0 for byte in offsets.values())
+        operation = instr.operation
+        vector = aligned and ty.name in _VECTOR_TYPES and (
+            (kind == "binary" and (operation in VECTOR_BINARY or (ty.name == "F32" and operation.name == "Div")))
+            or (kind == "reduce" and ty.name == "F32" and operation.name in ("Sum", "Product")))
+        fields = {"count": count, "dst": offsets.get("dst", 0), "src_a": offsets.get("src_a", 0),
+                  "src_b": offsets.get("src_b", 0)}
+        if kind in ("map", "binary"):
+            if vector:
+                invocations = -(-count // 4)
+            elif size >= 4:
+                invocations = count
+            else:
+                invocations = -(-((offsets["dst"] & 3) + count * size) // 4)
+            groups = max(1, -(-invocations // WORKGROUP))
+            spec = KernelSpec(kind, operation, ty, vector)
+            return [(spec, _ROLES, split_workgroups(groups, self.max_groups))], fields
+        per_group = WORKGROUP * (4 * ELEMENTS_PER_INVOCATION if vector else 1)
+        groups = max(1, min(MAX_GROUPS, -(-count // per_group)))
+        fields["groups"] = groups
+        return [(KernelSpec("reduce", operation, ty, vector), _ROLES, (groups, 1, 1)),
+                (KernelSpec("reduce_final", operation, ty, False), _ROLES, (1, 1, 1))], fields
+
+    def _kernel_commands(self, dispatches: list, operands: dict, slot: int) -> list[DispatchCommand]:
+        launch = BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES)
+        commands = []
+        for spec, roles, workgroups in dispatches:
+            bindings = {0: launch, 1: self.rt}
+            for binding in kernel_layout(spec):
+                if binding in roles:
+                    bindings[binding] = operands[roles[binding]][0]
+                elif binding == 6:
+                    bindings[binding] = self.partials
+            commands.append(DispatchCommand(self._kernel(spec), bindings, workgroups))
+        return commands
+
+    def _kernel(self, spec: KernelSpec):
+        return self._pipeline(("kernel", spec, self.features), lambda: kernel_source(spec, self.features),
+                              kernel_layout(spec))
+
+    # ---- the launch ----------------------------------------------------------------------------
+    def run(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int) -> LaunchOutcome:
+        """Run one launch, blocking on the reads it needs. Raises as the module docstring says."""
+        procedure = self._procedure(compiled, config, presets, budget)
+        try:
+            request = next(procedure)
+            while True:
+                request = procedure.send(self.driver.read_buffer(request.buffer, request.offset, request.size))
+        except StopIteration as done:
+            return done.value
+
+    async def run_async(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict,
+                        budget: int) -> LaunchOutcome:
+        """As ``run``, awaiting the device instead of blocking the event loop."""
+        procedure = self._procedure(compiled, config, presets, budget)
+        try:
+            request = next(procedure)
+            while True:
+                data = await self.driver.read_buffer_async(request.buffer, request.offset, request.size)
+                request = procedure.send(data)
+        except StopIteration as done:
+            return done.value
+
+    def _procedure(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int):
+        plan = compiled.plan
+        shaders = compiled.stage_shaders(config, self.features, len(self.memory.chunks))
+        may_trap = any(s.may_trap for s in shaders)
+        resonance = any(s.uses_resonance for s in shaders)
+        runtime = compiled.runtime_layout(config, may_trap)
+        self._ensure("rt", 4 * runtime.words)
+        self._ensure("state", compiled.state_bytes(config))
+        header = bytearray(4 * runtime.resonance)
+        struct.pack_into("<I", header, 4 * TRAP_LANE, NO_TRAP)
+        for key, words in presets.items():
+            base = 4 * (runtime.uniforms + compiled.state.uniform_words[key])
+            header[base:base + 4 * len(words)] = struct.pack(f"<{len(words)}I", *words)
+        self.driver.write_buffer(self.rt, 0, header)
+        if resonance:
+            self.driver.clear_buffer(self.rt, 4 * runtime.resonance, 4 * RES_WORDS)
+        common = {"budget": min(budget, _MAX_BUDGET), "lanes": config.total_threads}
+        slots: list[bytes] = []
+        commands: list = []
+
+        def add(fields: dict, dispatches) -> None:
+            slots.append(pack_launch(**common, table_entries=self.memory.table_entries, step=len(slots), **fields))
+            commands.extend(dispatches(len(slots) - 1))
+
+        def submit():
+            if commands:
+                self.driver.write_buffer(self.launch_slots, 0, b"".join(slots))
+                self.driver.dispatch_many(commands)
+            slots.clear()
+            commands.clear()
+
+        def sync():
+            last = len(slots) - 1
+            submit()
+            data = yield _Read(self.rt, 0, 4 * (REACHED + MAX_STEPS))
+            words = struct.unpack(f"<{REACHED + MAX_STEPS}I", bytes(data))
+            self.driver.write_buffer(self.rt, 4 * REACHED, bytes(4 * MAX_STEPS))
+            return words[TRAP_LANE], words[REACHED + last] if last >= 0 else 0
+
+        stage, expect = plan.stages[0], 0
+        while True:
+            add({"expect": expect}, lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot)])
+            exits = stage.cooperative_exits
+            if not exits:
+                break
+            step = compiled.steps[exits[0]] if len(exits) == 1 else None
+            if step is not None and not step.host and len(slots) < MAX_STEPS - 2:
+                resume = step.resume + 1
+                operands = kernel_operands(self.memory, step, None)
+                kernel_fields = {"expect": resume, "resume": resume}
+                self._add_kernel(add, step, operands, kernel_fields, runtime)
+                stage, expect = plan.stage_entered_at(step.resume), resume
+                continue
+            trapped, reached = yield from sync()
+            if trapped != NO_TRAP or reached == 0:
+                break
+            step = compiled.steps[reached - 1]
+            if step.host:
+                lane0 = yield from self._lane_zero(compiled, config, step)
+                if step.kind in ("pool_alloc", "pool_free"):
+                    self.host.pool_step(step, lane0, self.rt, 4 * runtime.uniforms, self.driver)
+                else:
+                    operands = kernel_operands(self.memory, step, lane0)
+                    self._add_kernel(add, step, operands, {"expect": 0, "resume": step.resume + 1}, runtime)
+            else:
+                operands = kernel_operands(self.memory, step, None)
+                self._add_kernel(add, step, operands, {"expect": 0, "resume": step.resume + 1}, runtime)
+            stage, expect = plan.stage_entered_at(step.resume), step.resume + 1
+        if may_trap:
+            trapped, _ = yield from sync()
+            if trapped != NO_TRAP:
+                info = yield _Read(self.rt, 4 * (runtime.trap_info_base + trapped), 4)
+                word = struct.unpack("<I", bytes(info))[0]
+                index, code = word >> 4, word & 15
+                name = compiled.info.program.instructions[index].INFO.name
+                raise AtlasTrap(TrapCode(code), index, trapped, f"{name}: {TrapCode(code).name}")
+        else:
+            submit()
+        return LaunchOutcome(runtime.resonance if resonance else None)
+
+    def _add_kernel(self, add, step: CooperativePlan, operands: dict, fields: dict, runtime) -> None:
+        dispatches, kernel_fields = self._kernel_plan(step, operands)
+        if step.result is not None:
+            fields["result"] = runtime.uniforms + step.result[1]
+        add({**fields, **kernel_fields}, lambda slot: self._kernel_commands(dispatches, operands, slot))
+
+    def _lane_zero(self, compiled: CompiledProgram, config: LaunchConfig, step: CooperativePlan):
+        """Lane 0's values of the registers ``step`` reads (path -> tuple of u32 words), read from lane state."""
+        values = {}
+        for path, vreg in step.reads.items():
+            slot = compiled.state.slots.get(vreg.id)
+            if slot is None:
+                values[path] = (0,) * vreg_words(vreg)
+                continue
+            words = []
+            for k in range(vreg_words(vreg)):
+                data = yield _Read(self.state, 4 * (slot + k) * config.total_threads, 4)
+                words.append(struct.unpack("<I", bytes(data))[0])
+            values[path] = tuple(words)
+        return values
+

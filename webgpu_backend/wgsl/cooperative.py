@@ -1,0 +1,343 @@
+"""Cooperative kernels: ParallelMap, ParallelMapBinary and ParallelReduce as shaders of their own.
+
+The host resolves the array operands (chunk and byte offset; it checked handle, range and
+alignment) and binds the chunks by role: ``dstm``, ``srca``, ``srcb``. Element computations
+use the same value rules as the per-lane instructions (Add is ADD's rule, Gelu is GELU's),
+so a kernel and a lane agree bit for bit.
+
+Kernels, per (kind, operation, type, vector):
+
+* ``map`` / ``binary``: one invocation per element (8- to 32-bit words per element or more),
+  or per destination word for 8- and 16-bit types (it assembles the word, so no two
+  invocations write the same word); ``vector``: 4 elements of a 32-bit type per invocation
+  through ``vec4`` views (every array 16-byte aligned), the scalar path for the tail.
+* ``reduce``: partial results of up to MAX_GROUPS workgroups of 256 (grid stride, then a tree
+  in workgroup memory), then ``reduce_final``: one workgroup combines the partials, rounds
+  once to the type and writes the uniform result word(s) of ``rt``. Floats accumulate in f32.
+
+Every kernel first checks the launch guard (the previous step reached this one, nothing
+trapped) and marks its step as reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
+from atlas_web.isa.types import Type
+
+from .emitter import CodeWriter, ShaderFeatures
+from .library import HelperSet
+from .rules import unsupported, value, value_rule
+from .rules_float import finish
+from .rules_lane import literal
+from .rules_memory import load_value
+from .rules_word import sext, wrap
+from .runtime_layout import LAUNCH_STRUCT, NO_TRAP, REACHED, TRAP_LANE
+from .types import TYPE_MAP, WgslType
+
+__all__ = ["KernelSpec", "kernel_source", "KERNEL_LAYOUTS", "kernel_layout", "VECTOR_BINDINGS", "MAP_INSTRUCTIONS", "BINARY_INSTRUCTIONS",
+           "REDUCE_INSTRUCTIONS", "WORKGROUP", "MAX_GROUPS", "VECTOR_BINARY", "ELEMENTS_PER_INVOCATION",
+           "kernel_supported"]
+
+WORKGROUP = 256
+#: the most workgroups of a reduction's first pass
+MAX_GROUPS = 1024
+#: elements (4 per vector) each invocation of a reduction's vector first pass reads at least
+ELEMENTS_PER_INVOCATION = 256
+
+MAP_INSTRUCTIONS = {
+    MapOperation.Abs: "ABS", MapOperation.Neg: "NEG", MapOperation.Sqrt: "SQRT", MapOperation.Exp: "EXP",
+    MapOperation.Log: "LOG", MapOperation.Sin: "SIN", MapOperation.Cos: "COS", MapOperation.Tan: "TAN",
+    MapOperation.Relu: "RELU", MapOperation.Sigmoid: "SIGMOID", MapOperation.Tanh: "TANH",
+    MapOperation.Gelu: "GELU", MapOperation.Swish: "SWISH",
+}
+BINARY_INSTRUCTIONS = {
+    BinaryMapOperation.Add: "ADD", BinaryMapOperation.Sub: "SUB", BinaryMapOperation.Mul: "MUL",
+    BinaryMapOperation.Div: "DIV", BinaryMapOperation.Pow: "POW", BinaryMapOperation.Min: "MIN",
+    BinaryMapOperation.Max: "MAX", BinaryMapOperation.Atan2: "ATAN2",
+}
+REDUCE_INSTRUCTIONS = {ReduceOperation.Sum: "ADD", ReduceOperation.Product: "MUL", ReduceOperation.Min: "MIN",
+                       ReduceOperation.Max: "MAX"}
+#: binary operations whose WGSL expression is the same for vec4 operands (32-bit types)
+VECTOR_BINARY = {BinaryMapOperation.Add, BinaryMapOperation.Sub, BinaryMapOperation.Mul}
+
+#: kind -> binding -> WebGPU binding type (0 launch, 1 rt, 3 dst, 4 src a, 5 src b, 6 partials;
+#: the vec4 views of dst, a and b at 7, 8, 9)
+KERNEL_LAYOUTS = {
+    "map": {0: "uniform", 1: "storage", 3: "storage", 4: "storage"},
+    "binary": {0: "uniform", 1: "storage", 3: "storage", 4: "storage", 5: "storage"},
+    "reduce": {0: "uniform", 1: "storage", 4: "storage", 6: "storage"},
+    "reduce_final": {0: "uniform", 1: "storage", 6: "storage"},
+}
+#: the extra vec4 bindings of the vector variants
+VECTOR_BINDINGS = {"binary": (7, 8, 9), "reduce": (8,)}
+
+
+def kernel_layout(spec: "KernelSpec") -> dict[int, str]:
+    """The bind group layout of a kernel (binding -> WebGPU binding type)."""
+    layout = dict(KERNEL_LAYOUTS[spec.kind])
+    if spec.vector:
+        layout.update({b: "storage" for b in VECTOR_BINDINGS[spec.kind]})
+    return layout
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel: ``kind`` ("map", "binary", "reduce", "reduce_final"), the cooperative
+    ``operation`` enum member, the element type, and whether it is the vec4 variant."""
+
+    kind: str
+    operation: object
+    ty: Type
+    vector: bool = False
+
+
+def kernel_supported(operation: object, ty: Type) -> bool:
+    """Whether a kernel exists for ``operation`` on ``ty`` (checked against the value rules)."""
+    wt = TYPE_MAP.get(ty)
+    if wt is None:
+        return False
+    from .rules import VALUE_RULES
+    name = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}[operation]
+    family = "float" if isinstance(operation, ReduceOperation) and wt.family == "float" else wt.family
+    return (name, family) in VALUE_RULES
+
+
+# ---- value rules of the cooperative-only operations ----------------------------------------------
+@value_rule("RELU", family="float")
+def _relu_float(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
+    return f"{w.helper('fmax')}({args[0]}, 0.0)"
+
+
+@value_rule("RELU", family="word")
+def _relu_word(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
+    if not wt.signed:
+        return args[0]
+    return wrap(wt, f"bitcast<u32>(max({sext(wt, args[0])}, 0))")
+
+
+@value_rule("RELU", family="dword")
+def _relu_dword(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
+    if not wt.signed:
+        return args[0]
+    x = w.temp(args[0])
+    return f"select({x}, vec2<u32>(0u, 0u), ({x}.y >> 31u) != 0u)"
+
+
+# ---- shared pieces ------------------------------------------------------------------------------
+def _header(features: ShaderFeatures, layout: dict[int, str], names: dict[int, str]) -> str:
+    lines = [features.enable_directives + LAUNCH_STRUCT,
+             "@group(0) @binding(0) var<uniform> launch: Launch;",
+             "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
+    for binding, name in names.items():
+        if binding in layout:
+            lines.append(f"@group(0) @binding({binding}) var<storage, read_write> {name};")
+    lines.append(f"const TRAP_LANE: u32 = {TRAP_LANE}u;\nconst REACHED: u32 = {REACHED}u;")
+    lines.append("fn guard() -> bool {\n"
+                 f"    return atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u &&\n"
+                 "        (launch.expect == 0u || atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect);\n}")
+    if 4 in layout:
+        lines.append("fn load_a(w: u32) -> u32 { return srca[w]; }")
+    if 5 in layout:
+        lines.append("fn load_b(w: u32) -> u32 { return srcb[w]; }")
+    return "\n".join(lines)
+
+
+def _bits(w: CodeWriter, wt: WgslType, expr: str) -> list[str]:
+    """The u32 words of a value of ``wt`` (8/16-bit values as their low bits)."""
+    if wt.family == "float":
+        if wt.format == "f16":
+            return [f"{w.helper('f16_bits')}({expr})"]
+        if wt.format == "bf16":
+            return [f"(bitcast<u32>({expr}) >> 16u)"]
+        return [f"bitcast<u32>({expr})"]
+    if wt.family == "word":
+        return [expr]
+    name = w.temp(expr)
+    return [f"{name}[{k}]" for k in range(wt.words)]
+
+
+def _invocation(w: CodeWriter) -> None:
+    w.emit(f"let i = gid.x + {WORKGROUP}u * nwg.x * (gid.y + nwg.y * gid.z);")
+    w.emit("if (i == 0u) { atomicStore(&rt[REACHED + launch.step], launch.resume); }")
+
+
+def _element(w: CodeWriter, spec: KernelSpec, wt: WgslType, index: str) -> str:
+    """The result expression for element ``index``."""
+    a = w.temp(load_value(w, wt, "load_a", f"(launch.src_a + {index} * {wt.size}u)"), "a")
+    if spec.kind == "map":
+        return value(w, MAP_INSTRUCTIONS[spec.operation], spec.ty, (a,))
+    b = w.temp(load_value(w, wt, "load_b", f"(launch.src_b + {index} * {wt.size}u)"), "b")
+    return value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
+
+
+def _elementwise_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
+    _invocation(w)
+    if wt.size >= 4:
+        w.emit("if (i >= launch.count) { return; }")
+        result = _element(w, spec, wt, "i")
+        words = _bits(w, wt, result)
+        first = w.temp(f"(launch.dst >> 2u) + i * {wt.words}u")
+        for k, word in enumerate(words):
+            w.emit(f"dstm[{first} + {k}u] = {word};")
+        return
+    per_word = 4 // wt.size
+    mask = "0xffu" if wt.size == 1 else "0xffffu"
+    w.emit("let end = launch.dst + launch.count * " + f"{wt.size}u;")
+    w.emit("let word_byte = (launch.dst & ~3u) + i * 4u;")
+    w.emit("if (word_byte >= end) { return; }")
+    word = w.var("u32", "dstm[word_byte >> 2u]", "word")
+    with w.block(f"for (var j = 0u; j < {per_word}u; j = j + 1u)"):
+        w.emit(f"let byte = word_byte + j * {wt.size}u;")
+        with w.block("if (byte >= launch.dst && byte < end)"):
+            w.emit(f"let e = (byte - launch.dst) / {wt.size}u;")
+            bits = _bits(w, wt, _element(w, spec, wt, "e"))[0]
+            w.emit("let shift = (byte & 3u) * 8u;")
+            w.emit(f"{word} = ({word} & ~({mask} << shift)) | (({bits} & {mask}) << shift);")
+    w.emit(f"dstm[word_byte >> 2u] = {word};")
+
+
+def _vector_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
+    _invocation(w)
+    load = (lambda e: f"bitcast<vec4<f32>>({e})") if wt.family == "float" else (lambda e: e)
+    store = (lambda e: f"bitcast<vec4<u32>>({e})") if wt.family == "float" else (lambda e: e)
+    w.emit("let first = i * 4u;")
+    with w.block("if (first + 3u < launch.count)"):
+        a = w.temp(load(f"srca4[(launch.src_a >> 4u) + i]"), "a")
+        b = w.temp(load(f"srcb4[(launch.src_b >> 4u) + i]"), "b")
+        result = value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
+        w.emit(f"dstm4[(launch.dst >> 4u) + i] = {store(result)};")
+        w.emit("return;")
+    with w.block("for (var e = first; e < launch.count; e = e + 1u)"):
+        result = _element(w, spec, wt, "e")
+        w.emit(f"dstm[(launch.dst >> 2u) + e] = {_bits(w, wt, result)[0]};")
+
+
+def _accumulator(wt: WgslType) -> tuple[WgslType, str]:
+    """(the type reductions accumulate in, its WGSL type): floats in f32, integers in their own type."""
+    if wt.family == "float":
+        return TYPE_MAP[Type.F32], "f32"
+    return wt, wt.wgsl
+
+
+def _identity(operation: ReduceOperation, wt: WgslType) -> str:
+    if wt.family == "float":
+        values = {ReduceOperation.Sum: 0.0, ReduceOperation.Product: 1.0, ReduceOperation.Min: float("inf"),
+                  ReduceOperation.Max: float("-inf")}
+        return literal(TYPE_MAP[Type.F32], values[operation])
+    lo, hi = wt.ty.int_range()
+    values = {ReduceOperation.Sum: 0, ReduceOperation.Product: 1, ReduceOperation.Min: hi, ReduceOperation.Max: lo}
+    return literal(wt, values[operation])
+
+
+def _tree(w: CodeWriter, combine) -> None:
+    w.emit("scratch[li] = acc;")
+    w.emit("workgroupBarrier();")
+    with w.block(f"for (var width = {WORKGROUP // 2}u; width > 0u; width = width / 2u)"):
+        with w.block("if (li < width)"):
+            w.emit(f"scratch[li] = {combine('scratch[li]', 'scratch[li + width]')};")
+        w.emit("workgroupBarrier();")
+
+
+def _guarded_uniformly(w: CodeWriter) -> None:
+    w.emit("if (li == 0u) { go = select(0u, 1u, guard()); }")
+    w.emit("if (workgroupUniformLoad(&go) == 0u) { return; }")
+
+
+def _reduce_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
+    acc_type, acc_wgsl = _accumulator(wt)
+    name = REDUCE_INSTRUCTIONS[spec.operation]
+
+    def combine(x: str, y: str) -> str:
+        return value(w, name, acc_type.ty, (x, y))
+
+    _guarded_uniformly(w)
+    w.emit(f"var acc: {acc_wgsl} = {_identity(spec.operation, wt)};")
+    if spec.kind == "reduce":
+        if spec.vector:
+            w.emit("let vectors = launch.count / 4u;")
+            w.emit("var acc4 = vec4<f32>(acc);")
+            with w.block(f"for (var v = wid.x * {WORKGROUP}u + li; v < vectors; v = v + nwg.x * {WORKGROUP}u)"):
+                w.emit(f"acc4 = {combine('acc4', 'bitcast<vec4<f32>>(srca4[(launch.src_a >> 4u) + v])')};")
+            w.emit(f"acc = {combine(combine('acc4.x', 'acc4.y'), combine('acc4.z', 'acc4.w'))};")
+            w.emit("let tail_start = select(launch.count, vectors * 4u, wid.x == 0u && li == 0u);")
+            loop = "for (var e = tail_start; e < launch.count; e = e + 1u)"
+        else:
+            loop = f"for (var e = wid.x * {WORKGROUP}u + li; e < launch.count; e = e + nwg.x * {WORKGROUP}u)"
+        with w.block(loop):
+            element = w.temp(load_value(w, wt, "load_a", f"(launch.src_a + e * {wt.size}u)"), "x")
+            w.emit(f"acc = {combine('acc', element)};")
+        _tree(w, combine)
+        with w.block("if (li == 0u)"):
+            w.emit("let total = scratch[0];")
+            for k, word in enumerate(_bits(w, acc_type, "total")):
+                w.emit(f"partials[wid.x * {acc_type.words}u + {k}u] = {word};")
+        return acc_wgsl
+    with w.block(f"for (var g = li; g < launch.groups; g = g + {WORKGROUP}u)"):
+        words = [f"partials[g * {acc_type.words}u + {k}u]" for k in range(acc_type.words)]
+        element = w.temp(_assemble(acc_type, words), "x")
+        w.emit(f"acc = {combine('acc', element)};")
+    _tree(w, combine)
+    with w.block("if (li == 0u)"):
+        total = w.temp("scratch[0]", "total")
+        result = finish(w, wt, total) if wt.family == "float" else total
+        for k, word in enumerate(_result_words(w, wt, result)):
+            w.emit(f"atomicStore(&rt[launch.result + {k}u], {word});")
+        w.emit("atomicStore(&rt[REACHED + launch.step], launch.resume);")
+    return acc_wgsl
+
+
+def _assemble(wt: WgslType, words: list[str]) -> str:
+    if wt.family == "float":
+        return f"bitcast<f32>({words[0]})"
+    if wt.family == "word":
+        return words[0]
+    return f"{wt.wgsl}({', '.join(words)})"
+
+
+def _result_words(w: CodeWriter, wt: WgslType, expr: str) -> list[str]:
+    """The register words of a value (the lane-state form: f32 bits for every float format)."""
+    if wt.family == "float":
+        return [f"bitcast<u32>({expr})"]
+    if wt.family == "word":
+        return [expr]
+    name = w.temp(expr)
+    return [f"{name}[{k}]" for k in range(wt.words)]
+
+
+_ROLE_NAMES = {3: "dstm: array<u32>", 4: "srca: array<u32>", 5: "srcb: array<u32>", 6: "partials: array<u32>"}
+_VECTOR_ROLE_NAMES = {3: "dstm4: array<vec4<u32>>", 4: "srca4: array<vec4<u32>>", 5: "srcb4: array<vec4<u32>>"}
+
+
+def kernel_source(spec: KernelSpec, features: ShaderFeatures) -> str:
+    """The WGSL of a cooperative kernel. Raises UnsupportedOperation for an operation or type without rules."""
+    wt = TYPE_MAP.get(spec.ty)
+    if wt is None or not kernel_supported(spec.operation, spec.ty):
+        raise unsupported(type(spec.operation).__name__ + "." + spec.operation.name, spec.ty)
+    helpers = HelperSet()
+    w = CodeWriter(helpers, features)
+    layout = kernel_layout(spec)
+    names = dict(_ROLE_NAMES)
+    extra = ""
+    if spec.kind in ("map", "binary"):
+        builtins = "@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>"
+        if spec.vector:
+            _vector_main(w, spec, wt)
+            extra = "\n".join(f"@group(0) @binding({b + 4}) var<storage, read_write> {n};"
+                              for b, n in _VECTOR_ROLE_NAMES.items() if b in layout)
+        else:
+            _elementwise_main(w, spec, wt)
+        w.lines.insert(0, "    if (!guard()) { return; }")
+    else:
+        builtins = ("@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,\n"
+                    "        @builtin(num_workgroups) nwg: vec3<u32>")
+        if spec.kind == "reduce_final":
+            names.pop(4)
+        acc_wgsl = _reduce_main(w, spec, wt)
+        extra = f"var<workgroup> scratch: array<{acc_wgsl}, {WORKGROUP}>;\nvar<workgroup> go: u32;"
+        if spec.vector:
+            extra += "\n@group(0) @binding(8) var<storage, read_write> srca4: array<vec4<u32>>;"
+    header = _header(features, layout, names)
+    main = (f"@compute @workgroup_size({WORKGROUP})\nfn main({builtins}) {{\n{w.text()}\n}}")
+    return "\n\n".join(part for part in (header, extra, helpers.render(), main) if part)

@@ -1,0 +1,85 @@
+"""CodeWriter: WGSL statements with indentation, fresh temporaries and the shader's helper set.
+
+Every rule writes through one of these: ``emit`` a line, ``temp`` to name a value once
+(``let t3 = ...;``), ``helper`` to call a library function (it is added to the shader),
+``block`` to open a ``{ ... }`` scope. ``ShaderFeatures`` says what the device offers (F16
+rounding picks ``f16()`` with shader-f16, else ``pack2x16float``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from .library import HelperSet
+
+__all__ = ["CodeWriter", "ShaderFeatures"]
+
+
+@dataclass(frozen=True)
+class ShaderFeatures:
+    """What the generated WGSL may use: ``shader_f16`` (the device enabled shader-f16)."""
+
+    shader_f16: bool = False
+
+    @property
+    def enable_directives(self) -> str:
+        return "enable f16;\n" if self.shader_f16 else ""
+
+
+class CodeWriter:
+    """Lines of WGSL under construction, sharing ``helpers`` and ``features`` with its shader."""
+
+    def __init__(self, helpers: HelperSet, features: ShaderFeatures, indent: int = 1) -> None:
+        self.helpers = helpers
+        self.features = features
+        self.lines: list[str] = []
+        self.level = indent
+        self._temps = 0
+
+    def emit(self, line: str) -> None:
+        """Append one statement (or brace line) at the current indentation."""
+        self.lines.append("    " * self.level + line)
+
+    def temp(self, expr: str, prefix: str = "t") -> str:
+        """``let <fresh name> = expr;`` and return the name."""
+        self._temps += 1
+        name = f"{prefix}{self._temps}"
+        self.emit(f"let {name} = {expr};")
+        return name
+
+    def var(self, wgsl_type: str, init: str | None = None, prefix: str = "v") -> str:
+        """``var <fresh name>: wgsl_type (= init);`` and return the name."""
+        self._temps += 1
+        name = f"{prefix}{self._temps}"
+        self.emit(f"var {name}: {wgsl_type}" + (f" = {init};" if init is not None else ";"))
+        return name
+
+    def fresh(self, prefix: str = "n") -> str:
+        """A fresh identifier (nothing emitted)."""
+        self._temps += 1
+        return f"{prefix}{self._temps}"
+
+    def trap(self, code: object, condition: str) -> None:
+        """A run-time check. Plain writers make cooperative kernels, whose operands the host has
+        checked, so a rule asking for a check there is a code-generator error: raises ProgramError."""
+        from atlas_web.errors import ProgramError
+        raise ProgramError(f"the webgpu code generator cannot emit the check for trap {code!r} outside lane code")
+
+    def helper(self, name: str, param: int | None = None) -> str:
+        """The WGSL name of library helper ``name`` (added to the shader with its dependencies)."""
+        return self.helpers.require(name, param)
+
+    @contextmanager
+    def block(self, head: str):
+        """``head {`` ... ``}`` with the body indented (head may be "" for a bare scope)."""
+        self.emit(f"{head} {{" if head else "{")
+        self.level += 1
+        try:
+            yield
+        finally:
+            self.level -= 1
+            self.emit("}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines)

@@ -1,0 +1,113 @@
+"""LaneContext: what a per-lane rule sees while one instruction of a segment is generated.
+
+Registers are module-scope ``var<private>`` variables, one per virtual register of the
+lowering plan (``r5_f32``, ``p3``), so segments of one stage (separate WGSL functions) share
+them and a lane keeps its registers across barriers. Special registers are private variables
+set once when the lane starts. A trap is ``if (cond) { return trap_exit(code, index); }``:
+the segment function returns at once and the stage loop retires the lane.
+
+``ShaderResources`` records what the shader must declare because some rule used it: atomic
+views of memory (sub-word stores), shared memory, the Atlas neighbour table, phase, ResAccum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from atlas_web.errors import TrapCode
+from atlas_web.isa.registers import Predicate
+from atlas_web.lowering.liveness import VirtualRegister
+
+from .emitter import CodeWriter, ShaderFeatures
+from .library import HelperSet
+from .types import PREDICATE_WGSL, TYPE_MAP, WgslType, wgsl_type
+
+__all__ = ["LaneContext", "ShaderResources", "register_name", "register_wgsl_type", "special_name"]
+
+
+def register_name(vreg: VirtualRegister) -> str:
+    """The WGSL variable of a virtual register: ``r5_f32``, ``r7_u64``, ``p2``."""
+    if vreg.type is None:
+        return f"p{vreg.register.index}"
+    return f"r{vreg.register.index}_{vreg.type.suffix}"
+
+
+def special_name(index: int) -> str:
+    """The private variable holding special register ``r<index>`` (u32)."""
+    return f"special{index}"
+
+
+def register_wgsl_type(vreg: VirtualRegister) -> str:
+    return PREDICATE_WGSL if vreg.type is None else wgsl_type(vreg.type).wgsl
+
+
+@dataclass
+class ShaderResources:
+    """What one shader needs declared, filled in while its code is generated."""
+
+    atomic_memory: bool = False
+    atomic_shared: bool = False
+    shared: bool = False
+    neighbours: bool = False
+    phase: bool = False
+    resonance: bool = False
+    may_trap: bool = False
+    specials: set[int] = field(default_factory=set)
+
+
+class LaneContext(CodeWriter):
+    """A CodeWriter for per-lane code of a lowering ``plan``; ``index`` and ``instr`` name the
+    instruction being generated."""
+
+    def __init__(self, plan, helpers: HelperSet, features: ShaderFeatures, resources: ShaderResources,
+                 chunks: int, indent: int = 1) -> None:
+        super().__init__(helpers, features, indent)
+        self.plan = plan
+        self.info = plan.info
+        self.resources = resources
+        self.chunks = chunks
+        self.index = -1
+        self.instr = None
+
+    # ---- operands ---------------------------------------------------------------------------
+    def at(self, index: int) -> None:
+        """Generate instruction ``index`` next."""
+        self.index = index
+        self.instr = self.info.program.instructions[index]
+
+    def vreg_read(self, path: str, index: int | None = None) -> VirtualRegister:
+        return self.plan.registers.reads[(self.index if index is None else index, path)]
+
+    def read(self, path: str, index: int | None = None) -> str:
+        """The WGSL expression of register or predicate operand ``path`` (its storage bits)."""
+        vreg = self.vreg_read(path, index)
+        if vreg.is_special:
+            self.resources.specials.add(vreg.register.index)
+            return special_name(vreg.register.index)
+        return register_name(vreg)
+
+    def read_type(self, path: str) -> WgslType:
+        """The WgslType an operand is read as (the verifier's use type)."""
+        return TYPE_MAP[self.info.use_types[(self.index, path)]]
+
+    def write(self, path: str, expr: str) -> None:
+        """Assign ``expr`` to the register or predicate operand ``path``."""
+        vreg = self.plan.registers.writes[(self.index, path)]
+        self.emit(f"{register_name(vreg)} = {expr};")
+
+    def write_type(self, path: str) -> WgslType:
+        return TYPE_MAP[self.info.def_types[(self.index, path)]]
+
+    def predicate(self, pred: Predicate, index: int | None = None) -> str:
+        return register_name(self.plan.registers.reads[(self.index if index is None else index, "pred")])
+
+    # ---- traps ------------------------------------------------------------------------------
+    def trap(self, code: TrapCode, condition: str) -> None:
+        """Leave the segment with trap ``code`` at the current instruction where ``condition`` holds."""
+        self.resources.may_trap = True
+        self.emit(f"if ({condition}) {{ return trap_exit({int(code)}u, {self.index}u); }}")
+
+    def trap_now(self, code: TrapCode, index: int | None = None) -> None:
+        """Leave the segment with trap ``code`` unconditionally (at ``index``, default the current one)."""
+        self.resources.may_trap = True
+        self.emit(f"return trap_exit({int(code)}u, {self.index if index is None else index}u);")

@@ -1,0 +1,99 @@
+"""The runtime interface every generated shader shares with the host: the per-dispatch uniform
+``launch`` and the runtime storage buffer ``rt`` (``array<atomic<u32>>``).
+
+``launch`` (one 256-byte slot per dispatch of a submission, bound at the slot's offset)::
+
+    zero           always 0: ``opaque_f32`` XORs with it, so the compiler cannot fold constants
+    budget         backward jumps a lane may take
+    table_entries  entries of the device handle table
+    step           this dispatch's position in the submission's sequence of steps
+    expect         the resume point (+1) the previous step must have reached for this one to run
+                   (0: the first stage of a launch, which always runs)
+    lanes          lanes of the launch
+    dst, src_a, src_b, count, result, groups
+                   cooperative kernels only: the arrays' byte offsets in their bound chunks, the
+                   element count, the rt word of a reduction's result, the partial sums' groups,
+                   and the value (resume point + 1) the kernel records as reached for its step
+
+``rt`` words::
+
+    TRAP_LANE                      lowest global lane that trapped (atomicMin; NO_TRAP when none)
+    REACHED + k                    resume point + 1 where the lanes of step k suspended (0: all ended)
+    UNIFORMS ...                   presets and the results of cooperative steps (uniform values)
+    RESONANCE ...                  the ResAccum fixed-point sums (rules_atlas)
+    TRAP_INFO + lane               (instruction index << 4) | trap code of a lane that trapped
+
+A lane that traps does ``atomicMin(TRAP_LANE, lane)`` and writes its own TRAP_INFO word; after
+the submission the host reads TRAP_LANE and then that lane's word, so the report is the lowest
+lane's first trap without any lock. Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .rules_atlas import RES_WORDS
+
+__all__ = [
+    "LAUNCH_STRUCT", "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAP_LANE", "REACHED", "NO_TRAP", "LANE_ENDED",
+    "LANE_TRAPPED", "RuntimeLayout", "LAUNCH_FIELDS", "pack_launch",
+]
+
+#: bytes of one dispatch's ``launch`` uniform slot (WebGPU's largest minUniformBufferOffsetAlignment)
+LAUNCH_SLOT_BYTES = 256
+#: dispatches (steps) one submission may hold
+MAX_STEPS = 60
+#: the fields of ``launch``, in order (all u32)
+LAUNCH_FIELDS = ("zero", "budget", "table_entries", "step", "expect", "lanes", "dst", "src_a", "src_b", "count",
+                 "result", "groups", "resume")
+
+TRAP_LANE = 0
+REACHED = 4
+NO_TRAP = 0xFFFFFFFF
+#: what a segment function returns when the lane ended, or trapped (resume point ids are below)
+LANE_ENDED = 0xFFFFFFFF
+LANE_TRAPPED = 0xFFFFFFFE
+
+LAUNCH_STRUCT = "struct Launch {\n" + "".join(f"    {name}: u32,\n" for name in LAUNCH_FIELDS) + "}"
+
+
+def pack_launch(**fields: int) -> bytes:
+    """The bytes of one ``launch`` slot (fields not given are 0), padded to LAUNCH_SLOT_BYTES."""
+    unknown = set(fields) - set(LAUNCH_FIELDS)
+    if unknown:
+        raise KeyError(f"unknown launch fields {sorted(unknown)}")
+    words = b"".join((fields.get(name, 0) & 0xFFFFFFFF).to_bytes(4, "little") for name in LAUNCH_FIELDS)
+    return words.ljust(LAUNCH_SLOT_BYTES, b"\0")
+
+
+@dataclass(frozen=True)
+class RuntimeLayout:
+    """Word offsets of the regions of ``rt`` for a program with ``uniform_words`` uniform words and a
+    launch of ``lanes`` lanes (the trap-info region has one word per lane when the program may trap)."""
+
+    uniform_words: int
+    lanes: int
+    trap_info: bool
+
+    @property
+    def uniforms(self) -> int:
+        return REACHED + MAX_STEPS
+
+    @property
+    def resonance(self) -> int:
+        return self.uniforms + self.uniform_words
+
+    @property
+    def trap_info_base(self) -> int:
+        return self.resonance + RES_WORDS
+
+    @property
+    def words(self) -> int:
+        return self.trap_info_base + (self.lanes if self.trap_info else 0)
+
+    def wgsl_constants(self) -> str:
+        """The WGSL constants generated code uses to address ``rt``."""
+        return (f"const TRAP_LANE: u32 = {TRAP_LANE}u;\nconst REACHED: u32 = {REACHED}u;\n"
+                f"const UNIFORMS: u32 = {self.uniforms}u;\nconst RESONANCE: u32 = {self.resonance}u;\n"
+                f"const TRAP_INFO: u32 = {self.trap_info_base}u;\nconst LANE_ENDED: u32 = 0x{LANE_ENDED:08x}u;\n"
+                f"const LANE_TRAPPED: u32 = 0x{LANE_TRAPPED:08x}u;")

@@ -1,0 +1,299 @@
+"""One compute shader per stage: bindings, registers, segment functions and the stage loop.
+
+Bindings (group 0)::
+
+    0  launch  uniform      this dispatch's Launch slot
+    1  rt      storage      runtime words (trap record, steps reached, uniforms, ResAccum, trap info)
+    2  dtable  storage, ro  the device handle table
+    3  state   storage      lane state (multi-stage programs; a placeholder otherwise)
+    4 …        storage      chunk k as array<u32> (mem<k>), then, when 8/16-bit stores exist,
+                            the same chunks as array<atomic<u32>> (mema<k>)
+
+The block index is rebuilt from a dispatch split over up to three dimensions; workgroups
+past the launch return at once (uniformly). A stage guard (one lane reads ``rt``, everyone
+gets it through ``workgroupUniformLoad``) skips the stage when an earlier step trapped or the
+lanes did not suspend where this stage starts. With barriers the stage loop runs segment after
+segment: every live lane writes the resume point it suspended at, ``workgroupUniformLoad``
+(a workgroupBarrier) gives the block's agreed value; three rotating slots make the reset of
+the next slot race-free with one barrier per BarSync. Barriers therefore only ever stand in
+uniform control flow, whatever the program's branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas_web.isa.registers import SpecialRegister
+from atlas_web.launch import LaunchConfig
+from atlas_web.lowering.stages import ResumeKind
+
+from .emitter import CodeWriter, ShaderFeatures
+from .lane_context import LaneContext, ShaderResources, register_name, register_wgsl_type, special_name
+from .lane_state import LaneStateLayout, load_words, store_words
+from .library import HelperSet
+from .rules_atlas import neighbour_table_wgsl
+from .runtime_layout import LAUNCH_STRUCT, NO_TRAP, RuntimeLayout
+from .segments import NO_LABEL, render_segment
+
+__all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES"]
+
+FIRST_CHUNK_BINDING = 4
+#: workgroup bytes the stage loop itself uses (the three agreement slots and the guard)
+SHARED_RESERVED_BYTES = 16
+
+
+@dataclass(frozen=True)
+class StageShader:
+    """A generated stage shader: its WGSL source and what its bindings and host need to know."""
+
+    stage: int
+    source: str
+    atomic_memory: bool
+    may_trap: bool
+    uses_resonance: bool
+
+
+def _k(k) -> str:
+    return k if isinstance(k, str) else f"{k}u"
+
+
+def _special_values(config: LaunchConfig) -> dict[int, str]:
+    gx, gy, gz = config.grid
+    bx, by, bz = config.block
+    return {
+        SpecialRegister.LANE_IDX_X: "lid.x", SpecialRegister.LANE_IDX_Y: "lid.y", SpecialRegister.LANE_IDX_Z: "lid.z",
+        SpecialRegister.BLOCK_IDX_X: f"block % {gx}u", SpecialRegister.BLOCK_IDX_Y: f"(block / {gx}u) % {gy}u",
+        SpecialRegister.BLOCK_IDX_Z: f"block / {gx * gy}u",
+        SpecialRegister.BLOCK_DIM_X: f"{bx}u", SpecialRegister.BLOCK_DIM_Y: f"{by}u",
+        SpecialRegister.BLOCK_DIM_Z: f"{bz}u", SpecialRegister.GRID_DIM_X: f"{gx}u",
+        SpecialRegister.GRID_DIM_Y: f"{gy}u", SpecialRegister.GRID_DIM_Z: f"{gz}u",
+        SpecialRegister.GLOBAL_LANE_ID: "lane_id",
+    }
+
+
+def _memory_accessors(chunks: int, atomic: bool) -> str:
+    def dispatch(body) -> str:
+        if chunks == 1:
+            return "    " + body(0)
+        cases = "".join(f"        case {k}u: {{ {body(k)} }}\n" for k in range(1, chunks))
+        return f"    switch current_chunk {{\n{cases}        default: {{ {body(0)} }}\n    }}"
+    parts = [
+        "fn mem_load(w: u32) -> u32 {\n" + dispatch(lambda k: f"return mem{k}[w];") + "\n}",
+        "fn mem_store(w: u32, v: u32) {\n" + dispatch(lambda k: f"mem{k}[w] = v;") + "\n}",
+    ]
+    if atomic:
+        parts.append("fn mem_and(w: u32, v: u32) {\n" + dispatch(lambda k: f"atomicAnd(&mema{k}[w], v);") + "\n}")
+        parts.append("fn mem_or(w: u32, v: u32) {\n" + dispatch(lambda k: f"atomicOr(&mema{k}[w], v);") + "\n}")
+    return "\n\n".join(parts)
+
+
+def _shared_accessors(atomic: bool) -> str:
+    if atomic:
+        return ("fn shm_load(w: u32) -> u32 { return atomicLoad(&shm[w]); }\n"
+                "fn shm_store(w: u32, v: u32) { atomicStore(&shm[w], v); }\n"
+                "fn shm_and(w: u32, v: u32) { atomicAnd(&shm[w], v); }\n"
+                "fn shm_or(w: u32, v: u32) { atomicOr(&shm[w], v); }")
+    return ("fn shm_load(w: u32) -> u32 { return shm[w]; }\n"
+            "fn shm_store(w: u32, v: u32) { shm[w] = v; }")
+
+
+class _StageBuilder:
+    def __init__(self, plan, stage, config: LaunchConfig, features: ShaderFeatures, chunks: int,
+                 state: LaneStateLayout, runtime: RuntimeLayout, multi_stage: bool,
+                 presets: dict[int, object]) -> None:
+        self.plan, self.stage, self.config = plan, stage, config
+        self.features, self.chunks, self.state, self.runtime = features, chunks, state, runtime
+        self.multi_stage = multi_stage
+        self.presets = presets
+        self.helpers = HelperSet()
+        self.resources = ShaderResources()
+        self.ctx = LaneContext(plan, self.helpers, features, self.resources, chunks)
+        self.shared_spill = multi_stage and plan.info.uses_shared
+        self.lanes = config.total_threads
+
+    # ---- lane state I/O -------------------------------------------------------------------------
+    def state_word(self, slot: int):
+        return lambda k: f"state[({slot}u + {_k(k)}) * {self.lanes}u + lane_id]"
+
+    def reload(self, w: CodeWriter, vregs, uniform_key) -> None:
+        for vreg in vregs:
+            if vreg.is_special:
+                continue
+            key = uniform_key(vreg)
+            if key in self.state.uniform_words:
+                base = self.state.uniform_words[key]
+                load_words(w, vreg, lambda k, b=base: f"atomicLoad(&rt[UNIFORMS + {b}u + {_k(k)}])")
+            elif vreg.id in self.state.slots:
+                load_words(w, vreg, self.state_word(self.state.slots[vreg.id]))
+
+    def spill(self, w: CodeWriter, vregs) -> None:
+        for vreg in vregs:
+            if vreg.is_special or vreg.id not in self.state.slots:
+                continue
+            word = self.state_word(self.state.slots[vreg.id])
+            store_words(w, vreg, lambda k, value, word=word: f"{word(k)} = {value};")
+
+    def spill_counters(self, w: CodeWriter) -> None:
+        if self.state.jumps_slot is not None:
+            w.emit(f"{self.state_word(self.state.jumps_slot)(0)} = jumps;")
+        if self.state.phase_slot is not None:
+            w.emit(f"{self.state_word(self.state.phase_slot)(0)} = phase;")
+
+    # ---- the shader -----------------------------------------------------------------------------
+    def build(self) -> StageShader:
+        segments = [render_segment(self.ctx, self.plan.segments[r]) for r in self.stage.segments]
+        main = self.main()
+        source = "\n\n".join(part for part in (
+            self.features.enable_directives + LAUNCH_STRUCT, self.bindings(), self.runtime.wgsl_constants(),
+            self.constants(), self.module_vars(), _memory_accessors(self.chunks, self.resources.atomic_memory),
+            _shared_accessors(self.resources.atomic_shared) if self.resources.shared or self.shared_spill else "",
+            self.trap_exit(), self.helpers.render(), *segments, main) if part)
+        return StageShader(self.stage.id, source, self.resources.atomic_memory, self.resources.may_trap,
+                           self.resources.resonance)
+
+    def bindings(self) -> str:
+        lines = ["@group(0) @binding(0) var<uniform> launch: Launch;",
+                 "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
+                 "@group(0) @binding(2) var<storage, read> dtable: array<vec4<u32>>;",
+                 "@group(0) @binding(3) var<storage, read_write> state: array<u32>;"]
+        for k in range(self.chunks):
+            lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + k}) var<storage, read_write> mem{k}: array<u32>;")
+        if self.resources.atomic_memory:
+            for k in range(self.chunks):
+                lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + self.chunks + k}) "
+                             f"var<storage, read_write> mema{k}: array<atomic<u32>>;")
+        return "\n".join(lines)
+
+    def constants(self) -> str:
+        shared_words = max(1, -(-self.config.shared_memory // 4))
+        return (f"const BLOCKS: u32 = {self.config.num_blocks}u;\n"
+                f"const BLOCK_LANES: u32 = {self.config.block_lanes}u;\n"
+                f"const SHARED_BYTES: u32 = {self.config.shared_memory}u;\n"
+                f"const SHARED_WORDS: u32 = {shared_words}u;\n"
+                f"const NO_LABEL: u32 = 0x{NO_LABEL:08x}u;")
+
+    def module_vars(self) -> str:
+        lines = ["var<private> lane_id: u32;", "var<private> jumps: u32;", "var<private> phase: u32;"]
+        if self.chunks > 1:
+            lines.append("var<private> current_chunk: u32;")
+        for index in sorted(self.resources.specials):
+            lines.append(f"var<private> {special_name(index)}: u32;")
+        for vreg in self.plan.registers.vregs:
+            if not vreg.is_special:
+                lines.append(f"var<private> {register_name(vreg)}: {register_wgsl_type(vreg)};")
+        if self.resources.shared or self.shared_spill:
+            atomic = "atomic<u32>" if self.resources.atomic_shared else "u32"
+            lines.append(f"var<workgroup> shm: array<{atomic}, SHARED_WORDS>;")
+        lines.append("var<workgroup> agreed_resume: array<u32, 3>;")
+        lines.append("var<workgroup> stage_go: u32;")
+        if self.resources.neighbours:
+            lines.append(neighbour_table_wgsl())
+        return "\n".join(lines)
+
+    def trap_exit(self) -> str:
+        return ("fn trap_exit(code: u32, index: u32) -> u32 {\n"
+                "    atomicMin(&rt[TRAP_LANE], lane_id);\n"
+                "    atomicStore(&rt[TRAP_INFO + lane_id], (index << 4u) | code);\n"
+                "    return LANE_TRAPPED;\n}")
+
+    def main(self) -> str:
+        w = CodeWriter(self.helpers, self.features)
+        stage, plan = self.stage, self.plan
+        entry = plan.resume_points[stage.entry]
+        w.emit("let block = wid.x + nwg.x * (wid.y + nwg.y * wid.z);")
+        w.emit("if (block >= BLOCKS) { return; }")
+        w.emit("lane_id = block * BLOCK_LANES + li;")
+        specials = _special_values(self.config)
+        for index in sorted(self.resources.specials):
+            w.emit(f"{special_name(index)} = {specials[index]};")
+        with w.block("if (li == 0u)"):
+            w.emit(f"let clean = atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u;")
+            w.emit("let reached = launch.expect == 0u || atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect;")
+            w.emit("stage_go = select(0u, 1u, clean && reached);")
+        w.emit("if (workgroupUniformLoad(&stage_go) == 0u) { return; }")
+        w.emit("var live = true;")
+        if self.multi_stage and entry.kind is not ResumeKind.ENTRY:
+            w.emit(f"live = {self.state_word(self.state.flags_slot)(0)} == 0u;")
+            with w.block("if (live)"):
+                if self.state.jumps_slot is not None:
+                    w.emit(f"jumps = {self.state_word(self.state.jumps_slot)(0)};")
+                if self.state.phase_slot is not None:
+                    w.emit(f"phase = {self.state_word(self.state.phase_slot)(0)};")
+                boundary = plan.boundaries[entry.id]
+                self.reload(w, boundary.reload, lambda v: ("result", entry.after, v.id))
+        else:
+            if self.multi_stage:
+                w.emit(f"{self.state_word(self.state.flags_slot)(0)} = 0u;")
+            self.reload(w, self.presets.values(), lambda v: ("preset", v.id))
+        if self.shared_spill and entry.kind is not ResumeKind.ENTRY:
+            self.shared_copy(w, load=True)
+        cooperative = [r for r in stage.cooperative_exits]
+        if len(stage.segments) == 1:
+            w.emit("var next = LANE_ENDED;")
+            w.emit(f"if (live) {{ next = segment_{stage.entry}(); }}")
+            self.after_segment(w, cooperative)
+        else:
+            w.emit(f"var resume = {stage.entry}u;")
+            w.emit("var barrier_round = 0u;")
+            with w.block("loop"):
+                w.emit("var next = LANE_ENDED;")
+                with w.block("if (live)"):
+                    with w.block("switch resume"):
+                        for r in stage.segments:
+                            w.emit(f"case {r}u: {{ next = segment_{r}(); }}")
+                        w.emit("default: {}")
+                self.after_segment(w, cooperative)
+                w.emit("if (live) { agreed_resume[barrier_round % 3u] = next + 1u; }")
+                w.emit("if (li == 0u) { agreed_resume[(barrier_round + 1u) % 3u] = 0u; }")
+                w.emit("let agreed = workgroupUniformLoad(&agreed_resume[barrier_round % 3u]);")
+                w.emit("barrier_round = barrier_round + 1u;")
+                w.emit("if (agreed == 0u) { break; }")
+                w.emit("resume = agreed - 1u;")
+                if cooperative:
+                    stops = " || ".join(f"resume == {r}u" for r in cooperative)
+                    w.emit(f"if ({stops}) {{ break; }}")
+        if self.shared_spill:
+            self.shared_copy(w, load=False)
+        head = ("@compute @workgroup_size({}, {}, {})\n".format(*self.config.block)
+                + "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,\n"
+                "        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {")
+        return head + "\n" + w.text() + "\n}"
+
+    def after_segment(self, w: CodeWriter, cooperative: list[int]) -> None:
+        """Retire a lane that ended or trapped; spill a lane that suspended at a cooperative step."""
+        plan = self.plan
+        with w.block("if (live && next >= LANE_TRAPPED)"):
+            w.emit("live = false;")
+            if self.multi_stage:
+                with w.block("if (next == LANE_ENDED)"):
+                    self.spill(w, plan.lane_end_stores)
+                w.emit(f"{self.state_word(self.state.flags_slot)(0)} = 1u;")
+        for r in cooperative:
+            with w.block(f"if (live && next == {r}u)"):
+                if self.multi_stage:
+                    self.spill(w, plan.boundaries[r].spill)
+                    self.spill_counters(w)
+                w.emit(f"atomicStore(&rt[REACHED + launch.step], {r + 1}u);")
+
+    def shared_copy(self, w: CodeWriter, load: bool) -> None:
+        """Copy the block's shared memory from (``load``) or to its lane-state backup."""
+        base = f"{self.state.total_slots * self.lanes}u + block * SHARED_WORDS"
+        if not load:
+            w.emit("workgroupBarrier();")
+        with w.block("for (var k = li; k < SHARED_WORDS; k = k + BLOCK_LANES)"):
+            if load:
+                w.emit(f"shm_store(k, state[{base} + k]);")
+            else:
+                w.emit(f"state[{base} + k] = shm_load(k);")
+        if load:
+            w.emit("workgroupBarrier();")
+
+
+def build_stage_shader(plan, stage, config: LaunchConfig, features: ShaderFeatures, chunks: int,
+                       state: LaneStateLayout, runtime: RuntimeLayout, multi_stage: bool,
+                       presets: dict[int, object]) -> StageShader:
+    """The WGSL of ``stage`` of ``plan`` for launch shape ``config`` over ``chunks`` memory chunks.
+
+    Raises UnsupportedOperation (an instruction or type without a rule) or ProgramError.
+    """
+    return _StageBuilder(plan, stage, config, features, chunks, state, runtime, multi_stage, presets).build()

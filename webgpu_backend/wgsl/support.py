@@ -1,0 +1,59 @@
+"""What the WGSL generator supports, derived from its rule tables (never listed by hand).
+
+An instruction is supported for a type when its kind has a home (control flow and BarSync are
+structural; cooperative instructions have kernels or host steps; per-lane instructions have a
+lane rule) and, for typed computations, the type's family has a value rule. F64 has no WGSL type,
+so nothing is supported on it.
+"""
+
+from __future__ import annotations
+
+from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, ExecKind, OpcodeInfo
+from atlas_web.isa.types import Type
+
+from .cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS, kernel_supported
+from .rules import LANE_RULES, VALUE_RULES, unsupported
+from .rules_lane import TYPED_COMPUTATIONS
+from .types import TYPE_MAP
+
+__all__ = ["supports_instruction", "check_program", "STRUCTURAL", "HOST_STEPS", "KERNEL_OPERATIONS"]
+
+#: instructions that become control flow or the stage structure rather than a rule
+STRUCTURAL = frozenset({"BRA", "CALL", "RET", "LOOP", "EXIT", "BarSync"})
+#: cooperative instructions the host carries out between dispatches
+HOST_STEPS = frozenset({"PoolAlloc", "PoolFree"})
+#: cooperative instructions run by kernels -> their operation tables
+KERNEL_OPERATIONS = {"ParallelMap": MAP_INSTRUCTIONS, "ParallelMapBinary": BINARY_INSTRUCTIONS,
+                     "ParallelReduce": REDUCE_INSTRUCTIONS}
+
+
+def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
+    """Whether instruction ``info`` compiles for ``ty`` (None for an untyped row)."""
+    if ty is not None and ty not in TYPE_MAP:
+        return False
+    name = info.name
+    if name in STRUCTURAL or name in HOST_STEPS:
+        return True
+    if name in KERNEL_OPERATIONS:
+        return any(kernel_supported(op, ty) for op in KERNEL_OPERATIONS[name]
+                   if ty in COOPERATIVE_OPERATION_TYPES[op])
+    if name not in LANE_RULES:
+        return False
+    if name in TYPED_COMPUTATIONS:
+        return (name, TYPE_MAP[ty].family) in VALUE_RULES
+    return True
+
+
+def check_program(program) -> None:
+    """Raise UnsupportedOperation for the first instruction of ``program`` that cannot compile."""
+    for instr in program.instructions:
+        info = instr.INFO
+        for field in info.type_fields:
+            ty = getattr(instr, field)
+            if ty not in TYPE_MAP:
+                raise unsupported(info.name, ty)
+        if info.kind is ExecKind.COOPERATIVE and info.name in KERNEL_OPERATIONS:
+            if not kernel_supported(instr.operation, instr.ty):
+                raise unsupported(f"{info.name}.{instr.operation.name}", instr.ty)
+        elif not supports_instruction(info, instr.type):
+            raise unsupported(info.name, instr.type)
