@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from atlas_web.errors import TrapCode
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, Address
-from atlas_web.isa.registers import FIRST_SPECIAL_REGISTER, SpecialRegister
+from atlas_web.isa.registers import SpecialRegister
 from atlas_web.isa.types import Type
 
 from .. import layout
 from ..encoding.types import ValType
-from .lane_plan import LanePlan
+from .lane_state import LaneState
 from .launch_layout import LaunchLayout
 from .module_context import ModuleContext
-from .typemap import bank_of, type_info
+from .typemap import type_info
 
 __all__ = ["CoopContext", "COOP_OK", "COOP_TRAPPED"]
 
@@ -33,12 +33,12 @@ _STORES = {ValType.I32: "i32.store", ValType.I64: "i64.store", ValType.F32: "f32
 class CoopContext:
     """The function of cooperative instruction ``index`` being written (see the module docstring)."""
 
-    def __init__(self, m: ModuleContext, program, info, plan: LanePlan, launch: LaunchLayout, config,
-                 index: int) -> None:
+    def __init__(self, m: ModuleContext, state: LaneState, launch: LaunchLayout, config, index: int) -> None:
         self.m = m
-        self.program = program
-        self.info = info
-        self.plan = plan
+        self.state = state
+        self.plan = state.plan
+        self.info = info = state.plan.info
+        self.program = program = info.program
         self.launch = launch
         self.config = config
         self.index = index
@@ -63,16 +63,13 @@ class CoopContext:
     def read_lane0(self, path: str) -> Type:
         """Push global lane 0's value of register operand ``path`` (native form); return its type."""
         ty = self.info.use_types[(self.index, path)]
-        name, _, sub = path.partition(".")
-        value = getattr(self.instr, name)
-        reg = (getattr(value, sub) if sub else value).index
+        vreg = self.plan.registers.reads[(self.index, path)]
         e = self.e
-        if reg >= FIRST_SPECIAL_REGISTER:
-            e.i32(_LANE_ZERO_SPECIALS[SpecialRegister(reg)](self.config))
+        if vreg.is_special:
+            e.i32(_LANE_ZERO_SPECIALS[SpecialRegister(vreg.register.index)](self.config))
             return ty
-        offset = self.plan.spill_slots[(reg, bank_of(ty))]
         self.launch_base()
-        e.op(_LOADS[type_info(ty).valtype], self.launch.records + offset)
+        e.op(_LOADS[type_info(ty).valtype], self.launch.records + self.state.slots[vreg.id])
         return ty
 
     def store_result(self, ty: Type) -> None:

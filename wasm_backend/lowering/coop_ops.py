@@ -270,7 +270,7 @@ def _f32x4_to_f16_bits(e, x: int, mag: int, t: int) -> None:
     e.i32(13).op("i32x4.shr_u").i32(112 << 10).op("i32x4.splat").op("i32x4.sub")
     # subnormal (below 2**-14): |x| + 0.5 rounds to a multiple of 2**-24; its pattern minus 0.5's is the half
     e.get(mag).f32(0.5).op("f32x4.splat").op("f32x4.add").i32(0x3F000000).op("i32x4.splat").op("i32x4.sub")
-    e.get(mag).i32(0x38800000).op("i32x4.splat").op("i32x4.lt_u").op("v128.bitselect")
+    e.get(mag).i32(0x38800000).op("i32x4.splat").op("i32x4.ge_u").op("v128.bitselect")
     e.set(t)
     # overflow (65520 and above, infinity included) -> 0x7C00; NaN -> 0x7E00
     e.i32(0x7C00).op("i32x4.splat").get(t).get(mag).i32(0x477FF000).op("i32x4.splat").op("i32x4.ge_u")

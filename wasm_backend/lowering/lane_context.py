@@ -23,7 +23,7 @@ from atlas_web.isa.types import Type
 from .. import layout
 from ..encoding.types import ValType
 from .emitter import Emitter
-from .lane_plan import EXT_TEMPORARIES, LanePlan
+from .lane_state import EXT_TEMPORARIES, LaneState
 from .module_context import ModuleContext
 from .typemap import bank_of, type_info, valtype_of
 
@@ -46,13 +46,13 @@ _SIGN_EXTEND = {8: "i32.extend8_s", 16: "i32.extend16_s"}
 class LaneContext:
     """The code generator's state for one lane function (see the module docstring)."""
 
-    def __init__(self, m: ModuleContext, fb, e: Emitter, program, info, plan: LanePlan, config) -> None:
+    def __init__(self, m: ModuleContext, fb, e: Emitter, program, info, state: LaneState, config) -> None:
         self.m = m
         self.fb = fb
         self.e = e
         self.program = program
         self.info = info
-        self.plan = plan
+        self.state = state
         self.config = config
         self.index = 0
         self.instr = None
@@ -62,10 +62,8 @@ class LaneContext:
         self._taken: list[tuple[ValType, int]] = []
         self.special_locals: dict[int, int] = {}
         #: locals of the lane's control state
-        self.pc = fb.add_local(I32, "pc")
         self.jumps = fb.add_local(I64, "jumps")
         self.phase = fb.add_local(I32, "phase")
-        self.sp = fb.add_local(I32, "sp")
         self.table = fb.add_local(I32, "table")
         self.capacity = fb.add_local(I32, "capacity")
 
@@ -129,13 +127,13 @@ class LaneContext:
 
     def ext_address(self, reg: int, ty: Type) -> None:
         """Push the address of extended register ``reg`` (of ``ty``) in the lane record."""
-        offset = self.plan.ext_slots[(reg, ty.bits)]
+        offset = self.state.ext_slots[(reg, ty.bits)]
         self.e.get(PARAM_RECORD).i32(offset).op("i32.add")
 
     def ext_temp(self, k: int) -> None:
         """Push the address of extended temporary ``k`` (0 .. EXT_TEMPORARIES-1) of the record."""
-        width = self.plan.ext_temp_bytes // EXT_TEMPORARIES
-        self.e.get(PARAM_RECORD).i32(self.plan.ext_temp + k * width).op("i32.add")
+        width = self.state.ext_temp_bytes // EXT_TEMPORARIES
+        self.e.get(PARAM_RECORD).i32(self.state.ext_temp + k * width).op("i32.add")
 
     def read_predicate(self, path: str) -> None:
         self.e.get(self.predicate_local(getattr(self.instr, path).index))
@@ -237,7 +235,7 @@ class LaneContext:
     @property
     def may_free_pools(self) -> bool:
         """Whether a static handle may name a freed pool at run time (the program frees pools)."""
-        return self.plan.frees_pools
+        return self.state.frees_pools
 
     def global_address(self, field: str, nbytes: int, align: int) -> None:
         """Push the effective address of global address operand ``field`` after its checks."""

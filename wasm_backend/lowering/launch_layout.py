@@ -1,10 +1,10 @@
 """LaunchLayout: the per-launch area of a compiled program, at ``layout.HEADER_LAUNCH_BASE`` at run time.
 
 In order (each part 16-byte aligned): the preset registers (8 bytes each, or the extended type's
-bytes), the results of the cooperative instructions that write a register (8 bytes each), one
-scratch lane record (programs without stops that still need a record), shared memory (one block's
-worth, or every block's when cooperative stages must keep it), and the lane records (one per lane
-of the launch, for programs whose lanes stop and resume). The host allocates ``total`` bytes; the
+bytes), the result slots of the cooperative instructions that write a register (8 bytes each), one
+scratch lane record (programs whose lanes never suspend but need a record), shared memory (one
+block's worth, or every block's when cooperative stages must keep it), and the lane records (one
+per lane of the launch, for programs whose lanes suspend). The host allocates ``total`` bytes; the
 lane records and per-block shared memory are zeroed by the module's ``launch`` function.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .lane_plan import LanePlan
+from .lane_state import LaneState
 
 __all__ = ["LaunchLayout", "plan_launch_area"]
 
@@ -34,30 +34,30 @@ class LaunchLayout:
     total: int = 0
 
 
-def plan_launch_area(program, info, plan: LanePlan, config) -> LaunchLayout:
-    """The launch area of ``program`` over ``config``."""
+def plan_launch_area(info, state: LaneState, config) -> LaunchLayout:
+    """The launch area of the program of ``info`` over ``config``."""
     out = LaunchLayout()
     offset = 0
     for reg, ty in sorted(info.preset_types.items(), key=lambda item: item[0].index):
         out.presets[reg.index] = offset
         offset += max(8, ty.size_bytes())
     offset = _align(offset)
-    for index in plan.cooperative:
-        if (index, "dst") in info.def_types:
+    for index, step in sorted(state.plan.cooperative_steps.items()):
+        if step.writes:
             out.results[index] = offset
             offset += 8
     offset = _align(offset)
-    if plan.needs_record and not plan.sync:
+    if state.needs_record and not state.sync:
         out.scratch_record = offset
-        offset = _align(offset + plan.record_size)
+        offset = _align(offset + state.record_size)
     if info.uses_shared and config.shared_memory:
-        out.shared_per_block = bool(plan.cooperative)
+        out.shared_per_block = bool(info.cooperative)
         out.shared = offset
         out.shared_bytes = config.shared_memory * (config.num_blocks if out.shared_per_block else 1)
         offset = _align(offset + out.shared_bytes)
-    if plan.sync:
+    if state.sync:
         out.records = offset
-        out.records_bytes = plan.record_size * config.total_threads
+        out.records_bytes = state.record_size * config.total_threads
         offset = _align(offset + out.records_bytes)
     out.total = max(offset, 16)
     return out

@@ -65,6 +65,7 @@ class ModuleContext:
         #: name -> function index of the functions defined so far
         self.functions: dict[str, int] = {}
         self._data_written: set[int] = set()
+        self._math = None
 
     def define(self, name: str, params: tuple = (), results: tuple = (), *, export: bool = False
                ) -> tuple[FunctionBuilder, Emitter]:
@@ -93,6 +94,14 @@ class ModuleContext:
     def host(self, name: str) -> int:
         """The function index of host import ``name`` (it must have been asked for at construction)."""
         return self.imports[name]
+
+    def math_library(self):
+        """The module's ``wasm_backend.mathlib.MathLibrary`` (created on first use; it adds the math
+        functions a program calls to this module)."""
+        if self._math is None:
+            from ..mathlib.library import MathLibrary
+            self._math = MathLibrary(self.builder)
+        return self._math
 
     def data_at(self, offset: int, data: bytes) -> None:
         """An active data segment writing ``data`` at ``offset`` (once per module)."""

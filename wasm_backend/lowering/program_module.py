@@ -1,15 +1,21 @@
 """compile_program: one verified Atlas program over one launch shape -> one WebAssembly module.
 
-The module imports the backend's memory (and the host functions it needs) and exports ``launch()``,
-which runs the whole launch and returns ``layout.STATUS_DONE`` or ``STATUS_TRAPPED`` (the trap record
-is in the header). Inside: the lane function (``lane_function``), ``run_stage`` (every block, every
-lane of a block in increasing order; with barriers, segment after segment until no lane of the block
-stops at one; after a block in which a lane trapped, the stage ends), one function per cooperative
-instruction (``coop_<index>``) and ``launch``, which zeroes the per-launch state, then alternates
-stages and cooperative steps until every lane has ended or one trapped.
+The lowering plan of the shared front-end (``atlas_web.lowering.plan_program``) gives the segments,
+resume points and stages. The module imports the backend's memory (and the host functions it needs)
+and exports ``launch()``, which runs the whole launch and returns ``layout.STATUS_DONE`` or
+``STATUS_TRAPPED`` (the trap record is in the header). Inside:
 
-Raises UnsupportedOperation (an instruction, type or cooperative operation without a rule) before
-writing any code.
+* one function per segment (``segment_function``);
+* ``run_stage(entry)``: for every block (in order), run the entry segment for each live lane of the
+  block (lanes in increasing order), then, while the lanes suspended at a BARRIER resume point,
+  that point's segment; the block is done when its lanes ended or suspended at a COOPERATIVE point
+  (recorded in the ``coop_at`` global). A block in which a lane trapped ends the stage;
+* one function per cooperative instruction (``coop_<index>``);
+* ``launch``: zeroes the per-launch state, then alternates ``run_stage`` and the cooperative step
+  the lanes suspended at, until every lane ended or one trapped.
+
+Raises UnsupportedOperation (an instruction, type or cooperative operation without a rule, or a
+program whose inlining needs too many copies) before writing any code.
 """
 
 from __future__ import annotations
@@ -18,21 +24,23 @@ from dataclasses import dataclass
 
 from atlas_web.errors import UnsupportedOperation
 from atlas_web.isa.opcodes import ExecKind
+from atlas_web.lowering.plan import LoweringPlan, plan_program
+from atlas_web.lowering.stages import ResumeKind
 
 from .. import layout
 from ..encoding.types import ValType
 from . import (  # noqa: F401  (the rule modules register themselves on import)
-    coop_map, coop_pools, coop_reduce, rules_atlas, rules_compare, rules_control, rules_convert, rules_data,
-    rules_extended, rules_float, rules_int, rules_math, rules_reduce, extended, runtime,
+    coop_map, coop_pools, coop_reduce, extended, mathlib_adapter, rules_atlas, rules_compare, rules_control, rules_convert,
+    rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
 from .coop_context import CoopContext
 from .coop_map import map_operation_supported
-from .lane_context import STOP_BARRIER, STOP_TRAPPED
-from .lane_function import build_lane_function
-from .lane_plan import RECORD_STATUS, STATUS_ENDED, LanePlan, plan_lanes
+from .lane_context import STOP_TRAPPED
+from .lane_state import RECORD_ENDED, LaneState, plan_lane_state
 from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
-from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule
+from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
+from .segment_function import STOP_SUSPENDED, build_segment_function
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]
 
@@ -44,7 +52,8 @@ class CompiledProgram:
     """A program's module and what the host needs to run it."""
 
     wasm: bytes
-    plan: LanePlan
+    plan: LoweringPlan
+    state: LaneState
     launch: LaunchLayout
     host_imports: tuple[str, ...]
     uses_resaccum: bool
@@ -55,7 +64,8 @@ def check_supported(program) -> None:
     for instr in program.instructions:
         info = instr.INFO
         if info.kind is not ExecKind.COOPERATIVE:
-            lookup_lane_rule(info.name, instr.type)
+            if not lane_supported(info.name, instr.type):
+                lookup_lane_rule(info.name, instr.type)
             continue
         if info.name not in COOPERATIVE_RULES:
             raise UnsupportedOperation(info.name, instr.type, BACKEND_NAME, "no cooperative rule")
@@ -85,27 +95,61 @@ def _host_imports(program) -> tuple[str, ...]:
 def compile_program(program, info, config, *, name: str = "atlas") -> CompiledProgram:
     """The module of ``program`` (verified, ``info`` its ProgramInfo) for launches of ``config``."""
     check_supported(program)
-    plan = plan_lanes(program, info)
-    launch = plan_launch_area(program, info, plan, config)
+    plan = plan_program(info, backend=BACKEND_NAME)
+    state = plan_lane_state(plan)
+    launch = plan_launch_area(info, state, config)
     imports = _host_imports(program)
     m = ModuleContext(name, imports)
     m.helper("trap")
-    lane = build_lane_function(m, program, info, plan, config, launch)
+    segments = {seg.resume.id: build_segment_function(m, plan, state, config, launch, seg) for seg in plan.segments}
     coops = {}
-    for index in plan.cooperative:
-        cc = CoopContext(m, program, info, plan, launch, config, index)
+    for index in sorted(plan.cooperative_steps):
+        cc = CoopContext(m, state, launch, config, index)
         COOPERATIVE_RULES[program.instructions[index].INFO.name](cc)
         coops[index] = cc.fb.index
-    stage = _build_stage(m, plan, launch, config, lane)
-    _build_launch(m, info, plan, launch, stage, coops)
-    return CompiledProgram(m.to_bytes(), plan, launch, imports, bool(info.uses_resaccum))
+    stage = _build_stage(m, plan, state, launch, config, segments)
+    _build_launch(m, plan, launch, stage, coops)
+    return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum))
 
 
-def _build_stage(m: ModuleContext, plan: LanePlan, launch: LaunchLayout, config, lane: int) -> int:
-    fb, e = m.define("run_stage", (), (I32,))
-    block, lane_index, gid, record, again, result = (fb.add_local(I32) for _ in range(6))
+def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,
+                locals_: dict) -> None:
+    """Run segment ``function`` for every live lane of the current block; ``next`` := the resume point
+    they suspended at (-1: none suspended)."""
+    block, lane_index, gid, record, result, next_ = (locals_[k] for k in ("block", "lane", "gid", "record",
+                                                                         "result", "next"))
     base = m.global_index("launch_base")
-    lanes_per_block = config.block_lanes
+    e.i32(0).set(lane_index)
+    with e.loop("lanes"):
+        with e.block("skip"):
+            e.get(block).i32(config.block_lanes).op("i32.mul").get(lane_index).op("i32.add").set(gid)
+            if state.sync:
+                e.op("global.get", base).i32(launch.records).op("i32.add")
+                e.get(gid).i32(state.record_size).op("i32.mul").op("i32.add").tee(record)
+                e.op("i32.load", RECORD_ENDED).br_if("skip")
+            elif launch.scratch_record is not None:
+                e.op("global.get", base).i32(launch.scratch_record).op("i32.add").set(record)
+            e.get(gid).get(lane_index).get(block).get(record).call(function)
+            if state.sync:
+                e.tee(result).i32(STOP_TRAPPED).op("i32.le_u")
+                with e.if_():
+                    e.get(record).i32(1).op("i32.store", RECORD_ENDED)
+                    e.else_()
+                    e.get(result).i32(STOP_SUSPENDED).op("i32.sub").set(next_)
+            else:
+                e.op("drop")
+        e.get(lane_index).i32(1).op("i32.add").tee(lane_index).i32(config.block_lanes).op("i32.lt_u").br_if("lanes")
+
+
+def _build_stage(m: ModuleContext, plan: LoweringPlan, state: LaneState, launch: LaunchLayout, config,
+                 segments: dict[int, int]) -> int:
+    fb, e = m.define("run_stage", (ValType.I32,), (ValType.I32,))
+    entry = 0
+    locals_ = {name: fb.add_local(ValType.I32, name) for name in ("block", "lane", "gid", "record", "result",
+                                                                   "next", "resume")}
+    block, resume, next_ = locals_["block"], locals_["resume"], locals_["next"]
+    base = m.global_index("launch_base")
+    cooperative = [rp.id for rp in plan.resume_points if rp.kind is ResumeKind.COOPERATIVE]
     e.i32(0).set(block)
     with e.loop("blocks"):
         if launch.shared_bytes:
@@ -117,31 +161,20 @@ def _build_stage(m: ModuleContext, plan: LanePlan, launch: LaunchLayout, config,
                 e.op("global.set", m.global_index("shared_base"))
                 e.op("global.get", m.global_index("shared_base")).i32(0).i32(config.shared_memory)
                 e.op("memory.fill", 0)
-        with e.loop("segments"):
-            e.i32(0).set(again).i32(0).set(lane_index)
-            with e.loop("lanes"):
-                with e.block("skip"):
-                    e.get(block).i32(lanes_per_block).op("i32.mul").get(lane_index).op("i32.add").set(gid)
-                    if plan.sync:
-                        e.op("global.get", base).i32(launch.records).op("i32.add")
-                        e.get(gid).i32(plan.record_size).op("i32.mul").op("i32.add").tee(record)
-                        e.op("i32.load", RECORD_STATUS).i32(STATUS_ENDED).op("i32.eq").br_if("skip")
-                    elif launch.scratch_record is not None:
-                        e.op("global.get", base).i32(launch.scratch_record).op("i32.add").set(record)
-                    e.get(gid).get(lane_index).get(block).get(record).call(lane)
-                    if plan.sync:
-                        e.tee(result).i32(STOP_BARRIER).op("i32.eq")
-                        with e.if_():
-                            e.i32(1).set(again)
-                        e.get(result).i32(STOP_TRAPPED).op("i32.le_u")
-                        with e.if_():
-                            e.get(record).i32(STATUS_ENDED).op("i32.store", RECORD_STATUS)
-                    else:
-                        e.op("drop")
-                e.get(lane_index).i32(1).op("i32.add").tee(lane_index).i32(lanes_per_block).op("i32.lt_u")
-                e.br_if("lanes")
-            if plan.barriers:
-                e.get(again).br_if("segments")
+        e.get(entry).set(resume)
+        with e.block("block_done"):
+            with e.loop("segments"):
+                e.i32(-1).set(next_)
+                for rid, function in segments.items():
+                    e.get(resume).i32(rid).op("i32.eq")
+                    with e.if_():
+                        _lanes_loop(m, e, state, launch, config, function, locals_)
+                e.get(next_).i32(-1).op("i32.eq").br_if("block_done")
+                for rid in cooperative:
+                    e.get(next_).i32(rid).op("i32.eq")
+                    with e.if_():
+                        e.get(next_).op("global.set", m.global_index("coop_at")).br("block_done")
+                e.get(next_).set(resume).br("segments")
         e.i32(0).op("i32.load", layout.HEADER_TRAP_CODE)
         with e.if_():
             e.i32(layout.STATUS_TRAPPED).op("return")
@@ -150,10 +183,12 @@ def _build_stage(m: ModuleContext, plan: LanePlan, launch: LaunchLayout, config,
     return fb.index
 
 
-def _build_launch(m: ModuleContext, info, plan: LanePlan, launch: LaunchLayout, stage: int,
+def _build_launch(m: ModuleContext, plan: LoweringPlan, launch: LaunchLayout, stage: int,
                   coops: dict[int, int]) -> None:
-    fb, e = m.define("launch", (), (I32,), export=True)
+    fb, e = m.define("launch", (), (ValType.I32,), export=True)
     g = m.global_index
+    info = plan.info
+    entry = fb.add_local(ValType.I32, "entry")
     e.i32(0).op("i32.load", layout.HEADER_TABLE_BASE).op("global.set", g("table_base"))
     e.i32(0).op("i32.load", layout.HEADER_TABLE_CAPACITY).op("global.set", g("table_capacity"))
     e.i32(0).op("i64.load", layout.HEADER_BUDGET).op("global.set", g("budget"))
@@ -167,18 +202,21 @@ def _build_launch(m: ModuleContext, info, plan: LanePlan, launch: LaunchLayout, 
     if launch.shared_per_block:
         e.op("global.get", g("launch_base")).i32(launch.shared).op("i32.add").i32(0).i32(launch.shared_bytes)
         e.op("memory.fill", 0)
+    e.i32(0).set(entry)
     with e.loop("stages"):
         e.i32(-1).op("global.set", g("coop_at"))
-        e.call(stage)
+        e.get(entry).call(stage)
         with e.if_():
             e.i32(layout.STATUS_TRAPPED).op("return")
-        e.op("global.get", g("coop_at")).i32(-1).op("i32.eq")
+        e.op("global.get", g("coop_at")).tee(entry).i32(-1).op("i32.eq")
         with e.if_():
             e.i32(layout.STATUS_DONE).op("return")
-        for index, function in coops.items():
-            e.op("global.get", g("coop_at")).i32(index).op("i32.eq")
+        for rp in plan.resume_points:
+            if rp.kind is not ResumeKind.COOPERATIVE:
+                continue
+            e.get(entry).i32(rp.id).op("i32.eq")
             with e.if_():
-                e.call(function)
+                e.call(coops[rp.after])
                 with e.if_():
                     e.i32(layout.STATUS_TRAPPED).op("return")
         e.br("stages")

@@ -23,6 +23,7 @@ from atlas_web.isa.types import Type
 __all__ = [
     "LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "lane_rule", "cooperative_rule",
     "support_operation", "lookup_lane_rule", "lane_supported", "LANE_CONDITIONS", "BACKEND_NAME",
+    "BRANCH_TESTS", "STRUCTURAL", "branch_test", "structural",
 ]
 
 BACKEND_NAME = "wasm"
@@ -31,7 +32,11 @@ BACKEND_NAME = "wasm"
 LANE_RULES: dict[str, dict[Type | None, Callable]] = {}
 #: instruction name -> available(ty): whether its registered rules can compile now (the math-library seam)
 LANE_CONDITIONS: dict[str, Callable[[Type | None], bool]] = {}
-#: cooperative instruction name -> builder(module_ctx, instr, index) -> function index
+#: control instruction name -> test(ctx, instr): push the i32 truth "it jumps" (BRA with a predicate, LOOP)
+BRANCH_TESTS: dict[str, Callable] = {}
+#: instructions lowered by the structure of the lane graph itself (branches, calls inlined, suspends)
+STRUCTURAL: dict[str, str] = {}
+#: cooperative instruction name -> builder(coop_ctx)
 COOPERATIVE_RULES: dict[str, Callable] = {}
 #: cooperative operation (enum member, or the instruction name for PoolAlloc/PoolFree) -> types it compiles for
 COOPERATIVE_SUPPORT: dict[object, set[Type | None]] = {}
@@ -60,6 +65,21 @@ def lane_rule(name: str, types: Iterable[Type] | None = None, *,
     return register
 
 
+def branch_test(name: str):
+    """Register the decorated ``test(ctx, instr)`` as the branch test of control instruction ``name``."""
+    def register(test: Callable) -> Callable:
+        if name in BRANCH_TESTS:
+            raise ValueError(f"wasm branch test for {name} is registered twice")
+        BRANCH_TESTS[name] = test
+        return test
+    return register
+
+
+def structural(name: str, how: str) -> None:
+    """Declare that instruction ``name`` is lowered by the lane graph's structure (``how`` says how)."""
+    STRUCTURAL[name] = how
+
+
 def cooperative_rule(name: str):
     """Register the decorated function as the builder of cooperative instruction ``name``."""
     def register(builder: Callable) -> Callable:
@@ -77,6 +97,8 @@ def support_operation(operation: object, types: Iterable[Type | None]) -> None:
 
 def lane_supported(name: str, ty: Type | None) -> bool:
     """Whether instruction ``name`` compiles for ``ty`` now."""
+    if name in STRUCTURAL:
+        return ty is None
     if ty not in LANE_RULES.get(name, {}):
         return False
     condition = LANE_CONDITIONS.get(name)

@@ -1,78 +1,50 @@
-"""Lane rules of control flow and synchronization: BRA, LOOP, CALL, RET, EXIT, MemFence.
+"""Control flow and synchronization in the wasm backend.
 
-They act through the lane function (``LaneFunction.jump``, ``count_backward``, ``call_push``,
-``call_return``, ``end_lane``). A taken BRA, LOOP or CALL whose target is at or before its own index
-counts one backward jump against the lane's budget (trap BUDGET_EXCEEDED past it). BarSync and the
-cooperative instructions are stops, written by the lane function itself; BarSync's entry here only
-declares that the backend compiles it.
+The lowering plan's lane graph already lowered most of control flow: CALL and RET are inlined (the
+lane graph copies each subroutine per call site), EXIT and the end of the program are EndLane
+statements, BarSync and the cooperative instructions are Suspend statements, and BRA/LOOP edges are
+structured Br/BrIf/If statements (``segment_function``). What remains per instruction is here:
+
+* the branch tests of BRA with a predicate and of LOOP (evaluated once by the statement that uses
+  them; LOOP decrements its count register there);
+* MemFence, which changes no result (lanes see each other's writes only across barriers and stages).
 """
 
 from __future__ import annotations
 
 from ..encoding.types import ValType
-from .lane_function import LaneFunction
-from .rules import lane_rule
+from .lane_context import LaneContext
+from .rules import branch_test, lane_rule, structural
 
 __all__: list[str] = []
 
+structural("BRA", "Br/BrIf/If statements of the lane graph (a predicate through its branch test)")
+structural("LOOP", "a BrIf/If statement of the lane graph on its branch test")
+structural("CALL", "the lane graph inlines the subroutine at each call site")
+structural("RET", "the lane graph returns to the inlined call site, or ends the lane")
+structural("EXIT", "an EndLane statement")
+structural("BarSync", "a Suspend statement: the lane stops until its block arrives")
 
-def _backward(ctx: LaneFunction, target: int) -> None:
-    if target <= ctx.index:
-        ctx.count_backward()
 
-
-@lane_rule("BRA")
-def lower_bra(ctx: LaneFunction, instr) -> None:
-    target = ctx.plan.targets[ctx.index]
-    if instr.pred is None:
-        _backward(ctx, target)
-        ctx.jump(target)
-        return
+@branch_test("BRA")
+def test_bra(ctx: LaneContext, instr) -> None:
+    """The predicate (negated for ``bra.!p``): true when the branch is taken."""
     ctx.read_predicate("pred")
     if instr.negate:
         ctx.e.op("i32.eqz")
-    with ctx.e.if_():
-        _backward(ctx, target)
-        ctx.jump(target)
 
 
-@lane_rule("LOOP")
-def lower_loop(ctx: LaneFunction, instr) -> None:
-    """count := count - (count != 0); jump to body while the new count is non-zero."""
+@branch_test("LOOP")
+def test_loop(ctx: LaneContext, instr) -> None:
+    """count := count - (count != 0); true when the new count is non-zero (the loop jumps)."""
     e = ctx.e
     count = ctx.temp(ValType.I32)
     ctx.read("count")
     e.tee(count).get(count).op("i32.eqz").op("i32.eqz").op("i32.sub").tee(count)
     ctx.write("count")
     e.get(count)
-    with e.if_():
-        _backward(ctx, ctx.plan.targets[ctx.index])
-        ctx.jump(ctx.plan.targets[ctx.index])
-
-
-@lane_rule("CALL")
-def lower_call(ctx: LaneFunction, instr) -> None:
-    target = ctx.plan.targets[ctx.index]
-    ctx.call_push(ctx.index + 1)
-    _backward(ctx, target)
-    ctx.jump(target)
-
-
-@lane_rule("RET")
-def lower_ret(ctx: LaneFunction, instr) -> None:
-    ctx.call_return()
-
-
-@lane_rule("EXIT")
-def lower_exit(ctx: LaneFunction, instr) -> None:
-    ctx.end_lane()
 
 
 @lane_rule("MemFence")
-def lower_mem_fence(ctx: LaneFunction, instr) -> None:
+def lower_mem_fence(ctx: LaneContext, instr) -> None:
     """Lanes see each other's writes only across barriers and stages: nothing to order here."""
-
-
-@lane_rule("BarSync")
-def lower_bar_sync(ctx: LaneFunction, instr) -> None:
-    """Written by the lane function as a stop (see ``LaneFunction._instruction``)."""
