@@ -26,7 +26,8 @@ Liveness
     written; a cooperative instruction's operands are read and written at its
     SUSPEND). A SUSPEND node's successor is its resume point's node, so live
     sets flow through barriers and cooperative steps (also around loops that
-    contain them). The END node uses the ``end_uses`` given (see
+    contain them). Every node that ends the lane (EXIT, RET with nothing
+    pending, the shared END node) uses the ``end_uses`` given at its end (see
     ``plan.py``: what a lane stores when it ends).
 
 Nothing here copies the program; standard library only.
@@ -178,7 +179,7 @@ def assign_virtual_registers(info) -> RegisterAssignment:
 class Liveness:
     """Live virtual registers (bit sets) at the start (``live_in``) and end (``live_out``) of each
     lane-graph node; at the end of a SUSPEND node that is after its cut instruction, i.e. what the
-    resume point needs. ``end_uses``: the set the END node uses."""
+    resume point needs. ``end_uses``: the set every lane-ending node uses at its end."""
 
     registers: RegisterAssignment
     live_in: tuple[int, ...]
@@ -208,7 +209,7 @@ def _node_transfer(graph: LaneGraph, registers: RegisterAssignment) -> tuple[lis
 
 
 def analyse_liveness(graph: LaneGraph, registers: RegisterAssignment, end_uses: int = 0) -> Liveness:
-    """Live virtual registers at every node of ``graph``; the END node uses ``end_uses``."""
+    """Live virtual registers at every node of ``graph``; nodes that end the lane use ``end_uses``."""
     nodes = graph.nodes
     gens, kills = _node_transfer(graph, registers)
     resume_nodes = [rp.node for rp in graph.resume_points]
@@ -219,10 +220,8 @@ def analyse_liveness(graph: LaneGraph, registers: RegisterAssignment, end_uses: 
         successors.append(succ)
         for s in succ:
             predecessors[s].append(node.id)
-    live_in = list(gens)
-    live_out = [0] * len(nodes)
-    live_out[graph.end_node] = end_uses
-    live_in[graph.end_node] = end_uses
+    live_out = [end_uses if node.kind is ExitKind.END else 0 for node in nodes]
+    live_in = [gens[n] | (live_out[n] & ~kills[n]) for n in range(len(nodes))]
     pending = deque(reversed(range(len(nodes))))
     queued = [True] * len(nodes)
     while pending:

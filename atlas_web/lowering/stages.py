@@ -302,7 +302,7 @@ class _Builder:
         self.copies += end - start
         if self.copies > self.limit:
             raise UnsupportedOperation(
-                "CALL", None, self.backend,
+                "CALL", "this program", self.backend,
                 f"inlining every call makes more than {self.limit} instruction copies (the lowering limit for a "
                 f"program of {self.size} instructions); call the deepest subroutines from fewer places")
         last = end - 1
@@ -378,7 +378,7 @@ def build_lane_graph(info, *, max_instructions: int | None = None, backend: str 
     if copies > limit:
         cut = next(i for i in (*info.barriers, *info.cooperative))
         raise UnsupportedOperation(
-            build.instructions[cut].INFO.name, None, backend,
+            build.instructions[cut].INFO.name, "this program", backend,
             f"the {len(segments)} segments between barriers and cooperative steps copy {copies} instructions, more "
             f"than the lowering limit of {limit}; move code shared by several resume points into fewer places")
     stages = _stages(resume_points, segments)
