@@ -135,42 +135,44 @@ def _location_register(location: int) -> Register | Predicate:
     return Predicate(location - PREDICATE_BASE) if location >= PREDICATE_BASE else Register(location)
 
 
+#: type -> the type code of its storage type (keys of virtual registers: ``location << 8 | code``)
+_STORAGE_CODE: dict[Type, int] = {t: s.code for t, s in _STORAGE.items()}
+
+
 def assign_virtual_registers(info) -> RegisterAssignment:
     """The virtual registers of the verified program of ``info`` (a ProgramInfo), from its operand
     types. Raises KeyError only for a ProgramInfo that lacks the type of a register operand
     (not one ``verify`` made)."""
-    instructions = info.program.instructions
     use_types, def_types = info.use_types, info.def_types
-    accesses = []
-    keys: dict[tuple[int, int], None] = {}
-    for index, instr in enumerate(instructions):
+    accesses: list[tuple[int, str, int, bool]] = []  # (instruction, path, key, is a write)
+    append = accesses.append
+    for index, instr in enumerate(info.program.instructions):
         reads, writes = operand_accesses(instr)
-        row = []
-        for acc, types, is_write in [(a, use_types, False) for a in reads] + [(a, def_types, True) for a in writes]:
+        for acc in reads:
             loc = acc.location
-            key = (loc, -1) if loc >= PREDICATE_BASE else (loc, storage_type(types[(index, acc.path)]).code)
-            keys[key] = None
-            row.append((acc.path, key, is_write))
-        accesses.append(row)
-    ordered = sorted(keys, key=lambda k: (k[0] >= PREDICATE_BASE, k))
-    vregs = tuple(VirtualRegister(n, _location_register(loc), None if code < 0 else Type.from_code(code))
-                  for n, (loc, code) in enumerate(ordered))
+            append((index, acc.path, loc << 8 if loc >= PREDICATE_BASE else
+                    loc << 8 | _STORAGE_CODE[use_types[(index, acc.path)]], False))
+        for acc in writes:
+            loc = acc.location
+            append((index, acc.path, loc << 8 if loc >= PREDICATE_BASE else
+                    loc << 8 | _STORAGE_CODE[def_types[(index, acc.path)]], True))
+    ordered = sorted({key for _, _, key, _ in accesses})  # registers (by type code), then predicates
+    vregs = tuple(VirtualRegister(n, _location_register(key >> 8),
+                                  None if key >> 8 >= PREDICATE_BASE else Type.from_code(key & 0xFF))
+                  for n, key in enumerate(ordered))
     by_key = {key: vregs[n] for n, key in enumerate(ordered)}
+    counted = {key: (0 if vregs[n].is_special else 1 << n) for n, key in enumerate(ordered)}
     read_map: dict[tuple[int, str], VirtualRegister] = {}
     write_map: dict[tuple[int, str], VirtualRegister] = {}
-    read_bits, write_bits = [], []
-    for index, row in enumerate(accesses):
-        rb = wb = 0
-        for path, key, is_write in row:
-            v = by_key[key]
-            (write_map if is_write else read_map)[(index, path)] = v
-            if not v.is_special:
-                if is_write:
-                    wb |= 1 << v.id
-                else:
-                    rb |= 1 << v.id
-        read_bits.append(rb)
-        write_bits.append(wb)
+    size = len(info.program)
+    read_bits, write_bits = [0] * size, [0] * size
+    for index, path, key, is_write in accesses:
+        if is_write:
+            write_map[(index, path)] = by_key[key]
+            write_bits[index] |= counted[key]
+        else:
+            read_map[(index, path)] = by_key[key]
+            read_bits[index] |= counted[key]
     return RegisterAssignment(vregs, MappingProxyType(read_map), MappingProxyType(write_map),
                               tuple(read_bits), tuple(write_bits))
 

@@ -247,14 +247,14 @@ class _Builder:
         ordered = sorted(starts)
         self.piece_end = {s: (ordered[k + 1] if k + 1 < len(ordered) else self.size) for k, s in enumerate(ordered)}
         self.node_ids: dict[tuple[tuple[int, ...], int], int] = {}
-        self.shapes: list[tuple] = []  # per node id: (context, start) until built
+        self.shapes: list[tuple | None] = []  # per node id: (context, start) until built; None: the END node
         self.nodes: list[LaneNode | None] = []
+        self.pending: list[int] = []  # nodes discovered, not yet built
         self.resume_ids: dict[tuple[tuple[int, ...], int], int] = {}
         self.resume_points: list[ResumePoint] = []
         self.copies = 0
         self.end_node = self._new_node(None)
         self.nodes[self.end_node] = LaneNode(self.end_node, (), self.size, self.size, ExitKind.END, None)
-        self.pending: list[int] = []
 
     def _new_node(self, key) -> int:
         ident = len(self.nodes)
@@ -294,7 +294,7 @@ class _Builder:
         self.resume(ResumeKind.ENTRY, (), 0, None)
         while self.pending:
             ident = self.pending.pop()
-            context, start = self.shapes[ident]
+            context, start = self.shapes[ident]  # type: ignore[misc]  # pending nodes have a key
             self.nodes[ident] = self._build(ident, context, start)
 
     def _build(self, ident: int, context: tuple[int, ...], start: int) -> LaneNode:
@@ -339,7 +339,7 @@ def _segment(nodes: list[LaneNode], resume: ResumePoint) -> SegmentShape:
 
 
 def _stages(resume_points: list[ResumePoint], segments: list[SegmentShape]) -> list[Stage]:
-    stages = []
+    stages: list[Stage] = []
     for entry in resume_points:
         if entry.kind is ResumeKind.BARRIER:
             continue

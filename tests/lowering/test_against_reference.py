@@ -172,3 +172,9 @@ def test_a_barrier_as_the_last_instruction_resumes_into_the_end(form):
     got = run_lowered(prog, GRID, [out_buffer()], presets=out_presets(), form=form)
     assert got.trap is None and got.buffers[2][:4] == (5).to_bytes(4, "little")
 
+
+
+def test_calls_at_and_to_the_end_of_the_program():
+    check(program(BRA(target="main"), "s", lane_slot_pointer(), imm(1, 4), store(1, 0), RET(),
+                  "main", CALL(target="s")))
+    check(program(lane_slot_pointer(), imm(1, 4), store(1, 0), CALL(target="end"), store(1, 1), "end"))

@@ -133,3 +133,13 @@ def test_code_shared_by_many_segments_counts_against_the_limit():
     assert graph.instruction_copies > len(program(*items))
     with pytest.raises(UnsupportedOperation, match="BarSync.*segments"):
         graph_of(*items, max_instructions=graph.instruction_copies - 1)
+
+
+def test_a_call_at_the_end_and_a_call_to_the_end_end_the_lane():
+    graph = graph_of(BRA(target="main"), "s", imm(1, 1), RET(), "main", CALL(target="s"))
+    ret = next(n for n in graph.nodes if n.exit_index == 2)
+    assert ret.context == (3,) and ret.edges[0].target == graph.end_node
+    graph = graph_of(imm(1, 1), CALL(target="end"), "end")
+    call = graph.nodes[graph.entry.node]
+    assert call.kind is ExitKind.GOTO and call.edges[0].target == graph.end_node
+    assert call.edges[0].backward_jump is None
