@@ -65,10 +65,11 @@ from typing import Mapping
 
 from ..errors import UnsupportedOperation
 from ..isa.opcodes import ExecKind
+from .cfg import ControlFlowGraph, Terminator
 
 __all__ = [
     "ExitKind", "ResumeKind", "Edge", "LaneNode", "ResumePoint", "SegmentShape", "Stage", "LaneGraph",
-    "build_lane_graph", "instruction_limit", "MIN_INSTRUCTION_LIMIT", "INSTRUCTION_LIMIT_FACTOR",
+    "build_lane_graph", "inlined_size", "instruction_limit", "MIN_INSTRUCTION_LIMIT", "INSTRUCTION_LIMIT_FACTOR",
 ]
 
 #: lowering may always copy instructions up to this many (calls inlined, code shared by segments copied) …
@@ -180,7 +181,9 @@ class Stage:
 @dataclass(frozen=True)
 class LaneGraph:
     """The lane graph of a program (see the module docstring). ``end_node`` is the shared END
-    node; ``stage_of_entry`` maps a stage's entry resume point to its stage id."""
+    node; ``stage_of_entry`` maps a stage's entry resume point to its stage id;
+    ``instruction_copies`` counts the instructions in the runs of all segments together (what a
+    code generator emits)."""
 
     program_length: int
     nodes: tuple[LaneNode, ...]
@@ -234,13 +237,11 @@ EXIT_RULES = {"BRA": _exit_bra, "LOOP": _exit_loop, "CALL": _exit_call, "RET": _
 class _Builder:
     """Discovers the nodes reachable from the lane's start, one (context, piece) at a time."""
 
-    def __init__(self, info, limit: int, backend: str) -> None:
+    def __init__(self, info) -> None:
         program = info.program
         self.instructions = program.instructions
         self.size = len(self.instructions)
         self.targets = info.targets
-        self.limit = limit
-        self.backend = backend
         self.cuts = {**{i: ResumeKind.BARRIER for i in info.barriers},
                      **{i: ResumeKind.COOPERATIVE for i in info.cooperative}}
         starts = {blk.start for blk in info.cfg.blocks} | {c + 1 for c in self.cuts if c + 1 < self.size}
@@ -252,7 +253,6 @@ class _Builder:
         self.pending: list[int] = []  # nodes discovered, not yet built
         self.resume_ids: dict[tuple[tuple[int, ...], int], int] = {}
         self.resume_points: list[ResumePoint] = []
-        self.copies = 0
         self.end_node = self._new_node(None)
         self.nodes[self.end_node] = LaneNode(self.end_node, (), self.size, self.size, ExitKind.END, None)
 
@@ -299,12 +299,6 @@ class _Builder:
 
     def _build(self, ident: int, context: tuple[int, ...], start: int) -> LaneNode:
         end = self.piece_end[start]
-        self.copies += end - start
-        if self.copies > self.limit:
-            raise UnsupportedOperation(
-                "CALL", "this program", self.backend,
-                f"inlining every call makes more than {self.limit} instruction copies (the lowering limit for a "
-                f"program of {self.size} instructions); call the deepest subroutines from fewer places")
         last = end - 1
         instr = self.instructions[last]
         cut = self.cuts.get(last)
@@ -359,17 +353,41 @@ def _stages(resume_points: list[ResumePoint], segments: list[SegmentShape]) -> l
     return stages
 
 
+def inlined_size(cfg: ControlFlowGraph) -> int:
+    """The instructions of the main procedure with every call inlined (reachable code only), by
+    summing each procedure's blocks and its callees' sizes bottom-up over the call graph (without
+    building anything, so exponential inlining is refused at once). The call graph must be acyclic."""
+    sizes: dict[int, int] = {}
+    blocks = cfg.blocks
+    for entry in reversed(cfg.call_order()):
+        total = 0
+        for b in cfg.procedures[entry].blocks:
+            blk = blocks[b]
+            total += blk.end - blk.start
+            if blk.terminator is Terminator.CALL:
+                total += sizes[blk.target]  # type: ignore[index]  # a CALL block has a target
+        sizes[entry] = total
+    return sizes[0]
+
+
 def build_lane_graph(info, *, max_instructions: int | None = None, backend: str = "lowering") -> LaneGraph:
     """The lane graph of the verified program of ``info`` (a ProgramInfo).
 
     ``max_instructions`` caps the instruction copies (inlined calls plus code copied into
     several segments; default :func:`instruction_limit`). Raises UnsupportedOperation (naming
-    ``backend``, CALL for too much inlining, BarSync or the cooperative instruction for too much
-    code shared between segments) when the lowering would need more.
+    ``backend``, CALL for too much inlining (checked before anything is built, with
+    :func:`inlined_size`), BarSync or the cooperative instruction for too much code shared between
+    segments) when the lowering would need more.
     """
     size = len(info.program)
     limit = instruction_limit(size) if max_instructions is None else max_instructions
-    build = _Builder(info, limit, backend)
+    inlined = inlined_size(info.cfg)
+    if inlined > limit:
+        raise UnsupportedOperation(
+            "CALL", "this program", backend,
+            f"inlining every call makes {inlined} instruction copies, more than the lowering limit of {limit} for a "
+            f"program of {size} instructions; call the deepest subroutines from fewer places")
+    build = _Builder(info)
     build.run()
     nodes: list[LaneNode] = build.nodes  # type: ignore[assignment]  # every node is built now
     resume_points = build.resume_points

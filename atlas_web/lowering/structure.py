@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from ..errors import ProgramError
-from .cfg import immediate_dominators, is_reducible, reverse_postorder
+from .cfg import immediate_dominators, reverse_postorder
 from .stages import Edge, ExitKind, LaneGraph, LaneNode
 
 __all__ = [
@@ -410,6 +410,21 @@ def _dispatch(nodes: tuple[LaneNode, ...], order: list[int], label: int) -> tupl
     return (Dispatch(label, 0, tuple(bodies)),)
 
 
+def _reducible(order: list[int], successors: dict[int, tuple[int, ...]], idom: dict[int, int]) -> bool:
+    """True when every edge that retreats in reverse postorder ``order`` enters a node dominating its
+    source (then the retreating edges are exactly the back edges: the graph is reducible)."""
+    rank = {n: k for k, n in enumerate(order)}
+    for u in order:
+        for v in successors[u]:
+            if rank[v] <= rank[u]:
+                w = u
+                while rank[w] > rank[v]:
+                    w = idom[w]
+                if w != v:
+                    return False
+    return True
+
+
 def structure_segment(graph: LaneGraph, resume: int, *, form: str = "structured") -> StructuredBody:
     """The tree of the segment starting at resume point ``resume`` of ``graph``.
 
@@ -427,7 +442,7 @@ def structure_segment(graph: LaneGraph, resume: int, *, form: str = "structured"
     successors = {n: nodes[n].successors for n in shape.nodes}
     order = reverse_postorder(successors, entry)
     idom = immediate_dominators(successors, entry)
-    reducible = is_reducible(successors, entry, idom)
+    reducible = _reducible(order, successors, idom)
     if form == "structured" and reducible:
         ramsey = _Ramsey(nodes, entry, successors, order, idom)
         try:

@@ -10,7 +10,7 @@ from atlas_web.isa import (
     ReduceOperation, Type,
 )
 from atlas_web.lowering.stages import (
-    ExitKind, ResumeKind, build_lane_graph, instruction_limit, MIN_INSTRUCTION_LIMIT,
+    ExitKind, ResumeKind, build_lane_graph, inlined_size, instruction_limit, MIN_INSTRUCTION_LIMIT,
 )
 
 from .programs import GID, P, R, add, imm, info_of, program
@@ -69,15 +69,17 @@ def test_a_subroutine_is_inlined_once_per_call_chain_and_returns_to_its_own_call
             assert back.start == 4 and back.context == node.context[:-1]
 
 
-def test_exponential_inlining_hits_the_documented_limit():
+def test_exponential_inlining_is_refused_at_once_with_the_documented_limit():
     items = [CALL(target="f0"), EXIT()]
-    for k in range(18):
+    for k in range(40):
         items += [f"f{k}", CALL(target=f"f{k + 1}"), CALL(target=f"f{k + 1}"), RET()]
-    items += ["f18", imm(1, 1), RET()]
-    with pytest.raises(UnsupportedOperation, match="CALL.*wasm.*more than 65536 instruction copies"):
+    items += ["f40", imm(1, 1), RET()]
+    with pytest.raises(UnsupportedOperation, match=r"CALL.*'wasm'.*makes \d{13} instruction copies.*limit of 65536"):
         graph_of(*items, backend="wasm")
+    assert inlined_size(info_of(program(*items[:2], "f0", imm(1, 1), CALL(target="f1"), CALL(target="f1"),
+                                        RET(), "f1", imm(2, 2), RET()), {}).cfg) == 2 + 4 + 2 * 2
     assert instruction_limit(10) == MIN_INSTRUCTION_LIMIT and instruction_limit(1 << 20) == 8 << 20
-    with pytest.raises(UnsupportedOperation, match="more than 20"):
+    with pytest.raises(UnsupportedOperation, match="more than the lowering limit of 20"):
         graph_of(*items[:2], "f0", *[imm(1, k) for k in range(25)], RET(), max_instructions=20)
 
 

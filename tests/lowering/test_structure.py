@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from atlas_web.errors import ProgramError
 from atlas_web.isa import BRA, LOOP, BarSync, ExecKind
-from atlas_web.lowering import plan_program, structure
+from atlas_web.lowering import immediate_dominators, is_reducible, plan_program, reverse_postorder, structure
 from atlas_web.lowering.structure import (
     Block, Br, BranchTest, BrIf, Code, CountJump, Dispatch, EndLane, Goto, If, Loop, Suspend, nesting_depth, walk,
 )
@@ -109,3 +110,13 @@ def test_tree_invariants_on_random_programs(launch):
                     assert instructions[stmt.test.index].INFO.name in ("BRA", "LOOP")
             labels = {s.label for s in walk(segment.body) if isinstance(s, (Block, Loop, Dispatch))}
             assert labels == set(range(segment.labels))
+
+
+@given(st.integers(1, 9).flatmap(lambda n: st.lists(st.lists(st.integers(0, n - 1), max_size=2), min_size=n,
+                                                    max_size=n)))
+def test_the_reducibility_check_agrees_with_the_cfg_module(edges):
+    graph = {n: tuple(succ) for n, succ in enumerate(edges)}
+    order = reverse_postorder(graph, 0)
+    reachable = {n: graph[n] for n in order}
+    idom = immediate_dominators(reachable, 0)
+    assert structure._reducible(order, reachable, idom) == is_reducible(reachable, 0, idom)
