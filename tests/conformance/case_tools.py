@@ -1,0 +1,52 @@
+"""Helpers shared by the hand-written case generators (memory, control, traps, cooperative, Atlas):
+per-lane pointers, typed input bytes and one test body that compares a backend with the reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from atlas_web import UnsupportedOperation
+from atlas_web.isa import CVT, MOV_IMM, MUL, OR, ADD, Register, Type
+
+from .harness import Case, compare, run_case
+from .values import encode, float_values, int_values
+
+__all__ = ["lane_pointer", "values_of", "bytes_of", "check_case", "SCRATCH"]
+
+#: registers the helpers write (cases keep their own values elsewhere)
+SCRATCH = (Register(230), Register(231), Register(232), Register(233))
+
+
+def lane_pointer(b, handle: int, stride: int, dst: Register, extra: int = 0) -> None:
+    """dst:u64 = (handle << 32) | (GLOBAL_LANE_ID * stride + extra)."""
+    t0, t1, t2, t3 = SCRATCH
+    b.add(CVT(dst=t0, src=Register(255), src_ty=Type.U32, dst_ty=Type.U64))
+    b.add(MOV_IMM(dst=t1, value=stride, ty=Type.U64))
+    b.add(MUL(dst=t2, lhs=t0, rhs=t1, ty=Type.U64))
+    if extra:
+        b.add(MOV_IMM(dst=t1, value=extra, ty=Type.U64))
+        b.add(ADD(dst=t2, lhs=t2, rhs=t1, ty=Type.U64))
+    b.add(MOV_IMM(dst=t3, value=handle << 32, ty=Type.U64))
+    b.add(OR(dst=dst, lhs=t2, rhs=t3, ty=Type.U64))
+
+
+def values_of(ty: Type, n: int, seed: int) -> list:
+    """``n`` deterministic values of ``ty`` (edge values included)."""
+    return float_values(ty, n, seed) if ty.is_float() else int_values(ty, n, seed)
+
+
+def bytes_of(ty: Type, n: int, seed: int) -> bytes:
+    return encode(ty, values_of(ty, n, seed))
+
+
+def check_case(reference, backend_name: str, backend, case: Case, runner=run_case) -> None:
+    """The body of every conformance test: unsupported -> UnsupportedOperation, else the reference's result."""
+    if not all(backend.supports(name, ty) for name, ty in case.needs):
+        with pytest.raises(UnsupportedOperation):
+            runner(backend, case)
+        return
+    expected = runner(reference, case)
+    actual = runner(backend, case)
+    tolerance = backend.ulp_tolerance(case.op, case.ty) if case.ty is not None and case.ty.is_float() else 0.0
+    problems = compare(case, expected, actual, tolerance)
+    assert not problems, f"{backend_name} {case}: " + "; ".join(problems)
