@@ -24,7 +24,7 @@ from atlas_web.errors import UnsupportedOperation
 
 from ..encoding.module import FunctionBuilder, ModuleBuilder
 from ..encoding.types import ValType
-from . import ops_activation, ops_exp, ops_log, ops_trig  # noqa: F401 - register
+from . import ops_activation, ops_atan2, ops_exp, ops_log, ops_pow, ops_recip, ops_trig  # noqa: F401 - register
 from .kernel import KernelBuilder
 from .registry import MATH_OPS, MathOp, math_op, run_kernel
 from .shapes import Shape, as_shape

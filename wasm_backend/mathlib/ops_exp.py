@@ -77,6 +77,8 @@ class ExpParts:
 def exp_parts(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> ExpParts:
     """The parts of exp(x + x_lo) (``x_lo`` a small correction, or None) for x clamped to the format's range."""
     c = EXP_CONSTANTS[kb.fmt.name]
+    if x_lo is not None:
+        x = kb.let(x)
     xc = kb.let(kb.pmin(kb.pmax(x, c.low_clamp), c.high_clamp))
     t = kb.let(xc * c.log2e + c.magic)
     kf = kb.let(t - c.magic)
@@ -87,6 +89,7 @@ def exp_parts(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> ExpParts:
     q = horner(kb, coefficients("EXP_Q", kb.fmt.name), r)
     tail = kb.let((r * r) * q + r_lo)
     if x_lo is not None:     # exp(x + x_lo) = exp(x) * (1 + x_lo) to far below an ulp, x_lo being tiny
+        x_lo = kb.select(kb.eq(xc, x), x_lo, kb.const(0.0))     # a clamped x has no meaningful x_lo
         tail = kb.let(tail + x_lo * ((1.0 + r) + tail))
     return ExpParts(kb.let(kb.isub(t, kb.iconst(c.magic_bits))), r, tail)
 

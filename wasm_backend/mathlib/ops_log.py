@@ -26,7 +26,7 @@ from .exact import horner
 from .kernel import KernelBuilder, Vec
 from .registry import math_kernel
 
-__all__ = ["log_parts", "LogParts"]
+__all__ = ["log_parts", "LogParts", "split_exponent", "log_specials"]
 
 _HEX = float.fromhex
 
@@ -67,8 +67,8 @@ class LogParts:
     r: Vec
 
 
-def log_parts(kb: KernelBuilder, x: Vec) -> LogParts:
-    """The decomposition of ``x`` (see LogParts); lanes that are not finite and positive give garbage."""
+def split_exponent(kb: KernelBuilder, x: Vec) -> tuple[Vec, Vec]:
+    """(e, f) with x = 2**e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), e an integer-valued float (x finite > 0)."""
     c = _CONSTANTS[kb.fmt.name]
     bits_m = kb.fmt.mantissa_bits
     tiny = kb.let(kb.lt(x, c.smallest_normal))
@@ -77,7 +77,12 @@ def log_parts(kb: KernelBuilder, x: Vec) -> LogParts:
     m = kb.isub(xs, kb.shl(e_int, bits_m))
     f = kb.let(m - 1.0)
     e_float = kb.iadd(e_int, kb.iconst(c.magic_bits)) - c.magic
-    e = kb.let(e_float - kb.and_(tiny, kb.const(c.subnormal_scale_log2)))
+    return kb.let(e_float - kb.and_(tiny, kb.const(c.subnormal_scale_log2))), f
+
+
+def log_parts(kb: KernelBuilder, x: Vec) -> LogParts:
+    """The decomposition of ``x`` (see LogParts); lanes that are not finite and positive give garbage."""
+    e, f = split_exponent(kb, x)
     s = kb.let(f / (f + 2.0))
     z = kb.let(s * s)
     r = kb.let(z * horner(kb, coefficients("LOG_R", kb.fmt.name), z))

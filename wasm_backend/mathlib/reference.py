@@ -98,10 +98,18 @@ def round_rational(value: Fraction, fmt: str) -> float:
     return sign * math.ldexp(n, quantum_exp)
 
 
-def _to_fraction(value) -> Fraction:
-    sign, man, exp, _ = mpmath.mpf(value)._mpf_     # man_exp would drop the sign
+def _round_mpf(value, fmt: str) -> float:
+    """An mpf rounded to ``fmt``; magnitudes far outside the format go straight to 0 or inf (no huge ints)."""
+    sign, man, exp, bits = mpmath.mpf(value)._mpf_     # man_exp would drop the sign
+    if not man:
+        return 0.0
+    top = exp + bits                                     # 2**(top-1) <= |value| < 2**top
+    if top < -1200:
+        return -0.0 if sign else 0.0
+    if top > 1200:
+        return -math.inf if sign else math.inf
     man = -man if sign else man
-    return Fraction(man) * Fraction(2) ** exp if exp >= 0 else Fraction(man, 2 ** -exp)
+    return round_rational(Fraction(man) * Fraction(2) ** exp if exp >= 0 else Fraction(man, 2 ** -exp), fmt)
 
 
 def _exact_one(op: str, fmt: str, args: tuple[float, ...]) -> float:
@@ -109,7 +117,7 @@ def _exact_one(op: str, fmt: str, args: tuple[float, ...]) -> float:
         result = EXACT_FUNCTIONS[op](*(mpmath.mpf(a) for a in args))
         if isinstance(result, Fraction):
             return round_rational(result, fmt)
-        return round_rational(_to_fraction(result), fmt)
+        return _round_mpf(result, fmt)
 
 
 def _needs_exact(op: str, args: list[np.ndarray], c_result: np.ndarray) -> np.ndarray:
