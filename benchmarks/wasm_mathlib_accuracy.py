@@ -1,0 +1,89 @@
+"""Measure the math library's ulp error per op and shape against correctly rounded references (not a test).
+
+For every op and shape, runs the op's sweep (wasm_backend/mathlib/sweeps.py)
+under wasmtime and prints the largest distance, in ulp, to the correctly
+rounded result (mpmath for f64; NumPy's f64 rounded to f32 with mpmath near
+rounding boundaries for f32), next to the published bound. ``--write``
+stores the table in wasm_backend/mathlib/measured.py and regenerates the
+table in docs/wasm-mathlib.md (refused when any op exceeds its bound).
+
+    python3 benchmarks/wasm_mathlib_accuracy.py [--points-f32 N] [--points-f64 N] [--ops exp,log] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+from wasm_backend.mathlib import MATH_OPS, Shape, ulp_bound
+from wasm_backend.mathlib import measured as measured_module
+from wasm_backend.mathlib.harness import MathHarness
+from wasm_backend.mathlib.reference import correctly_rounded, ulp_distance
+from wasm_backend.mathlib.sweeps import sweep
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "wasm-mathlib.md"
+TABLE_START, TABLE_END = "<!-- accuracy table: generated -->", "<!-- end of accuracy table -->"
+
+
+def measure(ops: list[str], points: dict[str, int], seed: int) -> dict[tuple[str, str], tuple[int, int]]:
+    harness = MathHarness([(op, shape) for op in ops for shape in Shape])
+    results = {}
+    for op in ops:
+        for fmt in ("f32", "f64"):
+            inputs = sweep(op, fmt, points[fmt], seed)
+            start = time.perf_counter()
+            expected = correctly_rounded(op, fmt, *inputs)
+            reference_time = time.perf_counter() - start
+            for shape in (s for s in Shape if s.format.name == fmt):
+                got = harness.evaluate(op, shape, *inputs)
+                distance = ulp_distance(got, expected, fmt)
+                worst = int(distance.max())
+                at = int(distance.argmax())
+                results[(op, shape.value)] = (worst, int(distance.size))
+                bound = ulp_bound(op, shape)
+                flag = "" if worst <= bound else "   EXCEEDS BOUND"
+                where = ", ".join(repr(float(a[at])) for a in inputs)
+                print(f"{op:8s} {shape.value:6s} max {worst:3d} ulp (bound {bound}) over {distance.size:8d} points, "
+                      f"worst at ({where}); reference {reference_time:5.1f} s{flag}", flush=True)
+    return results
+
+
+def write(results: dict[tuple[str, str], tuple[int, int]]) -> None:
+    import wasmtime
+    path = pathlib.Path(measured_module.__file__)
+    engine = f"wasmtime {getattr(wasmtime, '__version__', '')}".strip()
+    path.write_text(measured_module.render_measured_module(results, engine, path.read_text()))
+    measured_module.MEASURED.clear()
+    measured_module.MEASURED.update(results)
+    text = DOC.read_text()
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    DOC.write_text(text[:start] + "\n" + measured_module.accuracy_markdown() + text[end:])
+    print(f"wrote {path.relative_to(ROOT)} and the table in {DOC.relative_to(ROOT)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points-f32", type=int, default=400_000)
+    parser.add_argument("--points-f64", type=int, default=20_000)
+    parser.add_argument("--ops", default=",".join(sorted(MATH_OPS)))
+    parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    ops = [op for op in args.ops.split(",") if op]
+    results = measure(ops, {"f32": args.points_f32, "f64": args.points_f64}, args.seed)
+    exceeded = [key for key, (worst, _) in results.items() if worst > ulp_bound(*key)]
+    if args.write:
+        if exceeded:
+            sys.exit(f"not writing: {exceeded} exceed their published bounds")
+        if set(ops) != set(MATH_OPS):
+            sys.exit("not writing: --write needs every op measured")
+        write(results)
+    if exceeded:
+        sys.exit(f"{len(exceeded)} op/shape pairs exceed their bounds: {exceeded}")
+
+
+if __name__ == "__main__":
+    main()
