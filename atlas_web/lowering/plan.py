@@ -51,11 +51,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from .liveness import Liveness, RegisterAssignment, VirtualRegister, analyse_liveness, assign_virtual_registers
 from .stages import LaneGraph, ResumeKind, ResumePoint, Stage, build_lane_graph
 from .structure import Statement, structure_segment
+
+if TYPE_CHECKING:  # the verifier imports this package (cfg); import its types only for checking
+    from ..verify import ProgramInfo
 
 __all__ = ["Boundary", "Segment", "CooperativeStep", "LoweringPlan", "plan_program"]
 
@@ -64,9 +67,9 @@ __all__ = ["Boundary", "Segment", "CooperativeStep", "LoweringPlan", "plan_progr
 class Boundary:
     """The lane state crossing into resume point ``resume``: ``spill`` (stored by a lane
     suspending there, before its BarSync or cooperative instruction: a cooperative step's reads
-    included), ``reload`` (loaded by the segment starting there; at the ENTRY: initialized to
-    the entry values) and ``uniform`` (the part of ``reload`` a cooperative step just wrote,
-    the same in every lane)."""
+    included; at the ENTRY, where nothing suspends, the same as ``reload``), ``reload`` (loaded
+    by the segment starting there; at the ENTRY: initialized to the entry values) and
+    ``uniform`` (the part of ``reload`` a cooperative step just wrote, the same in every lane)."""
 
     resume: int
     spill: tuple[VirtualRegister, ...]
@@ -111,7 +114,7 @@ class LoweringPlan:
     end (one slot each). ``counts_backward_jumps``: some edge counts against the budget.
     """
 
-    info: object
+    info: "ProgramInfo"
     graph: LaneGraph
     registers: RegisterAssignment
     liveness: Liveness
@@ -149,7 +152,7 @@ def _boundaries(graph: LaneGraph, liveness: Liveness, registers: RegisterAssignm
     return out
 
 
-def plan_program(info, *, form: str = "structured", max_instructions: int | None = None,
+def plan_program(info: "ProgramInfo", *, form: str = "structured", max_instructions: int | None = None,
                  backend: str = "lowering") -> LoweringPlan:
     """The lowering plan of the verified program of ``info`` (a ProgramInfo from ``verify``).
 

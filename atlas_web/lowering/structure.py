@@ -72,6 +72,7 @@ from .stages import Edge, ExitKind, LaneGraph, LaneNode
 __all__ = [
     "BranchTest", "Code", "Block", "Loop", "If", "Br", "BrIf", "CountJump", "EndLane", "Suspend", "Dispatch",
     "Goto", "Statement", "StructuredBody", "structure_segment", "MAX_NESTING", "FORMS", "walk", "nesting_depth",
+    "nested_bodies",
 ]
 
 #: structured trees nested deeper than this fall back to the dispatch form
@@ -197,11 +198,13 @@ def walk(body: tuple[Statement, ...]):
     while stack:
         stmt = stack.pop()
         yield stmt
-        for nested in _children(stmt)[::-1]:
+        for nested in nested_bodies(stmt)[::-1]:
             stack.extend(reversed(nested))
 
 
-def _children(stmt: Statement) -> tuple[tuple[Statement, ...], ...]:
+def nested_bodies(stmt: Statement) -> tuple[tuple[Statement, ...], ...]:
+    """The statement lists nested directly in ``stmt``: a Block's or Loop's body, an If's two arms, a
+    Dispatch's cases; none for the others."""
     if isinstance(stmt, (Block, Loop)):
         return (stmt.body,)
     if isinstance(stmt, If):
@@ -219,7 +222,7 @@ def nesting_depth(body: tuple[Statement, ...]) -> int:
         stmts, depth = stack.pop()
         deepest = max(deepest, depth)
         for stmt in stmts:
-            for nested in _children(stmt):
+            for nested in nested_bodies(stmt):
                 stack.append((nested, depth + 1))
     return deepest
 

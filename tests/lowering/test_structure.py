@@ -10,7 +10,8 @@ from atlas_web.errors import ProgramError
 from atlas_web.isa import BRA, LOOP, BarSync, ExecKind
 from atlas_web.lowering import immediate_dominators, is_reducible, plan_program, reverse_postorder, structure
 from atlas_web.lowering.structure import (
-    Block, Br, BranchTest, BrIf, Code, CountJump, Dispatch, EndLane, Goto, If, Loop, Suspend, nesting_depth, walk,
+    Block, Br, BranchTest, BrIf, Code, CountJump, Dispatch, EndLane, Goto, If, Loop, Suspend, nested_bodies,
+    nesting_depth, walk,
 )
 from atlas_web.verify import verify
 
@@ -98,7 +99,7 @@ def test_tree_invariants_on_random_programs(launch):
     for form in ("structured", "dispatch"):
         plan = plan_program(info, form=form)
         for segment in plan.segments:
-            bodies = [segment.body] + [b for s in walk(segment.body) for b in structure._children(s)]
+            bodies = [segment.body] + [b for s in walk(segment.body) for b in nested_bodies(s)]
             assert all(_ends_without_falling_through(b) for b in bodies)
             for stmt in walk(segment.body):
                 if isinstance(stmt, Code):
