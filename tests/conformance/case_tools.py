@@ -50,3 +50,25 @@ def check_case(reference, backend_name: str, backend, case: Case, runner=run_cas
     tolerance = backend.ulp_tolerance(case.op, case.ty) if case.ty is not None and case.ty.is_float() else 0.0
     problems = compare(case, expected, actual, tolerance)
     assert not problems, f"{backend_name} {case}: " + "; ".join(problems)
+
+
+def needs_of(build, buffers: int) -> tuple[tuple[str, Type | None], ...]:
+    """The (instruction name, type) pairs of the program ``build`` makes (with handles 2, 3, ...)."""
+    program = build([2 + k for k in range(buffers)])
+    return tuple(sorted({(ins.INFO.name, ins.type) for ins in program.instructions},
+                        key=lambda item: (item[0], item[1].code if item[1] else -1)))
+
+
+def text_program(template: str):
+    """A case program from text assembly: ``{h0}``, ``{h1}`` … are replaced by the buffer handles
+    (and ``{p0}`` … by ``(handle << 32)`` pointers to the start of each buffer)."""
+    from atlas_web import Program
+
+    def build(handles):
+        names = {f"h{k}": h for k, h in enumerate(handles)}
+        names.update({f"p{k}": h << 32 for k, h in enumerate(handles)})
+        return Program.from_text(template.format(**names))
+    return build
+
+
+__all__ += ["needs_of", "text_program"]

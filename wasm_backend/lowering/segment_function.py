@@ -153,6 +153,9 @@ class SegmentFunction(LaneContext):
     def _entry_values(self) -> None:
         e = self.e
         state = self.state
+        if state.ext_slots and not state.sync:  # the scratch record is reused lane after lane
+            first = min(state.ext_slots.values())
+            e.get(PARAM_RECORD).i32(first).op("i32.add").i32(0).i32(state.ext_temp - first).op("memory.fill", 0)
         for reg, ty in self.info.preset_types.items():
             offset = self.launch.presets[reg.index]
             if ty.is_extended():
@@ -163,9 +166,6 @@ class SegmentFunction(LaneContext):
                 vt = type_info(ty).valtype
                 e.op("global.get", self.m.global_index("launch_base")).op(_LOADS[vt], offset)
                 e.set(self.register_local(reg.index, ty))
-        if state.ext_slots and not state.sync:
-            first = min(state.ext_slots.values())
-            e.get(PARAM_RECORD).i32(first).op("i32.add").i32(0).i32(state.ext_temp - first).op("memory.fill", 0)
 
     def _specials(self) -> None:
         e = self.e
