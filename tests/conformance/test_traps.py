@@ -1,0 +1,45 @@
+"""Traps on every backend against the reference: code, instruction index and lane."""
+
+from __future__ import annotations
+
+import pytest
+
+from atlas_web.reference import CpuBackend
+
+from .backends import compiled_backends
+from .case_tools import check_case
+from .control_cases import run_preset_case
+from .harness import run_case
+from .trap_cases import budget_cases, trap_cases
+
+CASES = trap_cases()
+BUDGET_CASES = budget_cases()
+BACKENDS = compiled_backends()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return CpuBackend()
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_reference_traps(reference, case):
+    """Every case traps on the reference (so the comparison below compares traps)."""
+    assert run_case(reference, case).trap is not None
+
+
+@pytest.mark.parametrize("case", BUDGET_CASES, ids=str)
+def test_reference_traps_budget(reference, case):
+    assert run_preset_case(reference, case).trap is not None
+
+
+@pytest.mark.parametrize("backend_name", sorted(BACKENDS) or ["cpu"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_backend_traps_as_the_reference(reference, backend_name, case):
+    check_case(reference, backend_name, BACKENDS.get(backend_name) or CpuBackend(), case)
+
+
+@pytest.mark.parametrize("backend_name", sorted(BACKENDS) or ["cpu"])
+@pytest.mark.parametrize("case", BUDGET_CASES, ids=str)
+def test_backend_budget_as_the_reference(reference, backend_name, case):
+    check_case(reference, backend_name, BACKENDS.get(backend_name) or CpuBackend(), case, runner=run_preset_case)
