@@ -31,10 +31,16 @@ class Program:
     __slots__ = ("_instructions", "_labels", "_digest", "_bytes")
 
     def __init__(self, instructions: Iterable[Instruction] = (), labels: Mapping[str, int] | None = None) -> None:
-        instrs = tuple(instructions)
+        try:
+            instrs = tuple(instructions)
+        except TypeError:
+            raise ProgramError(f"instructions must be an iterable of instructions, got "
+                               f"{type(instructions).__name__}") from None
         for i, ins in enumerate(instrs):
             if not isinstance(ins, Instruction):
                 raise ProgramError(f"not an instruction: {ins!r}", index=i)
+        if labels is not None and not isinstance(labels, Mapping):
+            raise ProgramError(f"labels must map label names to instruction indices, got {type(labels).__name__}")
         lab: dict[str, int] = {}
         for name, pos in (labels or {}).items():
             if isinstance(name, Label):

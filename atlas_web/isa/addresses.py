@@ -8,8 +8,10 @@ name either. ``BOUNDARY_HANDLE`` names the backend's boundary memory of
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
+from ..errors import ProgramError
 from .registers import Register
 
 __all__ = [
@@ -46,10 +48,16 @@ class PoolHandle(int):
 
 
 def make_pointer(handle: int, offset: int) -> int:
-    """The 64-bit pointer ``(handle << 32) | offset``; raises ValueError when out of range."""
-    if not 0 <= handle <= MAX_HANDLE or not 0 <= offset <= MAX_OFFSET:
-        raise ValueError(f"pointer parts out of range: handle={handle}, offset={offset}")
-    return (int(handle) << 32) | int(offset)
+    """The 64-bit pointer ``(handle << 32) | offset``; raises ProgramError (a ValueError) when a
+    part is not an integer in range (NumPy integers are accepted)."""
+    try:
+        parts = operator.index(handle), operator.index(offset)
+    except TypeError:
+        parts = None
+    if parts is None or not (0 <= parts[0] <= MAX_HANDLE and 0 <= parts[1] <= MAX_OFFSET):
+        raise ProgramError(f"pointer parts out of range: handle={handle!r}, offset={offset!r} "
+                           f"(handle 0..{MAX_HANDLE}, offset 0..{MAX_OFFSET})")
+    return (parts[0] << 32) | parts[1]
 
 
 def split_pointer(pointer: int) -> tuple[int, int]:
@@ -60,16 +68,19 @@ def split_pointer(pointer: int) -> tuple[int, int]:
 
 def _check_int(name: str, value: object, lo: int, hi: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an int in {lo}..{hi}, got {value!r}")
+        raise ProgramError(f"{name} must be an int in {lo}..{hi}, got {value!r}")
 
 
 def _check_reg(name: str, value: object) -> None:
     if not isinstance(value, Register):
-        raise ValueError(f"{name} must be a Register, got {value!r}")
+        raise ProgramError(f"{name} must be a Register, got {value!r}")
 
 
 class Address:
-    """Namespace of the address modes (``Address.BufferOffset(handle=h, offset=0)``)."""
+    """Namespace of the address modes (``Address.BufferOffset(handle=h, offset=0)``).
+
+    Each mode's constructor raises ProgramError (a ValueError) naming the field it refuses.
+    """
 
     @dataclass(frozen=True, slots=True)
     class BufferOffset:

@@ -70,8 +70,8 @@ def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type) -> int | flo
             raise _fail(info, f"operand 'value' must be an int or float for {ty.name}, got {value!r}")
         try:
             result = round_float(float(value), ty)
-        except OverflowError:
-            result = math.copysign(math.inf, value)  # an int too large for a float
+        except OverflowError:  # an int beyond the float range (copysign would convert it too)
+            result = math.inf if value > 0 else -math.inf
         return CANONICAL_NAN if math.isnan(result) else result
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(info, f"operand 'value' must be an int for {ty.name}, got {value!r}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..errors import ProgramError
+
 __all__ = [
     "Register", "Predicate", "Label", "SpecialRegister",
     "NUM_REGISTERS", "NUM_PREDICATES", "FIRST_SPECIAL_REGISTER",
@@ -38,14 +40,14 @@ class SpecialRegister(enum.IntEnum):
 class Register:
     """A general or special register, ``r0`` … ``r255``.
 
-    Raises ValueError for an index outside 0 … 255.
+    Raises ProgramError (a ValueError) for an index outside 0 … 255.
     """
 
     index: int
 
     def __post_init__(self) -> None:
         if not isinstance(self.index, int) or isinstance(self.index, bool) or not 0 <= self.index < NUM_REGISTERS:
-            raise ValueError(f"register index must be an int in 0..{NUM_REGISTERS - 1}, got {self.index!r}")
+            raise ProgramError(f"register index must be an int in 0..{NUM_REGISTERS - 1}, got {self.index!r}")
 
     @property
     def is_special(self) -> bool:
@@ -66,14 +68,14 @@ class Register:
 class Predicate:
     """A one-bit predicate register, ``p0`` … ``p15``.
 
-    Raises ValueError for an index outside 0 … 15.
+    Raises ProgramError (a ValueError) for an index outside 0 … 15.
     """
 
     index: int
 
     def __post_init__(self) -> None:
         if not isinstance(self.index, int) or isinstance(self.index, bool) or not 0 <= self.index < NUM_PREDICATES:
-            raise ValueError(f"predicate index must be an int in 0..{NUM_PREDICATES - 1}, got {self.index!r}")
+            raise ProgramError(f"predicate index must be an int in 0..{NUM_PREDICATES - 1}, got {self.index!r}")
 
     def __str__(self) -> str:
         return f"p{self.index}"
@@ -87,14 +89,14 @@ class Label:
     """A branch target; resolved to an instruction index by the Program.
 
     Names are identifiers: a letter or ``_`` then letters, digits, ``_`` or ``.``.
-    Raises ValueError otherwise.
+    Raises ProgramError (a ValueError) otherwise.
     """
 
     name: str
 
     def __post_init__(self) -> None:
         if not is_label_name(self.name):
-            raise ValueError(f"invalid label name {self.name!r}: use a letter or '_' then letters, digits, '_' or '.'")
+            raise ProgramError(f"invalid label name {self.name!r}: use a letter or '_' then letters, digits, '_' or '.'")
 
     def __str__(self) -> str:
         return f"@{self.name}"

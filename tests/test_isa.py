@@ -1,0 +1,72 @@
+"""The ISA's value classes and instruction constructors refuse bad input with ProgramError (an AtlasError
+and a ValueError), naming the field, and never let a Python error escape."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from atlas_web import AtlasError, Program, ProgramError
+from atlas_web.isa import ADD, EXIT, MOV_IMM, Address, Label, Predicate, Register, Type
+from atlas_web.isa.addresses import make_pointer
+
+FLOATS = [pytest.param(ty, id=ty.name) for ty in (Type.F16, Type.BF16, Type.F32, Type.F64)]
+
+
+@pytest.mark.parametrize("ty", FLOATS)
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_int_beyond_every_float_format_becomes_an_infinity(ty, sign):
+    value = MOV_IMM(dst=Register(1), value=sign * 10 ** 400, ty=ty).value
+    assert value == sign * math.inf
+
+
+@pytest.mark.parametrize("ty", FLOATS)
+def test_huge_integer_immediates_read_from_text_and_json_become_infinities(ty):
+    digits = "9" * 400
+    text = Program.from_text(f"mov_imm.{ty.suffix} r1, -{digits}\nexit")
+    assert text[0].value == -math.inf
+    json_text = ('{"format": "atlas-web-program", "version": 1, "labels": {}, "instructions": ['
+                 f'{{"op": "MOV_IMM", "dst": "r1", "value": {digits}, "ty": "{ty.suffix}"}}]}}')
+    assert Program.from_json(json_text)[0].value == math.inf
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: Register(256), "register index"),
+    (lambda: Register(-1), "register index"),
+    (lambda: Register("r1"), "register index"),
+    (lambda: Predicate(16), "predicate index"),
+    (lambda: Label("1loop"), "invalid label name '1loop'"),
+    (lambda: Label("x" * 256), "invalid label name"),
+    (lambda: Address.BufferOffset(0), "BufferOffset.handle"),
+    (lambda: Address.PoolOffset(2, -1), "PoolOffset.offset"),
+    (lambda: Address.Shared(1 << 32), "Shared.offset"),
+    (lambda: Address.Class(96), "Class.class_id"),
+    (lambda: Address.RegisterIndirect(5), "RegisterIndirect.base"),
+    (lambda: Address.RegisterIndirect(Register(1), 1 << 31), "RegisterIndirect.offset"),
+    (lambda: Address.RegisterIndirectComputed(Register(1), 2), "RegisterIndirectComputed.offset_reg"),
+    (lambda: make_pointer(1 << 32, 0), "pointer parts"),
+])
+def test_value_classes_raise_program_error_naming_the_field(make, match):
+    with pytest.raises(ProgramError, match=match) as caught:
+        make()
+    assert isinstance(caught.value, AtlasError) and isinstance(caught.value, ValueError)
+
+
+def test_instruction_constructors_name_the_instruction_and_operand():
+    with pytest.raises(ProgramError, match=r"ADD: operand 'lhs' must be a Register, got 2"):
+        ADD(dst=Register(1), lhs=2, rhs=Register(3), ty=Type.F32)
+
+
+@pytest.mark.parametrize("instructions, match", [
+    (5, "instructions must be an iterable of instructions, got int"),
+    ([EXIT(), "exit"], "instruction 1: not an instruction: 'exit'"),
+])
+def test_program_refuses_what_is_not_a_sequence_of_instructions(instructions, match):
+    with pytest.raises(ProgramError, match=match):
+        Program(instructions)
+
+
+def test_program_refuses_labels_that_are_not_a_mapping():
+    with pytest.raises(ProgramError, match="labels must map label names to instruction indices, got list"):
+        Program([EXIT()], ["start"])
