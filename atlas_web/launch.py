@@ -19,6 +19,21 @@ DEFAULT_BUDGET = 1 << 24
 MAX_LANES = 1 << 31
 
 
+def _is_positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _positive(method: str, name: str, value: object) -> int:
+    if not _is_positive_int(value):
+        raise ExecutionFailed(f"LaunchConfig.{method}: {name} must be a positive int, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _blocks(lanes: int, block: int) -> int:
+    """Blocks of ``block`` lanes needed to cover ``lanes``."""
+    return (lanes + block - 1) // block
+
+
 def _dims(name: str, value: object) -> tuple[int, int, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value, 1, 1)
@@ -57,17 +72,27 @@ class LaunchConfig:
 
         When ``total_threads`` is not a multiple of the block, the last block has
         spare lanes (GLOBAL_LANE_ID >= total_threads): guard them in the program.
+        Raises ExecutionFailed naming the argument that is not a positive int, or
+        for more than MAX_LANES lanes.
         """
-        if not isinstance(total_threads, int) or total_threads < 1:
-            raise ExecutionFailed(f"LaunchConfig.linear needs a positive lane count, got {total_threads!r}")
-        block = min(total_threads, block_size)
-        return cls(grid=((total_threads + block - 1) // block, 1, 1), block=(block, 1, 1), shared_memory=shared_memory)
+        total_threads = _positive("linear", "total_threads", total_threads)
+        block = min(total_threads, _positive("linear", "block_size", block_size))
+        return cls(grid=(_blocks(total_threads, block), 1, 1), block=(block, 1, 1), shared_memory=shared_memory)
 
     @classmethod
-    def grid_2d(cls, width: int, height: int, block: tuple[int, int] = (16, 16)) -> "LaunchConfig":
-        """A 2-D launch covering ``width`` x ``height`` lanes in blocks of ``block``."""
+    def grid_2d(cls, width: int, height: int, block: tuple[int, int] = (16, 16),
+                shared_memory: int = 0) -> "LaunchConfig":
+        """A 2-D launch covering ``width`` x ``height`` lanes in blocks of up to ``block`` (x, y).
+
+        Spare lanes exist where the block does not divide the size: guard them.
+        Raises ExecutionFailed naming the argument that is malformed.
+        """
+        width = _positive("grid_2d", "width", width)
+        height = _positive("grid_2d", "height", height)
+        if not (isinstance(block, (tuple, list)) and len(block) == 2 and all(_is_positive_int(b) for b in block)):
+            raise ExecutionFailed(f"LaunchConfig.grid_2d: block must be two positive ints, got {block!r}")
         bx, by = min(width, block[0]), min(height, block[1])
-        return cls(grid=((width + bx - 1) // bx, (height + by - 1) // by, 1), block=(bx, by, 1))
+        return cls(grid=(_blocks(width, bx), _blocks(height, by), 1), block=(bx, by, 1), shared_memory=shared_memory)
 
     @property
     def total_threads(self) -> int:
@@ -77,11 +102,13 @@ class LaunchConfig:
 
     @property
     def block_lanes(self) -> int:
+        """Lanes in one block: product of ``block``."""
         b = self.block
         return b[0] * b[1] * b[2]
 
     @property
     def num_blocks(self) -> int:
+        """Blocks in the launch: product of ``grid``."""
         g = self.grid
         return g[0] * g[1] * g[2]
 
