@@ -170,9 +170,9 @@ def _s_abs(e, ty: Type, args: list[int], temp) -> None:
         e.get(a)
     else:
         zero = (lambda: e.i64(0)) if prefix == "i64" else (lambda: e.i32(0))
-        e.get(a)
         zero()
-        e.get(a).op(f"{prefix}.sub")
+        e.get(a).op(f"{prefix}.sub")  # -a where a is negative, else a
+        e.get(a)
         e.get(a)
         zero()
         e.op(f"{prefix}.lt_s").op("select")
