@@ -9,6 +9,8 @@ programs. Subclasses implement the abstract methods; the typed helpers,
 from __future__ import annotations
 
 import abc
+import array
+import struct
 import sys
 from typing import Any, Iterable
 
@@ -25,7 +27,7 @@ from .launch import ExecutionParams, LaunchConfig
 __all__ = [
     "Backend", "API_VERSION", "LaunchConfig", "ExecutionParams", "BufferHandle", "PoolHandle",
     "AtlasError", "ProgramError", "UnsupportedOperation", "AllocationFailed", "InvalidBuffer",
-    "ExecutionFailed", "BackendUnavailable", "AtlasTrap", "TrapCode", "resolve_op", "typed_format",
+    "ExecutionFailed", "BackendUnavailable", "AtlasTrap", "TrapCode", "resolve_op", "typed_format", "typed_bytes",
 ]
 
 #: version of the Backend protocol; plugins declaring another are refused by the registry
@@ -46,6 +48,71 @@ def typed_format(ty: Type) -> tuple[str, str]:
         return _TYPED_FORMATS[ty]
     except KeyError:
         raise UnsupportedOperation("typed copy", ty, "host", "copy raw bytes with copy_to_buffer instead") from None
+
+
+#: array.array typecodes by kind: an array of one kind and size holds the same bytes as another's
+_ARRAY_KINDS = {**dict.fromkeys("bhilq", "signed"), **dict.fromkeys("BHILQ", "unsigned"), **dict.fromkeys("fd", "float")}
+
+
+def _checked_type(ty: object, what: str) -> Type:
+    if not isinstance(ty, Type):
+        raise InvalidBuffer(f"{what} needs the element type ty (a Type), got {ty!r}")
+    return ty
+
+
+def _packed(values: Any, ty: Type, what: str) -> memoryview:
+    """``values`` (an iterable of numbers) stored as ``ty``, little-endian, element by element."""
+    code, _ = typed_format(ty)
+    try:
+        items = list(values)
+        if code == "e":  # array.array has no half floats; struct does
+            return memoryview(struct.pack(f"<{len(items)}e", *items))
+        packed = array.array(code, items)
+    except (TypeError, ValueError, OverflowError, struct.error) as exc:
+        raise InvalidBuffer(f"{what}: the data cannot be stored as {ty.name}: {exc}") from None
+    if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
+        packed.byteswap()
+    return memoryview(packed).cast("B")
+
+
+def _unpacked(raw: bytearray, code: str) -> array.array:
+    """The little-endian values in ``raw`` as an ``array.array`` (F16 widened to ``"f"``)."""
+    if code == "e":
+        return array.array("f", struct.unpack(f"<{len(raw) // 2}e", raw))
+    out = array.array(code, raw)
+    if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
+        out.byteswap()
+    return out
+
+
+def typed_bytes(data: Any, ty: Type | None, what: str = "typed copy") -> Any:
+    """The bytes of ``data`` stored as ``ty`` (see ``Backend.copy_typed_to``): a view where the data
+    already is, else one converted copy. Raises InvalidBuffer or UnsupportedOperation."""
+    if ty is not None:
+        _checked_type(ty, what)
+    np = _numpy()
+    if np is not None and isinstance(data, np.ndarray):
+        if ty is not None:
+            try:
+                data = data.astype(typed_format(ty)[1], copy=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidBuffer(f"{what}: the {data.dtype} array cannot be stored as {ty.name}: {exc}") from None
+        elif data.dtype.hasobject:
+            raise InvalidBuffer(f"{what}: an array of Python objects has no bytes to copy; pass ty")
+        elif data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and sys.byteorder != "little"):
+            data = data.astype(data.dtype.newbyteorder("<"))
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    if isinstance(data, array.array):
+        if ty is None:
+            return memoryview(data).cast("B")
+        code, _ = typed_format(ty)
+        kind = _ARRAY_KINDS.get(data.typecode)
+        if kind is not None and kind == _ARRAY_KINDS.get(code) and data.itemsize == struct.calcsize(code):
+            return memoryview(data).cast("B")
+        return _packed(data, ty, what)
+    if ty is None:
+        raise InvalidBuffer(f"{what}: a plain sequence needs the element type ty")
+    return _packed(data, ty, what)
 
 
 def resolve_op(op: object) -> OpcodeInfo:
@@ -190,58 +257,61 @@ class Backend(abc.ABC):
 
     # ---- typed helpers --------------------------------------------------------
     def allocate_typed(self, data_or_count: Any, ty: Type | None = None) -> BufferHandle:
-        """Allocate a buffer for typed data and copy it in (one copy).
+        """Allocate a buffer for typed data and copy it in (one copy, plus one conversion where
+        the data is not already of ``ty``).
 
         ``data_or_count`` is a NumPy array, an ``array.array``, a sequence of
-        numbers with ``ty``, or an element count with ``ty`` (zero-filled).
-        Raises AllocationFailed, or UnsupportedOperation for a type with no
-        host array form.
+        numbers with ``ty``, or an element count with ``ty`` (zero-filled). See
+        ``copy_typed_to`` for how data is converted to ``ty``. Raises
+        AllocationFailed (also for a negative count), InvalidBuffer for data
+        that cannot be stored as ``ty`` or a missing ``ty``, or
+        UnsupportedOperation for a type with no host array form.
         """
         if isinstance(data_or_count, int) and not isinstance(data_or_count, bool):
-            if ty is None:
-                raise ExecutionFailed("allocate_typed(count) needs the element type ty")
-            return self.allocate_buffer(data_or_count * ty.size_bytes())
-        raw = self._typed_bytes(data_or_count, ty)
+            if data_or_count < 0:
+                raise AllocationFailed(f"allocate_typed: count must be a non-negative int, got {data_or_count}")
+            return self.allocate_buffer(data_or_count * _checked_type(ty, "allocate_typed(count)").size_bytes())
+        raw = typed_bytes(data_or_count, ty, "allocate_typed")
         handle = self.allocate_buffer(max(len(raw), 1))
         self.copy_to_buffer(handle, raw)
         return handle
 
     def copy_typed_to(self, handle: int, data: Any, ty: Type | None = None, offset: int = 0) -> None:
-        """Copy a NumPy array, ``array.array`` or sequence (with ``ty``) into a buffer (one copy)."""
-        self.copy_to_buffer(handle, self._typed_bytes(data, ty), offset)
+        """Copy a NumPy array, ``array.array`` or sequence of numbers into a buffer at byte ``offset``.
+
+        With ``ty`` the values are stored as ``ty``: a NumPy array is converted
+        as ``astype`` does, an ``array.array`` of another element type and a
+        plain sequence element by element (a value that does not fit, or a float
+        for an integer type, is refused). Without ``ty`` an array's own elements
+        are copied. One copy, plus one conversion where needed. Raises
+        InvalidBuffer (bad handle, range, data, or a sequence without ``ty``)
+        or UnsupportedOperation for a type with no host array form.
+        """
+        self.copy_to_buffer(handle, typed_bytes(data, ty, "copy_typed_to"), offset)
 
     def copy_typed_from(self, handle: int, ty: Type, count: int | None = None, offset: int = 0) -> Any:
-        """``count`` values of ``ty`` from a buffer at byte ``offset``: a NumPy array where NumPy
-        is present, else an ``array.array``. One copy (into the new array)."""
-        code, dtype = typed_format(ty)
+        """``count`` values of ``ty`` (default: as many as fit after ``offset``) from a buffer at byte
+        ``offset``: a NumPy array where NumPy is present, else an ``array.array`` (F16 values widened
+        exactly to ``"f"``). One copy (into the new array). Raises InvalidBuffer (bad handle, count,
+        offset or range) or UnsupportedOperation for a type with no host array form."""
+        code, dtype = typed_format(_checked_type(ty, "copy_typed_from"))
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidBuffer(f"copy_typed_from: offset must be a non-negative int, got {offset!r}")
         if count is None:
-            count = (self.buffer_size(handle) - offset) // ty.size_bytes()
+            size = self.buffer_size(handle)
+            if offset > size:
+                raise InvalidBuffer(f"copy_typed_from: offset {offset} is outside buffer {int(handle)} of {size} bytes")
+            count = (size - offset) // ty.size_bytes()
+        elif not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InvalidBuffer(f"copy_typed_from: count must be a non-negative int, got {count!r}")
         np = _numpy()
         if np is not None:
             out = np.empty(count, dtype=dtype)
             self.copy_from_buffer(handle, out.view(np.uint8), offset)
             return out
-        import array
-        out = array.array(code, bytes(count * ty.size_bytes()))
-        self.copy_from_buffer(handle, memoryview(out).cast("B"), offset)
-        if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
-            out.byteswap()
-        return out
-
-    @staticmethod
-    def _typed_bytes(data: Any, ty: Type | None) -> Any:
-        np = _numpy()
-        if np is not None and isinstance(data, np.ndarray):
-            if ty is not None:
-                data = data.astype(typed_format(ty)[1], copy=False)
-            return np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        import array
-        if isinstance(data, array.array):
-            return memoryview(data).cast("B")
-        if ty is None:
-            raise ExecutionFailed("a plain sequence needs the element type ty")
-        code, _ = typed_format(ty)
-        return memoryview(array.array(code, data)).cast("B")
+        raw = bytearray(count * ty.size_bytes())
+        self.copy_from_buffer(handle, raw, offset)
+        return _unpacked(raw, code)
 
     def close(self) -> None:
         """Release the backend's device resources (no-op where there are none)."""

@@ -56,7 +56,8 @@ class AllocationFailed(AtlasError, MemoryError):
 
 
 class InvalidBuffer(AtlasError, KeyError):
-    """A handle that names no live buffer or pool, or a host copy outside one."""
+    """A handle that names no live buffer or pool, a host copy outside one, or host data that cannot
+    be copied as asked (not bytes-like; not storable as the element type a typed helper names)."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
