@@ -2,6 +2,8 @@
 
 ``import atlas_web`` needs only the standard library (Pyodide has no NumPy
 offline); the reference backend and the registry load on first use.
+``from atlas_web import *`` gives the ISA, programs, launches, errors, the
+registry and, where NumPy is installed, ``CpuBackend``.
 """
 
 from __future__ import annotations
@@ -51,8 +53,20 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+def _numpy_installed() -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec("numpy") is not None
+    except (ImportError, ValueError):  # ValueError: a None or spec-less entry in sys.modules
+        return False
+
+
+#: names that import NumPy on first access: left out of ``from atlas_web import *`` where NumPy is missing
+_NEEDS_NUMPY = frozenset({"CpuBackend"})
+
 __all__ = [
     "__version__", "API_VERSION", "Backend", "LaunchConfig", "ExecutionParams", "Program", "ProgramBuilder",
     "AtlasError", "ProgramError", "UnsupportedOperation", "AllocationFailed", "InvalidBuffer", "ExecutionFailed",
-    "BackendUnavailable", "AtlasTrap", "TrapCode", *_isa_all, *_LAZY,
+    "BackendUnavailable", "AtlasTrap", "TrapCode", *_isa_all,
+    *(name for name in _LAZY if name not in _NEEDS_NUMPY or _numpy_installed()),
 ]
