@@ -3,12 +3,17 @@
 
     python3 build.py demo [--size N] [--backend NAME]   run the examples on every available backend
     python3 build.py test [PYTEST ARGS...]              run the whole test suite
+    python3 build.py site                               build the static browser demo into www/dist
+    python3 build.py serve [--port N]                   build the site and serve it on 127.0.0.1
 
-Both commands first prepare the environment, each step skipped when already done:
+demo and test first prepare the environment, each step skipped when already done:
 the Debian packages in SYSTEM_REQUIREMENTS (installed with apt-get when missing
 and running as root), the virtual environment .venv, and an editable install of
 atlas-web with the extras in EXTRAS (redone only when pyproject.toml, the set of
-packages or the Python version changes).
+packages or the Python version changes). test also installs TEST_REQUIREMENTS
+(Chromium for the browser tests) and fetches Pyodide once into .cache/npm.
+site and serve need only npm (and fetch Pyodide once); the site is assembled
+by the standard-library package ``sitebuild``; demo also builds and serves it.
 """
 
 from __future__ import annotations
@@ -66,6 +71,11 @@ def module_available(name: str) -> Callable[[str], bool]:
     return lambda package: importlib.util.find_spec(name) is not None
 
 
+def command_available(name: str) -> Callable[[str], bool]:
+    """A presence check that passes when the command ``name`` is on PATH (whoever installed it)."""
+    return lambda package: shutil.which(name) is not None
+
+
 @dataclass(frozen=True)
 class SystemRequirement:
     """A Debian package the build needs, why, and how to tell it is there (default: dpkg)."""
@@ -83,6 +93,12 @@ SYSTEM_REQUIREMENTS: tuple[SystemRequirement, ...] = (
     SystemRequirement(f"python{sys.version_info.major}.{sys.version_info.minor}-venv",
                       "python3 -m venv (Debian ships ensurepip separately)", module_available("ensurepip")),
     SystemRequirement("mesa-vulkan-drivers", "Vulkan on the CPU (lavapipe) for the webgpu backend"),
+    SystemRequirement("npm", "fetches Pyodide for the browser demo (www/dist) once", command_available("npm")),
+)
+
+#: Debian packages only the test command needs (the browser tests drive Debian's Chromium)
+TEST_REQUIREMENTS: tuple[SystemRequirement, ...] = (
+    SystemRequirement("chromium", "headless browser for tests/web (Playwright drives /usr/bin/chromium)"),
 )
 
 
@@ -98,14 +114,14 @@ def apt_commands(packages: Sequence[str]) -> list[list[str]]:
     return [["apt-get", "update"], ["apt-get", "install", "-y", *packages]]
 
 
-def ensure_system_requirements() -> None:
-    """Install the missing SYSTEM_REQUIREMENTS with apt-get when running as root.
+def ensure_system_requirements(requirements: Sequence[SystemRequirement] = SYSTEM_REQUIREMENTS) -> None:
+    """Install the missing ``requirements`` (default SYSTEM_REQUIREMENTS) with apt-get when running as root.
 
     Without root or apt-get, prints what is missing and how to install it, and
     goes on (the tests that need a package then fail with their own message).
     Raises BuildError when apt-get fails.
     """
-    missing = missing_requirements()
+    missing = missing_requirements(requirements)
     if not missing:
         return
     packages = [requirement.package for requirement in missing]
@@ -156,25 +172,116 @@ def ensure_environment() -> None:
     STAMP.write_text(fingerprint + "\n")
 
 
+# ---- the browser site ------------------------------------------------------------------------
+
+SITE_DIR = ROOT / "www" / "dist"
+#: where npm keeps the Pyodide package (gitignored)
+NPM_CACHE = ROOT / ".cache" / "npm"
+
+
+def sitebuild():
+    """The standard-library package that assembles and serves the site (imported from the repository)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import sitebuild as package
+    return package
+
+
+def build_site() -> None:
+    """Build the site into SITE_DIR; raises BuildError when Pyodide cannot be fetched or a wheel not written."""
+    site = sitebuild()
+    try:
+        site.build_site(ROOT, SITE_DIR, cache_dir=NPM_CACHE, log=say)
+    except (site.PyodideFetchError, site.WheelError, OSError) as exc:
+        raise BuildError(f"building the site failed: {exc}") from exc
+
+
+def server_arguments(prog: str, description: str) -> argparse.ArgumentParser:
+    """The options every command that serves the site takes."""
+    parser = argparse.ArgumentParser(prog=f"python3 build.py {prog}", description=description, allow_abbrev=False)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    return parser
+
+
 # ---- commands ------------------------------------------------------------------------------
 
 def command_test(args: Sequence[str]) -> int:
-    """Run the whole pytest suite with the venv's Python; extra arguments go to pytest."""
+    """Run the whole pytest suite with the venv's Python; extra arguments go to pytest.
+
+    Installs what the browser tests need first: TEST_REQUIREMENTS (Chromium),
+    playwright (in the test extra) and Pyodide (npm, cached).
+    """
     ensure_environment()
+    ensure_system_requirements(TEST_REQUIREMENTS)
+    site = sitebuild()
+    try:
+        site.ensure_pyodide(NPM_CACHE, log=say)
+    except site.PyodideFetchError as exc:
+        raise BuildError(str(exc)) from exc
     return run([VENV_PYTHON, "-m", "pytest", *args], check=False)
 
 
+def command_site(args: Sequence[str]) -> int:
+    """Build the static site into www/dist (standard library and npm only)."""
+    argparse.ArgumentParser(prog="python3 build.py site", description=command_site.__doc__).parse_args(args)
+    ensure_system_requirements([r for r in SYSTEM_REQUIREMENTS if r.package == "npm"])
+    build_site()
+    return 0
+
+
+def command_serve(args: Sequence[str]) -> int:
+    """Build the site and serve it until Ctrl-C (--no-build serves www/dist as it is)."""
+    parser = server_arguments("serve", command_serve.__doc__)
+    parser.add_argument("--no-build", action="store_true", help="serve www/dist without rebuilding it")
+    options = parser.parse_args(args)
+    if not options.no_build:
+        ensure_system_requirements([r for r in SYSTEM_REQUIREMENTS if r.package == "npm"])
+        build_site()
+    try:
+        sitebuild().serve_forever(SITE_DIR, options.host, options.port, say=say)
+    except OSError as exc:
+        raise BuildError(f"cannot serve on {options.host}:{options.port}: {exc}") from exc
+    return 0
+
+
 def command_demo(args: Sequence[str]) -> int:
-    """Run every example on every available backend and print the table (arguments go to ``python -m demo``)."""
+    """Build and serve the browser site, print its URL, and run every example on every available backend
+    natively (other arguments go to ``python -m demo``). Keeps serving until Ctrl-C when run from a terminal."""
+    parser = server_arguments("demo", command_demo.__doc__)
+    parser.add_argument("--no-site", action="store_true", help="only the native demo")
+    parser.add_argument("--no-wait", action="store_true", help="stop serving when the native demo ends")
+    options, demo_args = parser.parse_known_args(args)
     ensure_environment()
-    return run([VENV_PYTHON, "-m", "demo", *args], check=False)
+    if options.no_site:
+        return run([VENV_PYTHON, "-m", "demo", *demo_args], check=False)
+    build_site()
+    try:
+        server = sitebuild().start_server(SITE_DIR, options.host, options.port)
+    except OSError as exc:
+        raise BuildError(f"cannot serve on {options.host}:{options.port}: {exc}") from exc
+    with server:
+        say(f"the browser demo is at {server.url}")
+        status = run([VENV_PYTHON, "-m", "demo", *demo_args], check=False)
+        if options.no_wait or not sys.stdin.isatty():
+            say("native demo done; the site server stops (run `python3 build.py serve` to keep it up)")
+            return status
+        say(f"the browser demo is still at {server.url} (Ctrl-C to stop)")
+        try:
+            server.thread.join()
+        except KeyboardInterrupt:
+            say("stopped")
+    return status
 
 
 #: command name -> (one-line help, handler taking the remaining arguments, returning the exit status)
 COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
-    "demo": ("run the examples on every available backend and print a table (--size N, --backend NAME)",
-             command_demo),
+    "demo": ("build and serve the browser demo, print its URL, and run the examples natively on every available "
+             "backend (--size N, --backend NAME, --port N, --no-site, --no-wait)", command_demo),
     "test": ("run the whole test suite (extra arguments are passed to pytest)", command_test),
+    "site": ("build the static browser demo into www/dist (Pyodide from npm, the wheels)", command_site),
+    "serve": ("build the site and serve it on 127.0.0.1 until Ctrl-C (--port N, --host H, --no-build)",
+              command_serve),
 }
 
 

@@ -87,6 +87,7 @@ def _render_checks(session: DemoSession, size: int) -> None:
 
 
 def _render_choices(session: DemoSession) -> None:
+    """The picker's entries and one line per backend saying what runs it or why it is not available."""
     picker = _element("backend")
     picker.replaceChildren()
     entries = session.choices()
@@ -100,6 +101,17 @@ def _render_choices(session: DemoSession) -> None:
         line.className = "available" if entry.available else "unavailable"
         line.dataset.backend = entry.name
         status.appendChild(line)
+    status.dataset.state = "probed"
+
+
+async def _probe_backends(session: DemoSession) -> None:
+    """Probe the backends after the first result is up (importing them takes seconds in Pyodide)."""
+    await asyncio.sleep(0)
+    try:
+        _render_choices(session)
+    except Exception as exc:  # a bug in a backend's probe: say so, keep the page
+        _element("backend-status").dataset.state = "failed"
+        _show_error(f"internal error while probing the backends: {type(exc).__name__}: {exc}")
 
 
 def _load_example_text(session: DemoSession) -> None:
@@ -150,7 +162,8 @@ async def _run(session: DemoSession) -> None:
         result.dataset.check = "internal error"
         _show_error(f"internal error: {type(exc).__name__}: {exc}")
     finally:
-        result.dataset.runs = str(int(result.dataset.runs or "0") + 1)
+        _STATE["runs"] = int(_STATE.get("runs", 0)) + 1  # type: ignore[call-overload]
+        result.dataset.runs = str(_STATE["runs"])  # tests wait for this count
         button.disabled = False
 
 
@@ -161,7 +174,12 @@ def _listen(element_id: str, event: str, handler) -> None:
 
 
 async def start() -> None:
-    """Fill the page, show the round trips of every example, and wire the controls."""
+    """Fill the page, show the round trips of every example, and wire the controls.
+
+    Returns once the first result is shown; the backend picker is filled by a
+    task that probes the backends next (``#backend-status`` gets
+    ``data-state="probed"``). A Run pressed before that probes them itself.
+    """
     for element_id in ELEMENT_IDS:
         _element(element_id)
     session = DemoSession()
@@ -170,7 +188,7 @@ async def start() -> None:
     for name in session.example_names:
         picker.appendChild(_option(name, f"{name}: {session.example(name, DEFAULT_SIZE).description}"))
     _element("size").value = str(DEFAULT_SIZE)
-    _render_choices(session)
+    _element("backend").appendChild(_option("auto", "auto (probing the backends…)"))
     _load_example_text(session)
     _render_checks(session, DEFAULT_SIZE)
     _element("chart").innerHTML = session.chart_svg()
@@ -178,3 +196,4 @@ async def start() -> None:
     _listen("size", "change", lambda event: _load_example_text(session))
     _listen("run", "click", lambda event: asyncio.ensure_future(_run(session)))
     _element("app").hidden = False
+    _STATE["probe"] = asyncio.ensure_future(_probe_backends(session))

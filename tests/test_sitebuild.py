@@ -1,0 +1,197 @@
+"""sitebuild natively: wheels, Pyodide fetching (with a stand-in npm), the server, and build.py's site commands."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import sitebuild
+from sitebuild import pyodide_dist
+from sitebuild.wheel import ProjectMetadata, find_packages, project_metadata, wheel_filename, write_wheel
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- wheels -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def project_wheel(tmp_path_factory) -> Path:
+    return write_wheel(project_metadata(ROOT), ROOT, tmp_path_factory.mktemp("wheel"))
+
+
+def test_project_metadata_follows_pyproject():
+    meta = project_metadata(ROOT)
+    assert (meta.name, meta.requires_python) == ("atlas-web", ">=3.11")
+    assert "atlas_web" in meta.packages and "atlas_web.isa" in meta.packages
+    assert not {"examples", "webdemo", "tests", "sitebuild", "demo"} & set(meta.packages)
+    assert 'numpy>=1.26; extra == "cpu"' in meta.requires_dist
+
+
+def test_find_packages_needs_init_files_and_matching_names(tmp_path):
+    for path in ("a/__init__.py", "a/sub/__init__.py", "a/data/x.py", "b/__init__.py", "c/x.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert find_packages(tmp_path, ["a", "a.*"]) == ["a", "a.sub"]
+    assert find_packages(tmp_path, ["b", "c"]) == ["b"]  # c has no __init__.py
+
+
+def test_the_wheel_is_pure_python_with_a_valid_record(project_wheel):
+    assert project_wheel.name == "atlas_web-0.1.0-py3-none-any.whl" == wheel_filename("atlas-web", "0.1.0")
+    with zipfile.ZipFile(project_wheel) as wheel:
+        names = wheel.namelist()
+        info = "atlas_web-0.1.0.dist-info"
+        assert wheel.read(f"{info}/WHEEL").decode().splitlines()[2:] == ["Root-Is-Purelib: true",
+                                                                        "Tag: py3-none-any"]
+        metadata = wheel.read(f"{info}/METADATA").decode()
+        assert "Name: atlas-web\nVersion: 0.1.0\n" in metadata and "Provides-Extra: wasm" in metadata
+        assert "atlas-web = atlas_web.__main__:main" in wheel.read(f"{info}/entry_points.txt").decode()
+        rows = list(csv.reader(io.StringIO(wheel.read(f"{info}/RECORD").decode())))
+        assert sorted(row[0] for row in rows) == sorted(names)
+        for path, digest, size in rows:
+            if path.endswith("RECORD"):
+                assert digest == size == ""
+                continue
+            data = wheel.read(path)
+            expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            assert (digest, int(size)) == (f"sha256={expected}", len(data)), path
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "atlas_web").rglob("*.py")}
+    assert sources <= set(names)
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
+
+
+def test_wheels_are_reproducible(tmp_path):
+    project = tmp_path / "project"
+    (project / "pkg" / "sub").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "Some.Thing"\nversion = "2.0"\ndependencies = ["x>=1"]\n'
+        '[tool.setuptools.packages.find]\ninclude = ["pkg", "pkg.*"]\n')
+    for name in ("pkg/__init__.py", "pkg/a.py", "pkg/sub/__init__.py"):
+        (project / name).write_text(f"# {name}\n")
+    first = write_wheel(project_metadata(project), project, tmp_path / "one")
+    os.utime(project / "pkg" / "a.py", (1_000_000_000, 1_000_000_000))  # file times do not matter
+    second = write_wheel(project_metadata(project), project, tmp_path / "two")
+    assert first.name == "some_thing-2.0-py3-none-any.whl"
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(first) as wheel:
+        assert wheel.namelist()[:3] == ["pkg/__init__.py", "pkg/a.py", "pkg/sub/__init__.py"]
+        assert "Requires-Dist: x>=1" in wheel.read("some_thing-2.0.dist-info/METADATA").decode()
+
+
+def test_pip_installs_the_wheel_and_it_imports(project_wheel, tmp_path):
+    target = tmp_path / "site-packages"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                    "--disable-pip-version-check", "--target", str(target), str(project_wheel)], check=True)
+    code = "import atlas_web, sys; print(atlas_web.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(target)},
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert out.startswith(str(target))
+    assert (target / "atlas_web-0.1.0.dist-info" / "RECORD").is_file()
+
+
+def test_a_name_that_is_no_package_is_refused(tmp_path):
+    meta = ProjectMetadata(name="x", version="1", packages=("missing",))
+    with pytest.raises(sitebuild.WheelError, match="'missing' is not a package"):
+        write_wheel(meta, tmp_path, tmp_path)
+
+
+# ---- Pyodide from npm (a stand-in npm: no network in tests) ------------------------------------
+
+def _fake_npm(directory: Path, version: str) -> Path:
+    """An ``npm`` that answers ``pack`` with a tarball like Pyodide's and counts its calls."""
+    package = io.BytesIO()
+    with tarfile.open(fileobj=package, mode="w:gz") as archive:
+        for name in pyodide_dist.PYODIDE_FILES:
+            data = json.dumps({"name": "pyodide", "version": version}).encode() if name == "package.json" \
+                else f"contents of {name}".encode()
+            member = tarfile.TarInfo(f"package/{name}")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    (directory / "pyodide.tgz").write_bytes(package.getvalue())
+    script = directory / "npm"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo call >> "{directory}/calls"\n'
+        'dest=""; while [ $# -gt 0 ]; do [ "$1" = "--pack-destination" ] && dest="$2"; shift; done\n'
+        f'cp "{directory}/pyodide.tgz" "$dest/pyodide-{pyodide_dist.PYODIDE_VERSION}.tgz"\n'
+        f'echo \'[{{"filename": "pyodide-{pyodide_dist.PYODIDE_VERSION}.tgz"}}]\'\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_pyodide_is_fetched_once_and_then_reused(tmp_path):
+    npm = _fake_npm(tmp_path, pyodide_dist.PYODIDE_VERSION)
+    cache = tmp_path / "cache"
+    target = sitebuild.ensure_pyodide(cache, npm=str(npm), log=lambda message: None)
+    assert target == pyodide_dist.pyodide_cache_path(cache.resolve())
+    assert (target / "pyodide.asm.wasm").read_text() == "contents of pyodide.asm.wasm"
+    assert sitebuild.ensure_pyodide(cache, npm=str(npm), log=lambda message: None) == target
+    assert (tmp_path / "calls").read_text().count("call") == 1
+
+
+def test_another_pyodide_version_is_refused(tmp_path):
+    npm = _fake_npm(tmp_path, "0.26.0")
+    with pytest.raises(sitebuild.PyodideFetchError, match="holds Pyodide '0.26.0'"):
+        sitebuild.ensure_pyodide(tmp_path / "cache", npm=str(npm), log=lambda message: None)
+    assert not pyodide_dist.pyodide_cache_path((tmp_path / "cache").resolve()).exists()
+
+
+def test_a_missing_npm_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(sitebuild.PyodideFetchError, match="apt-get install npm"):
+        sitebuild.ensure_pyodide(tmp_path / "cache", log=lambda message: None)
+
+
+# ---- the server -------------------------------------------------------------------------------
+
+def test_server_types_headers_and_missing_site(tmp_path):
+    (tmp_path / "m.wasm").write_bytes(b"\0asm\1\0\0\0")
+    (tmp_path / "a.mjs").write_text("export {};")
+    with sitebuild.start_server(tmp_path) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        for name, content_type in (("m.wasm", "application/wasm"), ("a.mjs", "text/javascript")):
+            with urllib.request.urlopen(server.url + name) as response:
+                assert response.headers["Content-Type"] == content_type
+                assert response.headers["Cross-Origin-Opener-Policy"] == "same-origin"
+                assert response.headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+    with pytest.raises(FileNotFoundError, match="build it first"):
+        sitebuild.SiteServer(tmp_path / "nothing")
+
+
+# ---- build.py site / serve --------------------------------------------------------------------
+
+def _cached_pyodide() -> Path:
+    path = pyodide_dist.pyodide_cache_path(ROOT / ".cache" / "npm")
+    if not (path / ".complete").is_file():
+        pytest.fail("Pyodide is not in .cache/npm: `python3 build.py test` fetches it before the tests")
+    return path
+
+
+def test_build_py_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path):
+    _cached_pyodide()
+    subprocess.run([sys.executable, "build.py", "site"], cwd=ROOT, check=True, capture_output=True)
+    process = subprocess.Popen([sys.executable, "build.py", "serve", "--no-build", "--port", "0"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        line = process.stdout.readline()
+        assert "serving" in line and "(Ctrl-C to stop)" in line
+        url = line.split(" at ")[1].split()[0]
+        with urllib.request.urlopen(url + "site.json") as response:
+            assert json.load(response)["pyodide_version"] == sitebuild.PYODIDE_VERSION
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0 and "stopped" in out

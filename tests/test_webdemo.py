@@ -1,0 +1,226 @@
+"""webdemo natively: the page's checks, backend choices, runs, chart and session without a browser
+(the reference backend stands in for the browser backends)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import examples
+from atlas_web import Program
+from atlas_web.registry import BackendStatus
+from webdemo import chart, checks, choices, runs, session
+
+VECTOR_SUB = """\
+    pmap2.sub.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], {n}
+    exit
+"""
+
+
+# ---- checks -----------------------------------------------------------------------------------
+
+def test_a_good_program_passes_every_round_trip():
+    text = examples.build_all(10)[2].program
+    check = checks.check_program_text(text)
+    assert check.ok and check.stage == checks.STAGE_DONE and check.message == ""
+    assert [f.form for f in check.forms] == list(checks.ROUND_TRIPS)
+    assert all(f.same and f.digest == check.digest and f.encoded_size > 0 for f in check.forms)
+    assert check.digest == Program.from_text(text).digest() and check.instruction_count == 19
+    assert check.summary.startswith("parses and verifies: 19 instructions")
+
+
+def test_a_program_that_does_not_parse_names_the_line():
+    check = checks.check_program_text("exit\nadd.f32 r1, r2\n")
+    assert not check.ok and check.stage == checks.STAGE_PARSE and check.digest is None
+    assert check.message.startswith("line 2") and "add.f32" in check.message
+    assert check.summary == f"parse failed: {check.message}"
+
+
+def test_a_program_that_does_not_verify_names_the_instruction():
+    check = checks.check_program_text("add.u32 r1, r2, r3\nexit\n")  # reads registers nothing wrote: fine
+    assert check.ok
+    check = checks.check_program_text("mov_imm.f32 r1, 1.0\nadd.u32 r2, r1, r1\nexit\n")
+    assert not check.ok and check.stage == checks.STAGE_VERIFY and check.digest is not None
+    assert "instruction 1" in check.message and "r1" in check.message
+
+
+def test_an_unexpected_exception_is_reported_not_raised(monkeypatch):
+    def broken(program):
+        raise RuntimeError("boom")
+    monkeypatch.setitem(checks.ROUND_TRIPS, "json", (broken, Program.from_json))
+    check = checks.check_program_text("exit\n")
+    assert not check.ok and check.stage == checks.STAGE_ROUND_TRIP and check.message == "RuntimeError: boom"
+    assert [f.form for f in check.forms] == ["text", "bytecode"]
+
+
+def test_a_round_trip_that_changes_the_program_fails(monkeypatch):
+    other = Program.from_text("mov_imm.u32 r1, 1\nexit\n")
+    monkeypatch.setitem(checks.ROUND_TRIPS, "bytecode", (Program.to_bytes, lambda data: other))
+    check = checks.check_program_text("exit\n")
+    assert not check.ok and check.stage == checks.STAGE_ROUND_TRIP and "bytecode round trip" in check.message
+
+
+def test_example_digests_cover_every_example_and_form():
+    table = checks.example_digests(16)
+    assert list(table) == list(examples.EXAMPLE_MODULES)
+    for row in table.values():
+        assert row["ok"] == "yes"
+        assert row["program"] == row["text"] == row["bytecode"] == row["json"]
+    assert table != checks.example_digests(17)  # the size is part of each program
+
+
+# ---- choices ----------------------------------------------------------------------------------
+
+STATUSES = [BackendStatus("cpu", True, devices=("x86_64",)), BackendStatus("wasm", False, "no js runner"),
+            BackendStatus("webgpu", False, "no adapter")]
+
+
+def test_unavailable_backends_say_so_with_the_reason():
+    entries = choices.backend_choices(statuses=STATUSES)
+    assert [e.name for e in entries] == ["auto", "wasm", "webgpu"]
+    assert not any(e.available for e in entries)
+    wasm = entries[1]
+    assert wasm.label == f"wasm ({choices.NOT_AVAILABLE})"
+    assert wasm.explanation == f"wasm: {choices.NOT_AVAILABLE}: no js runner"
+    assert "webgpu: no adapter" in entries[0].reason and "wasm: no js runner" in entries[0].reason
+    assert choices.resolve_choice("auto", entries) is entries[0]
+
+
+def test_auto_picks_the_first_available_in_auto_order():
+    statuses = [BackendStatus("wasm", True, devices=("v8",)), BackendStatus("webgpu", True, devices=("gpu",))]
+    entries = choices.backend_choices(statuses=statuses)
+    assert entries[0].available and entries[0].label == "auto (webgpu)"
+    assert choices.resolve_choice("auto", entries).name == "webgpu"
+    statuses[1] = BackendStatus("webgpu", False, "no adapter")
+    entries = choices.backend_choices(statuses=statuses)
+    assert choices.resolve_choice("auto", entries).name == "wasm"
+    assert choices.resolve_choice("webgpu", entries).reason == "no adapter"
+
+
+def test_unknown_names():
+    entries = choices.backend_choices(("auto", "nope"), statuses=STATUSES)
+    assert entries[1].reason == "no backend 'nope' is registered" and not entries[0].available
+    with pytest.raises(KeyError, match="unknown backend choice 'cpu'"):
+        choices.resolve_choice("cpu", entries)
+
+
+# ---- runs -------------------------------------------------------------------------------------
+
+def _run(backend: str, example: examples.Example, text: str | None = None) -> runs.RunResult:
+    program = example.program_object() if text is None else Program.from_text(text)
+    return asyncio.run(runs.run_example_on(backend, example, program, example.buffers[0].count))
+
+
+def test_an_example_runs_ok_on_the_reference_through_execute_async():
+    result = _run("cpu", examples.build_all(32)[3])
+    assert result.ok and result.detail == "" and result.seconds > 0
+    assert result.code == "the cpu backend does not show its generated code"
+
+
+def test_a_changed_program_shows_the_first_mismatch():
+    example = examples.build_all(8)[0]
+    result = _run("cpu", example, VECTOR_SUB.format(n=8))
+    assert result.check == runs.CHECK_MISMATCH
+    assert result.detail.startswith("out: 8 of 8 values differ; first at 0: got ")
+
+
+def test_errors_become_checks(monkeypatch):
+    example = examples.build_all(8)[0]
+    result = _run("no-such-backend", example)
+    assert result.check == runs.CHECK_UNAVAILABLE and "unknown backend 'no-such-backend'" in result.detail
+    trap = "mov_imm.i32 r1, 1\nmov_imm.i32 r2, 0\ndiv.i32 r3, r1, r2\nexit\n"
+    result = _run("cpu", example, trap)
+    assert result.check == "trap" and result.seconds is None
+
+
+def test_classify_error_uses_the_nearest_class():
+    from atlas_web import AtlasTrap, BackendUnavailable, TrapCode
+    assert runs.classify_error(BackendUnavailable("x")) == runs.CHECK_UNAVAILABLE
+    assert runs.classify_error(AtlasTrap(TrapCode.MISALIGNED, 0, 0)) == "trap"
+    assert runs.classify_error(KeyError("x")) == "internal error"
+
+
+def test_generated_code_comes_from_the_backend_hook():
+    class WithCode:
+        name = "fake"
+
+        def generated_code(self, program, config):
+            return f"(module) ;; {len(program)} instructions"
+
+    class Broken:
+        name = "broken"
+
+        def generated_code(self, program, config):
+            raise ValueError("no")
+
+    program = Program.from_text("exit\n")
+    assert runs.generated_code(WithCode(), program, None) == "(module) ;; 1 instructions"
+    assert runs.generated_code(Broken(), program, None) == "the broken backend could not show its code: ValueError: no"
+
+
+# ---- chart ------------------------------------------------------------------------------------
+
+def test_nice_ceiling():
+    assert [chart.nice_ceiling(v) for v in (0, 0.7, 1, 1.2, 2.2, 3, 7, 12, 260)] == \
+        [1.0, 1.0, 1.0, 2.0, 2.5, 5.0, 10.0, 20.0, 500.0]
+
+
+def test_empty_chart_is_valid_svg_that_says_so():
+    svg = chart.timing_chart_svg([])
+    assert ET.fromstring(svg).tag.endswith("svg") and "no timings yet" in svg
+
+
+def test_chart_has_a_point_per_series_and_size_and_escapes_names():
+    points = [chart.TimingPoint("wasm", 100, 0.002), chart.TimingPoint("wasm", 1000, 0.004),
+              chart.TimingPoint("wasm", 1000, 0.006), chart.TimingPoint("<gpu & co>", 100, 0.001)]
+    root = ET.fromstring(chart.timing_chart_svg(points))
+    circles = [c for c in root.iter() if c.tag.endswith("circle")]
+    assert sorted((c.get("data-series"), c.get("data-size")) for c in circles) == \
+        [("<gpu & co>", "100"), ("wasm", "100"), ("wasm", "1000")]
+    titles = [t.text for c in circles for t in c if t.tag.endswith("title")]
+    assert "wasm, size 1000: 5.000 ms" in titles  # the mean of 4 and 6 ms
+    assert len([p for p in root.iter() if p.tag.endswith("polyline")]) == 1  # one point only: no line
+
+
+# ---- session ----------------------------------------------------------------------------------
+
+def test_parse_size():
+    assert session.parse_size(" 12 ") == 12
+    for bad in ("", "x", "0", str(session.MAX_SIZE + 1), "1.5"):
+        with pytest.raises(ValueError, match="size must be a whole number from 1 to"):
+            session.parse_size(bad)
+
+
+def test_session_runs_checks_and_records_timings():
+    demo = session.DemoSession(choices=("auto", "cpu"))
+    text = demo.program_text("collatz", 20)
+    outcome = asyncio.run(demo.run(text, "collatz", 20, "auto"))
+    assert outcome.status == "ok" and outcome.backend.name == "cpu"
+    assert outcome.message == "ok: collatz on cpu matches the expected output"
+    assert [p.series for p in demo.timings] == [session.CHECKS_SERIES, "cpu"]
+    assert 'data-series="cpu"' in demo.chart_svg()
+
+    bad = asyncio.run(demo.run("nonsense r1\n", "collatz", 20, "cpu"))
+    assert bad.status == session.STATUS_PROGRAM_ERROR and bad.run is None
+    assert bad.message.startswith("parse failed: line 1") and bad.code.startswith("no code")
+    assert len(demo.timings) == 2  # a failed check records nothing
+
+
+def test_session_says_when_the_backend_is_not_available():
+    demo = session.DemoSession(choices=("auto", "no-such-backend"))
+    outcome = asyncio.run(demo.run(demo.program_text("vector_add", 4), "vector_add", 4, "auto"))
+    assert outcome.status == runs.CHECK_UNAVAILABLE and outcome.run is None
+    assert choices.NOT_AVAILABLE in outcome.message and choices.NOT_AVAILABLE in outcome.code
+    with pytest.raises(KeyError, match="unknown example"):
+        demo.example("nope", 4)
+
+
+def test_the_page_module_refuses_to_import_outside_the_browser():
+    assert sys.platform != "emscripten"
+    sys.modules.pop("webdemo.page", None)
+    with pytest.raises(ImportError, match="runs only in the browser"):
+        importlib.import_module("webdemo.page")

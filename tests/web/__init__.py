@@ -1,0 +1,1 @@
+"""Browser tests: the built site in headless Debian Chromium, driven by Playwright."""

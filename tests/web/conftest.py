@@ -1,0 +1,113 @@
+"""Fixtures of the browser tests: the site built once, served on 127.0.0.1, and one Chromium per session.
+
+Nothing here skips: a missing Chromium, Playwright or npm fails the tests
+with what to run (``python3 build.py test`` installs all three). Chromium is
+Debian's (/usr/bin/chromium); Playwright never downloads a browser.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sitebuild
+
+ROOT = Path(__file__).resolve().parents[2]
+#: screenshots and reports of the browser tests (gitignored)
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+#: a headless Chromium that stays off the network (the machine has none: without these flags it keeps
+#: trying) and offers WebGPU on SwiftShader (navigator.gpu needs a secure context: 127.0.0.1 is one)
+CHROMIUM_ARGS: tuple[str, ...] = (
+    "--no-sandbox",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--disable-quic", "--disable-default-apps", "--disable-breakpad",
+    "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader",
+)
+#: how long Pyodide may take to boot: ~20 s on an idle machine, minutes on 2 busy cores (9.6 MB of wasm to compile)
+BOOT_TIMEOUT_MS = 420_000
+
+
+@pytest.fixture(scope="session")
+def site_dir(tmp_path_factory) -> Path:
+    """The site, built once per session into a temporary directory (Pyodide from the npm cache)."""
+    target = tmp_path_factory.mktemp("site") / "dist"
+    sitebuild.build_site(ROOT, target, cache_dir=ROOT / ".cache" / "npm", log=lambda message: None)
+    return target
+
+
+@pytest.fixture(scope="session")
+def site_url(site_dir):
+    """The base URL (ending in /) of the site, served on 127.0.0.1 on a free port."""
+    with sitebuild.start_server(site_dir) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """One headless Chromium for the session, with a fresh profile (its HTTP cache is shared by all pages)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `python3 build.py test` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=list(CHROMIUM_ARGS), viewport={"width": 1280, "height": 1000})
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+class PageLog:
+    """The console errors and uncaught page errors of one page."""
+
+    def __init__(self, page) -> None:
+        self.errors: list[str] = []
+        page.on("console", lambda message: self.errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+
+
+def open_page(browser, url: str, ready_expression: str):
+    """A new page at ``url``, waited until ``ready_expression`` is true; fails with the page's own error."""
+    page = browser.new_page()
+    log = PageLog(page)
+    page.goto(url)
+    page.wait_for_function("document.body.dataset.state !== 'booting'", timeout=BOOT_TIMEOUT_MS)
+    state = page.evaluate("document.body.dataset.state")
+    if state != "ready":
+        text = page.inner_text("body")
+        page.close()
+        pytest.fail(f"{url} did not start (state {state!r}): {text[-2000:]}; console errors: {log.errors}")
+    page.wait_for_function(ready_expression)
+    return page, log
+
+
+@pytest.fixture(scope="session")
+def demo(browser, site_url):
+    """``(page, log)`` of the demo page (index.html), booted once: Pyodide running, the wheels installed,
+    the first result shown."""
+    page, log = open_page(browser, site_url + "index.html", "window.atlasWeb && window.atlasWeb.ready")
+    yield page, log
+    page.close()
+
+
+@pytest.fixture(scope="session")
+def demo_page(demo):
+    return demo[0]
+
+
+def run_python(page, code: str, *, pyodide: str = "window.atlasWeb.pyodide"):
+    """Run Python ``code`` (top-level await allowed) in the page's Pyodide and return the value it leaves
+    in ``result``, passed through JSON."""
+    source = code + "\nimport json as _json\n_json.dumps(result)"
+    text = page.evaluate(f"async (source) => await {pyodide}.runPythonAsync(source)", source)
+    return json.loads(text)

@@ -1,0 +1,94 @@
+"""Notebook style: a running Pyodide with nothing of ours installs the atlas-web wheel with
+pyodide.loadPackage(url) and runs async cells (top-level ``await``) against the API."""
+
+from __future__ import annotations
+
+import pytest
+
+import atlas_web
+from atlas_web import Program
+
+from .conftest import open_page, run_python
+
+PROGRAM = """\
+    mov_imm.u32 r10, 16
+    set.ge.u32 p0, r255, r10
+    bra.p0 @done
+    mov_imm.u32 r1, 2
+    mov_imm.u32 r2, 4
+    mul.u32 r3, r255, r2
+    ldg.i32 r4, [r1 + r3]
+    mov_imm.i32 r5, 3
+    mul.i32 r4, r4, r5
+    stg.i32 [r1 + r3], r4
+done:
+    exit
+"""
+
+CELL = f'''
+import asyncio, sys
+import atlas_web
+from atlas_web import LaunchConfig, Program, Type
+from atlas_web.registry import discover_backends, get_backend
+from pyodide.http import pyfetch
+
+manifest = await (await pyfetch("site.json")).json()
+program = Program.from_text("""{PROGRAM}""")
+info = program.verify()
+await asyncio.sleep(0)
+runs = {{}}
+for status in discover_backends():
+    if status.name == "cpu" or not status.available:
+        runs[status.name] = status.reason
+        continue
+    with get_backend(status.name) as backend:
+        handle = backend.allocate_typed(list(range(16)), Type.I32)
+        await backend.execute_async(program, LaunchConfig.linear(16))
+        runs[status.name] = backend.copy_typed_from(handle, Type.I32).tolist()
+result = {{"python": list(sys.version_info[:2]), "version": atlas_web.__version__, "digest": program.digest(),
+          "text": program.to_text(), "manifest_version": manifest["project_version"], "runs": runs}}
+'''
+
+
+@pytest.fixture(scope="module")
+def notebook(browser, site_url):
+    page, log = open_page(browser, site_url + "notebook.html", "window.notebook && window.notebook.ready")
+    yield page
+    page.close()
+
+
+def test_a_fresh_pyodide_has_no_atlas_web(notebook):
+    assert run_python(notebook, "import importlib.util\nresult = importlib.util.find_spec('atlas_web') is None",
+                      pyodide="window.notebook.pyodide")
+
+
+def test_load_the_wheel_by_url_then_await_the_api_in_a_cell(notebook, site_url):
+    wheel = notebook.evaluate("window.notebook.wheelURLs[0]")
+    assert wheel.startswith(site_url) and wheel.endswith("-py3-none-any.whl")
+    notebook.evaluate("async (url) => { await window.notebook.pyodide.loadPackage(url, "
+                      "{ messageCallback: () => {} }); }", wheel)
+    result = run_python(notebook, CELL, pyodide="window.notebook.pyodide")
+    native = Program.from_text(PROGRAM)
+    assert result["python"] == [3, 14]
+    assert result["version"] == result["manifest_version"] == atlas_web.__version__
+    assert result["digest"] == native.digest() and result["text"] == native.to_text()
+    assert set(result["runs"]) >= {"wasm", "webgpu"}
+    for name, outcome in result["runs"].items():
+        if isinstance(outcome, list):  # a backend that runs in the browser: triples every element
+            assert outcome == [3 * i for i in range(16)], name
+        else:
+            assert outcome, f"{name} is unavailable without a reason"
+    # the demo's own packages came in a separate wheel that this page never installed
+    assert run_python(notebook, "import importlib.util\nresult = importlib.util.find_spec('webdemo') is None",
+                      pyodide="window.notebook.pyodide")
+
+
+def test_the_install_and_cell_buttons_run_a_cell_with_await(notebook):
+    notebook.click("#install")
+    notebook.wait_for_function("document.getElementById('notebook-status').textContent.includes('installed')",
+                               timeout=180_000)
+    notebook.fill("#cell", "import asyncio, atlas_web\nawait asyncio.sleep(0)\n"
+                           "print(atlas_web.Program.from_text('exit').digest())")
+    notebook.click("#run-cell")
+    notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=180_000)
+    assert notebook.inner_text("#cell-output").strip() == Program.from_text("exit").digest()
