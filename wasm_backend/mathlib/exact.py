@@ -53,8 +53,9 @@ def two_product(kb: KernelBuilder, a: Vec, b: Vec, *, a_parts: tuple[Vec, Vec] |
 
 
 def horner(kb: KernelBuilder, coefficients: Sequence[float], t: Vec) -> Vec:
-    """sum(c[i] * t**i) by Horner's rule (``t`` is read once per coefficient; let it first)."""
+    """sum(c[i] * t**i) by Horner's rule with ``kb.madd`` steps (``t`` is read once per coefficient; let it
+    first)."""
     acc: Vec | float = coefficients[-1]
     for c in reversed(coefficients[:-1]):
-        acc = kb.vec(acc) * t + c
+        acc = kb.madd(acc, t, c)
     return kb.vec(acc)

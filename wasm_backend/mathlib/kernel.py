@@ -9,8 +9,9 @@ that reads the local). Float arithmetic on Vecs uses Python operators
 arithmetic, comparisons and bit operations are methods of the builder.
 
 Every operation is one WebAssembly SIMD instruction of the builder's lane
-format (``f32x4``/``i32x4`` or ``f64x2``/``i64x2``); there is no relaxed SIMD
-here, so results are the same on every engine. A one-lane format
+format (``f32x4``/``i32x4`` or ``f64x2``/``i64x2``). Relaxed SIMD appears
+only in ``madd`` and only when the builder is made with ``relaxed_madd``;
+otherwise results are the same on every engine. A one-lane format
 (``FORMAT_F64_SCALAR``) writes the plain f64 instructions instead, for
 scalar helper code (float operations only: scalar wasm types its values, so
 bit operations on floats need explicit reinterprets there). Raises
@@ -84,11 +85,13 @@ class Vec:
 class KernelBuilder:
     """Writes lane arithmetic of one ``LaneFormat`` into ``function``'s body (see the module docstring)."""
 
-    def __init__(self, function: FunctionBuilder, fmt: LaneFormat, helpers: "HelperProvider | None" = None) -> None:
+    def __init__(self, function: FunctionBuilder, fmt: LaneFormat, helpers: "HelperProvider | None" = None, *,
+                 relaxed_madd: bool = False) -> None:
         self.function = function
         self.fmt = fmt
         self.w = function.code
         self.helpers = helpers
+        self.relaxed_madd = relaxed_madd and fmt.is_vector
         self.locals_made = 0
 
     def helper(self, name: str, params: tuple[ValType, ...], results: tuple[ValType, ...],
@@ -175,6 +178,14 @@ class KernelBuilder:
         return self.node(f"{self.fmt.int_prefix}.{op}", *operands)
 
     # --- float helpers ---------------------------------------------------------------------------------------
+
+    def madd(self, a: Operand, b: Operand, c: Operand) -> Vec:
+        """``a*b + c``: two roundings, or with ``relaxed_madd`` the relaxed SIMD instruction, which an engine
+        may fuse (one rounding) or not (then it is exactly the two-rounding form). Kernels use it only where
+        either result keeps them within their published bound (tests run both forms)."""
+        if self.relaxed_madd:
+            return self.node(f"{self.fmt.float_prefix}.relaxed_madd", a, b, c)
+        return self.fop("add", self.fop("mul", a, b), c)
 
     def sqrt(self, a: Operand) -> Vec:
         return self.fop("sqrt", a)
