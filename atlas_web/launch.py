@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Mapping
 
-from .errors import ExecutionFailed
+from .errors import ExecutionFailed, ProgramError
 from .isa.registers import Register
 from .isa.types import Type
 
-__all__ = ["LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES"]
+__all__ = [
+    "LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES", "check_budget",
+    "normalized_registers",
+]
 
 #: lanes per block chosen by LaunchConfig.linear
 DEFAULT_BLOCK = 256
@@ -113,15 +117,56 @@ class LaunchConfig:
         return g[0] * g[1] * g[2]
 
 
+def check_budget(budget: object, what: str) -> int:
+    """``budget`` (backward jumps per lane) as a non-negative int; raises ExecutionFailed naming ``what``."""
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
+    return budget
+
+
+def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | float]]:
+    """Preset registers checked and normalized like MOV_IMM immediates (wrapped or rounded to their
+    type, NaN canonical); a new dict. Raises ProgramError naming the register."""
+    from .isa.instructions import MOV_IMM
+
+    if not isinstance(registers, Mapping):
+        raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
+    out: dict[Register, tuple[Type, int | float]] = {}
+    for reg, entry in registers.items():
+        if not isinstance(reg, Register):
+            raise ProgramError(f"ExecutionParams.registers: key {reg!r} is not a Register")
+        if reg.is_special:
+            raise ProgramError(f"ExecutionParams.registers: {reg} is the special register {reg.special.name} "
+                               "(read-only)")
+        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
+            raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
+        ty, value = entry
+        try:
+            out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
+        except ProgramError as error:
+            raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
+    return out
+
+
 @dataclass(frozen=True)
 class ExecutionParams:
-    """A launch plus uniform register values set before lane 0's first instruction.
+    """A launch plus uniform register values every lane starts with.
 
     ``registers`` maps a general Register to ``(Type, value)``; the verifier
-    treats them as defined with that type at entry. ``budget`` overrides the
-    backend's execution budget (backward branches per lane) for this launch.
+    treats them as defined with that type at entry. They are checked and
+    normalized like MOV_IMM immediates and kept as a read-only copy. ``budget``
+    overrides the backend's execution budget (backward branches per lane) for
+    this launch. Raises ExecutionFailed for a ``config`` that is not a
+    LaunchConfig or a bad ``budget``, ProgramError for a bad register preset.
     """
 
     config: LaunchConfig
     registers: Mapping[Register, tuple[Type, int | float]] = field(default_factory=dict)
     budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, LaunchConfig):
+            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(self.config).__name__}")
+        if self.budget is not None:
+            check_budget(self.budget, "ExecutionParams.budget")
+        object.__setattr__(self, "registers", MappingProxyType(normalized_registers(self.registers)))

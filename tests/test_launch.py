@@ -1,11 +1,13 @@
-"""LaunchConfig shapes and their constructors: what they build, and ExecutionFailed naming the argument
-for anything else (never a ZeroDivisionError, TypeError or IndexError)."""
+"""LaunchConfig shapes and their constructors, and ExecutionParams: what they build, and ExecutionFailed or
+ProgramError naming the argument for anything else (never a ZeroDivisionError, TypeError or IndexError)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from atlas_web import ExecutionFailed, LaunchConfig
+from atlas_web import ExecutionFailed, ExecutionParams, LaunchConfig, ProgramError, Register, Type
 from atlas_web.launch import MAX_LANES
 
 
@@ -49,4 +51,36 @@ def test_shapes_accept_ints_and_short_tuples():
 ])
 def test_bad_shapes_raise_execution_failed_naming_the_argument(make, match):
     with pytest.raises(ExecutionFailed, match=match):
+        make()
+
+
+def test_execution_params_normalize_presets_like_immediates_into_a_read_only_copy():
+    presets = {Register(1): (Type.U32, -1), Register(2): (Type.F16, 1 / 3), Register(3): (Type.F32, math.nan)}
+    params = ExecutionParams(LaunchConfig(), presets, budget=0)
+    assert params.registers[Register(1)] == (Type.U32, 0xFFFFFFFF)
+    assert params.registers[Register(2)] == (Type.F16, 0.333251953125)
+    assert math.isnan(params.registers[Register(3)][1])
+    presets.clear()
+    assert len(params.registers) == 3
+    with pytest.raises(TypeError):
+        params.registers[Register(4)] = (Type.U32, 1)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: ExecutionParams(None), ExecutionFailed, "ExecutionParams.config must be a LaunchConfig, got NoneType"),
+    (lambda: ExecutionParams((1, 1, 1)), ExecutionFailed, "must be a LaunchConfig, got tuple"),
+    (lambda: ExecutionParams(LaunchConfig(), budget=-1), ExecutionFailed, "ExecutionParams.budget must be a non-neg"),
+    (lambda: ExecutionParams(LaunchConfig(), budget=1.5), ExecutionFailed, "ExecutionParams.budget"),
+    (lambda: ExecutionParams(LaunchConfig(), [1]), ProgramError, r"must map Register -> \(Type, value\)"),
+    (lambda: ExecutionParams(LaunchConfig(), {1: (Type.U32, 1)}), ProgramError, "key 1 is not a Register"),
+    (lambda: ExecutionParams(LaunchConfig(), {Register(255): (Type.U32, 1)}), ProgramError,
+     "r255 is the special register GLOBAL_LANE_ID"),
+    (lambda: ExecutionParams(LaunchConfig(), {Register(1): 5}), ProgramError, r"registers\[r1\] must be a \(Type"),
+    (lambda: ExecutionParams(LaunchConfig(), {Register(1): (Type.U8, 300)}), ProgramError,
+     r"registers\[r1\]: operand 'value' 300 does not fit in 8 bits"),
+    (lambda: ExecutionParams(LaunchConfig(), {Register(1): (Type.F32, "x")}), ProgramError,
+     r"registers\[r1\]: operand 'value' must be an int or float"),
+])
+def test_bad_execution_params_raise_naming_the_field(make, error, match):
+    with pytest.raises(error, match=match):
         make()

@@ -96,7 +96,8 @@ class Label:
 
     def __post_init__(self) -> None:
         if not is_label_name(self.name):
-            raise ProgramError(f"invalid label name {self.name!r}: use a letter or '_' then letters, digits, '_' or '.'")
+            raise ProgramError(f"invalid label name {self.name!r}: use a letter or '_' then letters, digits, "
+                               "'_' or '.'")
 
     def __str__(self) -> str:
         return f"@{self.name}"
