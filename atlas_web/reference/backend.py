@@ -16,11 +16,10 @@ from ..atlas import NUM_CLASSES
 from ..backend import Backend
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
 from ..isa.addresses import BufferHandle, PoolHandle
-from ..isa.instructions import MOV_IMM
 from ..isa.registers import Register
 from ..isa.opcodes import OpcodeInfo
 from ..isa.types import Type
-from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
+from ..launch import DEFAULT_BUDGET, ExecutionParams, check_budget
 from ..program import Program
 from .exec_state import LaneGeometry
 from .exec_store import MemoryStore
@@ -34,30 +33,6 @@ MAX_REFERENCE_LANES = 1 << 26
 MAX_SHARED_TOTAL = 1 << 31
 #: verified programs kept per backend (oldest dropped first)
 _PROGRAM_CACHE_SIZE = 256
-
-
-def _check_budget(budget: object, what: str) -> int:
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
-        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
-    return budget
-
-
-def _normalized_presets(registers: object) -> dict[Register, tuple[Type, int | float]]:
-    """ExecutionParams.registers checked and normalized like MOV_IMM immediates; raises ProgramError."""
-    if not isinstance(registers, Mapping):
-        raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
-    out = {}
-    for reg, entry in registers.items():
-        if not isinstance(reg, Register):
-            raise ProgramError(f"ExecutionParams.registers: key {reg!r} is not a Register")
-        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
-            raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
-        ty, value = entry
-        try:
-            out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
-        except ProgramError as error:
-            raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
-    return out
 
 
 def _source_bytes(data: Any, what: str) -> np.ndarray:
@@ -101,7 +76,7 @@ class CpuBackend(Backend):
     name = "cpu"
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None) -> None:
-        self.budget = _check_budget(budget, "CpuBackend budget")
+        self.budget = check_budget(budget, "CpuBackend budget")
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
         self._programs: dict[tuple, tuple[Any, Prepared]] = {}
@@ -190,17 +165,15 @@ class CpuBackend(Backend):
             raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
         if not isinstance(program, Program):
             raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
-        config = params.config
-        if not isinstance(config, LaunchConfig):
-            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(config).__name__}")
+        config = params.config  # ExecutionParams checked config, budget and registers when it was made
         if config.total_threads > MAX_REFERENCE_LANES:
             raise ExecutionFailed(f"the reference backend runs at most {MAX_REFERENCE_LANES} lanes per launch, "
                                   f"this one has {config.total_threads}")
         if config.num_blocks * config.shared_memory > MAX_SHARED_TOTAL:
             raise ExecutionFailed(f"{config.num_blocks} blocks x {config.shared_memory} bytes of shared memory "
                                   f"exceed the reference backend's {MAX_SHARED_TOTAL} bytes")
-        budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
-        presets = _normalized_presets(params.registers)
+        budget = self.budget if params.budget is None else params.budget
+        presets = params.registers
         info, prepared = self._verified(program, presets)
         from ..verify import verify_launch
         verify_launch(info, config, self._memory.table)
