@@ -15,6 +15,7 @@ import numpy as np
 from ..atlas import NUM_CLASSES
 from ..backend import Backend
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
+from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
 from ..isa.registers import Register
 from ..isa.opcodes import OpcodeInfo
@@ -33,35 +34,6 @@ MAX_REFERENCE_LANES = 1 << 26
 MAX_SHARED_TOTAL = 1 << 31
 #: verified programs kept per backend (oldest dropped first)
 _PROGRAM_CACHE_SIZE = 256
-
-
-def _source_bytes(data: Any, what: str) -> np.ndarray:
-    """The bytes of a buffer-protocol object as a flat uint8 array (no copy when it is contiguous)."""
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise InvalidBuffer(f"{what}: data must support the buffer protocol (bytes, array, NumPy array), "
-                            f"got {type(data).__name__}") from None
-    if not view.contiguous:
-        view = memoryview(view.tobytes())
-    return np.frombuffer(view.cast("B"), dtype=np.uint8)
-
-
-def _target_bytes(out: Any, what: str) -> np.ndarray:
-    """A writable flat uint8 array over ``out`` (a writable buffer-protocol object), no copy."""
-    if isinstance(out, np.ndarray):
-        if not out.flags.c_contiguous or not out.flags.writeable:
-            raise InvalidBuffer(f"{what}: out must be a writable C-contiguous array")
-        return out.reshape(-1).view(np.uint8)
-    try:
-        view = memoryview(out)
-    except TypeError:
-        raise InvalidBuffer(f"{what}: out must be a writable buffer, got {type(out).__name__}") from None
-    if view.readonly or not view.contiguous:
-        raise InvalidBuffer(f"{what}: out must be a writable contiguous buffer")
-    return np.frombuffer(view.cast("B"), dtype=np.uint8)
 
 
 class CpuBackend(Backend):
@@ -137,7 +109,7 @@ class CpuBackend(Backend):
 
     def _copy_in(self, handle: int, kind: str, offset: int, data: Any, what: str) -> None:
         alloc, target = self._memory.get(handle, kind)
-        source = _source_bytes(data, what)
+        source = source_bytes(data, what)
         self._memory.table.check_range(alloc, offset, source.size, what)
         target[offset:offset + source.size] = source
 
@@ -146,7 +118,7 @@ class CpuBackend(Backend):
         if out is None:
             self._memory.table.check_range(alloc, offset, 0, what)
             return source[offset:].tobytes()
-        target = _target_bytes(out, what)
+        target = target_bytes(out, what)
         self._memory.table.check_range(alloc, offset, target.size, what)
         target[:] = source[offset:offset + target.size]
         return out
