@@ -162,7 +162,7 @@ fn round_top_{fmt}(top: u32, sticky: bool, e: i32, negative: bool) -> f32 {{
 
 @helper("fmod", deps=("is_nan", "quiet_nan"))
 def _fmod() -> str:
-    # C fmod, exact: shift-and-subtract on the significands from x's exponent down to y's
+    # C fmod, exact: the significand of x reduced modulo y's, 7 exponent steps at a time
     return """
 fn fmod(x: f32, y: f32) -> f32 {
     let xb = bitcast<u32>(x);
@@ -178,11 +178,10 @@ fn fmod(x: f32, y: f32) -> f32 {
     var my = select(ya & 0x7fffffu, (ya & 0x7fffffu) | 0x800000u, ey != 0);
     ex = max(ex, 1);
     ey = max(ey, 1);
-    for (var k = ex - ey; k > 0; k = k - 1) {
-        if (mx >= my) { mx = mx - my; }
-        mx = mx << 1u;
+    mx = mx % my;
+    for (var k = ex - ey; k > 0; k = k - 7) {
+        mx = (mx << u32(min(k, 7))) % my;
     }
-    if (mx >= my) { mx = mx - my; }
     if (mx == 0u) { return bitcast<f32>(sign); }
     // mx * 2^(ey - 150) is exact in f32 (|result| < |y|): normalize it
     let msb = i32(firstLeadingBit(mx));

@@ -42,7 +42,7 @@ def _pi_scaled(bits: int) -> int:
 def two_over_pi_words(words: int = 8) -> list[int]:
     """The first ``32 * words`` fractional bits of 2/pi as u32 words, most significant first."""
     bits = 32 * words
-    value = (2 << (bits + 64)) // _pi_scaled(bits + 64)  # floor(2/pi * 2**bits)
+    value = (2 << (2 * bits + 64)) // _pi_scaled(bits + 64)  # floor(2/pi * 2**bits)
     return [(value >> (32 * (words - 1 - k))) & 0xFFFFFFFF for k in range(words)]
 
 
@@ -57,18 +57,28 @@ fn scale2(p: f32, k: i32) -> f32 {
 }"""
 
 
-@helper("exp_f32", deps=("is_nan", "opaque_f32", "scale2"))
+@helper("exp_parts", deps=("opaque_f32",))
+def _exp_parts() -> str:
+    return """
+// (p, k) with e^x = p * 2^k, p in [0.7, 1.42], for -104 < x < 89
+fn exp_parts(x: f32) -> vec2<f32> {
+    let k = round(x * 1.4426950216293335);
+    let r = opaque_f32(x - k * 0.693145751953125) - k * 1.428606765330187e-06;
+    let q = 0.5 + r * (0.1666666567325592 + r * (0.04166647419333458 + r * (0.008333604782819748
+        + r * (0.0013932740548625588 + r * 0.00019693576905410737))));
+    return vec2<f32>(1.0 + (r + (r * r) * q), k);
+}"""
+
+
+@helper("exp_f32", deps=("is_nan", "exp_parts", "scale2"))
 def _exp() -> str:
     return """
 fn exp_f32(x: f32) -> f32 {
     if (is_nan(x)) { return x; }
     if (x > 88.72283935546875) { return bitcast<f32>(0x7f800000u); }
     if (x < -103.97208404541016) { return 0.0; }
-    let k = round(x * 1.4426950216293335);
-    let r = opaque_f32(x - k * 0.693145751953125) - k * 1.428606765330187e-06;
-    let q = 0.5 + r * (0.1666666567325592 + r * (0.04166647419333458 + r * (0.008333604782819748
-        + r * (0.0013932740548625588 + r * 0.00019693576905410737))));
-    return scale2(1.0 + (r + (r * r) * q), i32(k));
+    let p = exp_parts(x);
+    return scale2(p.x, i32(p.y));
 }"""
 
 
@@ -99,14 +109,19 @@ fn log_parts(x: f32) -> vec2<f32> {
 
 @helper("log_special", deps=("is_nan",))
 def _log_special() -> str:
+    # (NaN compares are left out on purpose: WGSL may treat them as "cannot happen")
     return """
-// log's result for NaN, negative, zero and infinite x; 1.0 (never a log result here) otherwise
+// whether log(x) is special (NaN, negative, zero, infinite x) and, if so, its value
+fn log_is_special(x: f32) -> bool {
+    let b = bitcast<u32>(x);
+    return is_nan(x) || b >= 0x80000000u || b == 0u || b == 0x7f800000u;
+}
+
 fn log_special(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     if (is_nan(x) || (b > 0x80000000u)) { return bitcast<f32>(0x7fc00000u); }
     if ((b & 0x7fffffffu) == 0u) { return bitcast<f32>(0xff800000u); }
-    if (b == 0x7f800000u) { return x; }
-    return 1.0;
+    return x;
 }"""
 
 
@@ -114,8 +129,7 @@ fn log_special(x: f32) -> f32 {
 def _log() -> str:
     return """
 fn log_f32(x: f32) -> f32 {
-    let special = log_special(x);
-    if (special != 1.0) { return special; }
+    if (log_is_special(x)) { return log_special(x); }
     let p = log_parts(x);
     return p.x * 0.693145751953125 + (p.x * 1.428606765330187e-06 + p.y);
 }"""
@@ -125,8 +139,7 @@ fn log_f32(x: f32) -> f32 {
 def _log2() -> str:
     return """
 fn log2_f32(x: f32) -> f32 {
-    let special = log_special(x);
-    if (special != 1.0) { return special; }
+    if (log_is_special(x)) { return log_special(x); }
     let p = log_parts(x);
     return p.x + (p.y * 1.4426950216293335 + p.y * 1.925963033500011e-08);
 }"""
@@ -136,8 +149,7 @@ fn log2_f32(x: f32) -> f32 {
 def _log10() -> str:
     return """
 fn log10_f32(x: f32) -> f32 {
-    let special = log_special(x);
-    if (special != 1.0) { return special; }
+    if (log_is_special(x)) { return log_special(x); }
     let p = log_parts(x);
     return p.x * 0.301025390625 + (p.x * 4.605039066518657e-06
         + (p.y * 0.4342944920063019 + p.y * -1.0103049952192578e-08));
@@ -298,23 +310,34 @@ fn sigmoid_f32(x: f32) -> f32 {
 }"""
 
 
-@helper("swish_f32", deps=("is_nan", "exp_f32"))
+@helper("swish_f32", deps=("is_nan", "opaque_f32", "exp_f32", "exp_parts", "scale2"))
 def _swish() -> str:
+    # below -20, x e^x = (x p) 2^k rounds once even where the result is subnormal
     return """
 fn swish_f32(x: f32) -> f32 {
     if (is_nan(x)) { return x; }
-    if (x < -20.0) { return x * exp_f32(x); }
+    if (x < -20.0) {
+        if (x < -120.0) { return x * opaque_f32(0.0); }
+        let p = exp_parts(x);
+        return scale2(x * p.x, i32(p.y));
+    }
     return x / (1.0 + exp_f32(-x));
 }"""
 
 
-@helper("gelu_f32", deps=("is_nan", "exp_f32"))
+@helper("gelu_f32", deps=("is_nan", "opaque_f32", "exp_f32", "exp_parts", "scale2"))
 def _gelu() -> str:
+    # where e^(-2z) dwarfs 1, x / (1 + e^(-2z)) = (x p) 2^k with e^(2z) = p 2^k, rounded once
     return """
 fn gelu_f32(x: f32) -> f32 {
     if (is_nan(x)) { return x; }
-    let z = 0.7978845834732056 * (x + 0.044714998453855515 * (x * x * x));
-    return x / (1.0 + exp_f32(-2.0 * z));
+    let u = 1.5957691669464111 * (x + 0.044714998453855515 * (x * x * x));
+    if (u < -20.0) {
+        if (u < -120.0) { return x * opaque_f32(0.0); }
+        let p = exp_parts(u);
+        return scale2(x * p.x, i32(p.y));
+    }
+    return x / (1.0 + exp_f32(-u));
 }"""
 
 

@@ -10,9 +10,11 @@ Bindings (group 0)::
                             the same chunks as array<atomic<u32>> (mema<k>)
 
 The block index is rebuilt from a dispatch split over up to three dimensions; workgroups
-past the launch return at once (uniformly). A stage guard (one lane reads ``rt``, everyone
-gets it through ``workgroupUniformLoad``) skips the stage when an earlier step trapped or the
-lanes did not suspend where this stage starts. With barriers the stage loop runs segment after
+past the launch return at once (uniformly). A stage guard skips a later stage when an earlier step
+trapped or the lanes did not suspend where this stage starts (the first stage always runs); in
+a stage with barriers one lane reads it and everyone gets it through ``workgroupUniformLoad``,
+so the barriers stay in uniform control flow. Barriers cost much compile time on CPU adapters
+(lavapipe splits the shader around each), so a stage without BarSync has none. With barriers the stage loop runs segment after
 segment: every live lane writes the resume point it suspended at, ``workgroupUniformLoad``
 (a workgroupBarrier) gives the block's agreed value; three rotating slots make the reset of
 the next slot race-free with one barrier per BarSync. Barriers therefore only ever stand in
@@ -206,11 +208,15 @@ class _StageBuilder:
         specials = _special_values(self.config)
         for index in sorted(self.resources.specials):
             w.emit(f"{special_name(index)} = {specials[index]};")
-        with w.block("if (li == 0u)"):
-            w.emit(f"let clean = atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u;")
-            w.emit("let reached = launch.expect == 0u || atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect;")
-            w.emit("stage_go = select(0u, 1u, clean && reached);")
-        w.emit("if (workgroupUniformLoad(&stage_go) == 0u) { return; }")
+        barriers = len(stage.segments) > 1 or self.shared_spill
+        if entry.kind is not ResumeKind.ENTRY or stage.id != 0:
+            guard = (f"atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u && (launch.expect == 0u || "
+                     "atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect)")
+            if barriers:
+                w.emit(f"if (li == 0u) {{ stage_go = select(0u, 1u, {guard}); }}")
+                w.emit("if (workgroupUniformLoad(&stage_go) == 0u) { return; }")
+            else:
+                w.emit(f"if (!({guard})) {{ return; }}")
         w.emit("var live = true;")
         if self.multi_stage and entry.kind is not ResumeKind.ENTRY:
             w.emit(f"live = {self.state_word(self.state.flags_slot)(0)} == 0u;")
