@@ -51,7 +51,8 @@ def typed_format(ty: Type) -> tuple[str, str]:
 
 
 #: array.array typecodes by kind: an array of one kind and size holds the same bytes as another's
-_ARRAY_KINDS = {**dict.fromkeys("bhilq", "signed"), **dict.fromkeys("BHILQ", "unsigned"), **dict.fromkeys("fd", "float")}
+_ARRAY_KINDS = {**dict.fromkeys("bhilq", "signed"), **dict.fromkeys("BHILQ", "unsigned"),
+                **dict.fromkeys("fd", "float")}
 
 
 def _checked_type(ty: object, what: str) -> Type:
@@ -190,11 +191,20 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
-        """Copy ``data`` into the pool at ``offset``. One copy. Raises InvalidBuffer."""
+        """Copy the bytes of ``data`` (any buffer-protocol object) into the pool at ``offset``.
+
+        One copy. Raises InvalidBuffer for a bad handle (also a buffer's) or a range outside the pool.
+        """
 
     @abc.abstractmethod
     def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
-        """Fill ``out`` (a writable buffer, or an int byte count for new bytes) from the pool at ``offset``."""
+        """Copy bytes from the pool at ``offset`` into ``out`` (a writable buffer) and return it.
+
+        ``out`` may instead be an int, for a new ``bytes`` of that many bytes, or
+        None, for a new ``bytes`` of the rest of the pool. One copy. Raises
+        InvalidBuffer for a bad handle (also a buffer's), a negative count or a
+        range outside the pool.
+        """
 
     @abc.abstractmethod
     def pool_size(self, handle: int) -> int:
@@ -215,7 +225,8 @@ class Backend(abc.ABC):
         self.execute_program_with_params(program, ExecutionParams(config))
 
     async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
-        """Run ``program`` without blocking the event loop where the backend can; raises as execute_program."""
+        """Run ``program`` over ``config`` (a LaunchConfig or ExecutionParams) without blocking the event
+        loop where the backend can (this default runs it synchronously); raises as execute_program."""
         params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
         self.execute_program_with_params(program, params)
 
@@ -227,9 +238,12 @@ class Backend(abc.ABC):
         """Whether this backend runs ``op`` (instruction, class, seed name) for ``ty``.
 
         ``ty=None`` asks about an instruction that carries no type, or about any
-        of its types. Raises KeyError for an unknown instruction name.
+        of its types. Raises KeyError for an unknown instruction name, or for a
+        ``ty`` that is not a Type (``"f32"`` would otherwise just answer False).
         """
         info = resolve_op(op)
+        if ty is not None and not isinstance(ty, Type):
+            raise KeyError(f"supports: ty must be a Type or None, got {ty!r}")
         if ty is None:
             if not info.types:
                 return self.supports_op(info, None)
@@ -244,11 +258,12 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def device_info(self) -> dict:
-        """What runs this backend: at least ``name``, ``device`` and ``engine``."""
+        """What runs this backend: a new dict with at least ``name``, ``device`` and ``engine``
+        (``max_memory``, where reported, lets ``init_backend_with_memory_check`` answer without allocating)."""
 
     @abc.abstractmethod
     def resonance_accumulator(self) -> list[float]:
-        """The 96 ResAccum sums of the last launch (zeros before any)."""
+        """The 96 ResAccum sums of the last launch (zeros before any), as a new list of floats."""
 
     @property
     def boundary_buffer(self) -> BufferHandle:

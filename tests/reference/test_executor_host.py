@@ -134,6 +134,10 @@ def test_capabilities_cover_every_row_and_type():
             assert backend.supports(row.name, ty)
     assert not backend.supports("FMA", Type.I32)   # not a type FMA accepts
     assert backend.supports(INSTRUCTION_CLASSES["BRA"])
+    with pytest.raises(KeyError, match="unknown instruction 'NOPE'"):
+        backend.supports("NOPE")
+    with pytest.raises(KeyError, match="ty must be a Type or None, got 'f32'"):
+        backend.supports("ADD", "f32")
     info = backend.device_info()
     assert info["name"] == "cpu" and "NumPy" in info["engine"] and info["device"]
     assert backend.resonance_accumulator() == [0.0] * 96
