@@ -30,7 +30,7 @@ CHROMIUM_ARGS: tuple[str, ...] = (
 BOOT_TIMEOUT_MS = 420_000
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def site_dir(tmp_path_factory) -> Path:
     """The site, built once per session into a temporary directory (Pyodide from the npm cache)."""
     target = tmp_path_factory.mktemp("site") / "dist"
@@ -38,22 +38,24 @@ def site_dir(tmp_path_factory) -> Path:
     return target
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def site_url(site_dir):
     """The base URL (ending in /) of the site, served on 127.0.0.1 on a free port."""
     with sitebuild.start_server(site_dir) as server:
         yield server.url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(tmp_path_factory):
-    """One headless Chromium for the session, with a fresh profile (its HTTP cache is shared by all pages)."""
+    """One headless Chromium for the tests of this package, with a fresh profile (its HTTP cache is shared
+    by all pages). Package scope, not session: Playwright's sync API keeps an event loop running on this
+    thread while it is open, and ``asyncio.run`` in the tests after this package must find none."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: `python3 build.py test` installs Debian's chromium")
     from playwright.sync_api import sync_playwright
@@ -91,7 +93,7 @@ def open_page(browser, url: str, ready_expression: str):
     return page, log
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def demo(browser, site_url):
     """``(page, log)`` of the demo page (index.html), booted once: Pyodide running, the wheels installed,
     the first result shown."""
@@ -100,7 +102,7 @@ def demo(browser, site_url):
     page.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def demo_page(demo):
     return demo[0]
 
