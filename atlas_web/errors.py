@@ -83,9 +83,29 @@ class TrapCode(enum.IntEnum):
     INVALID_CLASS = 7
     POOL_EXHAUSTED = 8
 
+    @property
+    def meaning(self) -> str:
+        """What the program did, in words (for messages)."""
+        return _TRAP_MEANINGS[self]
+
+
+#: TrapCode -> what the program did (docs/semantics.md, Traps)
+_TRAP_MEANINGS: dict[TrapCode, str] = {
+    TrapCode.OUT_OF_BOUNDS: "an access (or pointer offset) outside its allocation or the shared memory",
+    TrapCode.MISALIGNED: "an access not aligned to its type's size (8 bytes for extended integers)",
+    TrapCode.INVALID_HANDLE: "a pointer or handle that names no live buffer or pool",
+    TrapCode.DIVISION_BY_ZERO: "an integer division or remainder by zero",
+    TrapCode.INTEGER_OVERFLOW: "a signed integer MIN / -1 (division or remainder)",
+    TrapCode.BUDGET_EXCEEDED: "more backward jumps than the lane's execution budget allows (a runaway loop?)",
+    TrapCode.INVALID_CLASS: "an Atlas class id of 96 or more",
+    TrapCode.POOL_EXHAUSTED: "a pool the backend could not allocate",
+}
+
 
 class AtlasTrap(AtlasError):
     """A launch stopped at run time: ``code`` (TrapCode), ``instruction_index`` and ``lane``.
+
+    ``detail`` (the message's end) says what went wrong; without one, the code's meaning.
 
     ``lane`` is the global lane id, or -1 for a cooperative instruction, which
     runs once per launch.
@@ -97,8 +117,8 @@ class AtlasTrap(AtlasError):
         self.lane = lane
         self.detail = detail
         who = "the cooperative step" if lane < 0 else f"lane {lane}"
-        msg = f"trap {self.code.name} at instruction {instruction_index} in {who}"
-        super().__init__(msg + (f": {detail}" if detail else ""))
+        super().__init__(f"trap {self.code.name} at instruction {instruction_index} in {who}: "
+                         f"{detail or self.code.meaning}")
 
     def __reduce__(self):
         return (type(self), (self.code, self.instruction_index, self.lane, self.detail))

@@ -33,7 +33,7 @@ from .exec_control import CONTROL_RULES, WAIT
 from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
 from .exec_memory import MEMORY_RULES
 from .exec_state import CallStacks, LaneGeometry, PredicateFile, RegisterFile
-from .exec_step import Plan, Step, plan_slots
+from .exec_step import Plan, Step, plan_slots, trap_detail
 from .exec_store import MemoryStore
 
 __all__ = ["RULES", "EXECUTOR_RULES", "Machine", "prepare", "run_program"]
@@ -163,7 +163,9 @@ class Machine:
             self._run_stage()
             if self.first_trap is not None:
                 lane, code, index = self.first_trap
-                raise AtlasTrap(code, index, lane, f"{self.plans[index].instr.INFO.name}: {code.name}")
+                what = (f"more than the execution budget of {self.budget} backward jumps (a runaway loop?)"
+                        if code is TrapCode.BUDGET_EXCEEDED else None)
+                raise AtlasTrap(code, index, lane, trap_detail(self.plans[index].instr, code, what))
             if self.n_live == 0:
                 return
             self._run_cooperative()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas_web import LaunchConfig, TrapCode
+from atlas_web import LaunchConfig, Program, TrapCode
 from atlas_web.isa import (
     ADD, BRA, CVT, DIV, EXIT, LDG, LDS, MIRROR, MOV_IMM, MUL, REM, STG, Address, BinaryMapOperation, BoundMap,
     Condition, ParallelMapBinary, PoolLoad, PoolStore, Predicate, ResAccum, SETcc, SUB, Type,
@@ -188,3 +188,30 @@ def test_the_backend_stays_usable_after_a_trap(backend):
     run(backend, bad, 4, registers={r(10): (U64, pointer(buf))})
     assert decode(Type.I32, backend.copy_from_buffer(buf)) == [0, 1, 2, 3]
     assert backend.allocate_buffer(4) == buf + 1
+
+
+def test_trap_messages_name_the_instruction_text_and_what_went_wrong(backend):
+    from atlas_web import AtlasTrap
+    program = prog(MOV_IMM(dst=r(1), value=7, ty=Type.I32), MOV_IMM(dst=r(2), value=0, ty=Type.I32),
+                   DIV(dst=r(3), lhs=r(1), rhs=r(2), ty=Type.I32))
+    with pytest.raises(AtlasTrap) as caught:
+        run(backend, program, 4)
+    assert str(caught.value) == ("trap DIVISION_BY_ZERO at instruction 2 in lane 0: div.i32 r3, r1, r2: "
+                                 "an integer division or remainder by zero")
+    small = backend.allocate_buffer(4)
+    step = prog(ParallelMapBinary(dst_array=Address.RegisterIndirect(r(10)), src_a=Address.BufferOffset(small),
+                                  src_b=Address.BufferOffset(small), count=1, operation=BinaryMapOperation.Add))
+    with pytest.raises(AtlasTrap, match=r"in the cooperative step: pmap2\.add\.f32 \[r10 \+ 0\], .*: a pointer or "
+                                        r"handle that names no live buffer or pool"):
+        run(backend, step, 1, registers={r(10): (U64, 0)})
+
+
+def test_budget_trap_message_names_the_budget():
+    from atlas_web import AtlasTrap, ExecutionParams
+    with pytest.raises(AtlasTrap, match=r"bra @x: more than the execution budget of 5 backward jumps"):
+        CpuBackend().execute_program_with_params(
+            Program.from_text("x:\n    bra @x"), ExecutionParams(LaunchConfig(), budget=5))
+
+
+def test_every_trap_code_has_a_meaning():
+    assert all(code.meaning and code.meaning[0].islower() for code in TrapCode)
