@@ -88,12 +88,16 @@ class SystemRequirement:
         return self.present(self.package)
 
 
+#: npm fetches Pyodide for the browser site once (any npm on PATH will do)
+NPM_REQUIREMENT = SystemRequirement("npm", "fetches Pyodide for the browser demo (www/dist) once",
+                                    command_available("npm"))
+
 #: Debian packages installed when missing (extend this table; nothing else changes)
 SYSTEM_REQUIREMENTS: tuple[SystemRequirement, ...] = (
     SystemRequirement(f"python{sys.version_info.major}.{sys.version_info.minor}-venv",
                       "python3 -m venv (Debian ships ensurepip separately)", module_available("ensurepip")),
     SystemRequirement("mesa-vulkan-drivers", "Vulkan on the CPU (lavapipe) for the webgpu backend"),
-    SystemRequirement("npm", "fetches Pyodide for the browser demo (www/dist) once", command_available("npm")),
+    NPM_REQUIREMENT,
 )
 
 #: Debian packages only the test command needs (the browser tests drive Debian's Chromium)
@@ -225,7 +229,7 @@ def command_test(args: Sequence[str]) -> int:
 def command_site(args: Sequence[str]) -> int:
     """Build the static site into www/dist (standard library and npm only)."""
     argparse.ArgumentParser(prog="python3 build.py site", description=command_site.__doc__).parse_args(args)
-    ensure_system_requirements([r for r in SYSTEM_REQUIREMENTS if r.package == "npm"])
+    ensure_system_requirements([NPM_REQUIREMENT])
     build_site()
     return 0
 
@@ -236,7 +240,7 @@ def command_serve(args: Sequence[str]) -> int:
     parser.add_argument("--no-build", action="store_true", help="serve www/dist without rebuilding it")
     options = parser.parse_args(args)
     if not options.no_build:
-        ensure_system_requirements([r for r in SYSTEM_REQUIREMENTS if r.package == "npm"])
+        ensure_system_requirements([NPM_REQUIREMENT])
         build_site()
     try:
         sitebuild().serve_forever(SITE_DIR, options.host, options.port, say=say)

@@ -70,11 +70,13 @@ def browser(tmp_path_factory):
 
 
 class PageLog:
-    """The console errors and uncaught page errors of one page."""
+    """The console errors and warnings and the uncaught page errors of one page (Pyodide reports an
+    exception that escapes a Python task as a console warning)."""
 
     def __init__(self, page) -> None:
         self.errors: list[str] = []
-        page.on("console", lambda message: self.errors.append(message.text) if message.type == "error" else None)
+        page.on("console", lambda message: self.errors.append(f"{message.type}: {message.text}")
+                if message.type in ("error", "warning") else None)
         page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
 
 

@@ -90,7 +90,8 @@ result = [[c.name, c.available, c.reason] for c in _STATE["session"].choices()]
             assert reason and reason in line and NOT_AVAILABLE in line
 
 
-def test_bad_programs_show_the_error_on_the_page_and_the_page_keeps_working(demo_page):
+def test_bad_programs_show_the_error_on_the_page_and_the_page_keeps_working(demo):
+    demo_page, log = demo
     _run_and_wait(demo_page, BAD_SYNTAX)
     assert demo_page.get_attribute("#result", "data-check") == "program error"
     error = demo_page.inner_text("#program-error")
@@ -120,6 +121,7 @@ result = [entry.name, entry.available]
     else:
         assert check == "unavailable" and NOT_AVAILABLE in demo_page.inner_text("#result")
         assert NOT_AVAILABLE in demo_page.inner_text("#code")
+    assert log.errors == []  # the errors went to the page, not to the console
 
 
 def _set_size(page, size: str) -> None:
