@@ -27,7 +27,7 @@ from atlas_web.program import Program
 
 __all__ = [
     "registers", "predicates", "label_names", "addresses", "immediates", "types_of", "instruction_of",
-    "instructions", "programs", "ADDRESS_STRATEGIES",
+    "instructions", "programs", "ADDRESS_STRATEGIES", "VOCABULARIES",
 ]
 
 _LABEL_START = string.ascii_letters + "_"
@@ -120,9 +120,36 @@ _OPERAND_STRATEGIES: dict[OperandKind, Callable[..., st.SearchStrategy]] = {
 }
 
 
+#: a few registers (general and special), small handles and offsets, small counts: operands that programs
+#: run on a small launch with buffers 2 … 4 and a pool actually meet (more of them verify and touch memory)
+_RUNNABLE_REGISTERS = st.builds(Register, st.sampled_from([0, 1, 2, 3, 4, 5, 252, 255]))
+_RUNNABLE_ADDRESSES: dict[type, st.SearchStrategy] = {
+    Address.BufferOffset: st.builds(Address.BufferOffset, st.integers(1, 5), st.integers(0, 64)),
+    Address.PoolOffset: st.builds(Address.PoolOffset, st.integers(1, 6), st.integers(0, 64)),
+    Address.Shared: st.builds(Address.Shared, st.integers(0, 64)),
+    Address.Class: st.builds(Address.Class, st.integers(0, 95), st.integers(0, 64)),
+    Address.RegisterIndirect: st.builds(Address.RegisterIndirect, _RUNNABLE_REGISTERS, st.integers(-8, 64)),
+    Address.RegisterIndirectComputed: st.builds(Address.RegisterIndirectComputed, _RUNNABLE_REGISTERS,
+                                                _RUNNABLE_REGISTERS),
+}
+_RUNNABLE_OPERAND_STRATEGIES: dict[OperandKind, Callable[..., st.SearchStrategy]] = {
+    **_OPERAND_STRATEGIES,
+    OperandKind.REG: lambda op, ty, labels, previous: _RUNNABLE_REGISTERS,
+    OperandKind.ADDR: lambda op, ty, labels, previous: st.one_of(
+        [_RUNNABLE_ADDRESSES[mode] for mode in ADDRESS_MODES_BY_RULE[op.rule]]),
+    OperandKind.UINT: lambda op, ty, labels, previous: st.integers(0, min(40, (1 << op.rule) - 1)),
+}
+#: vocabulary name -> its operand strategies: "any" (every valid operand) or "runnable" (see above)
+VOCABULARIES: dict[str, dict[OperandKind, Callable[..., st.SearchStrategy]]] = {
+    "any": _OPERAND_STRATEGIES, "runnable": _RUNNABLE_OPERAND_STRATEGIES,
+}
+
+
 @st.composite
-def instruction_of(draw, info: OpcodeInfo, labels: st.SearchStrategy[str] | None = None) -> Instruction:
-    """An instruction of the row ``info`` with valid operands; LABEL operands are drawn from ``labels``."""
+def instruction_of(draw, info: OpcodeInfo, labels: st.SearchStrategy[str] | None = None,
+                   vocabulary: str = "any") -> Instruction:
+    """An instruction of the row ``info`` with valid operands from ``vocabulary``; LABEL operands are
+    drawn from ``labels``."""
     label_strategy = label_names() if labels is None else labels
     values: dict[str, object] = {}
     accepted = info.types
@@ -137,14 +164,15 @@ def instruction_of(draw, info: OpcodeInfo, labels: st.SearchStrategy[str] | None
     previous = None
     for op in info.operands:
         if op.kind is not OperandKind.ENUM:
-            values[op.name] = draw(_OPERAND_STRATEGIES[op.kind](op, ty, label_strategy, previous))
+            values[op.name] = draw(VOCABULARIES[vocabulary][op.kind](op, ty, label_strategy, previous))
         previous = values[op.name]
     return INSTRUCTION_CLASSES[info.name](**values)
 
 
-def instructions(labels: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Instruction]:
-    """Any instruction of any row of the opcode table."""
-    return st.one_of([instruction_of(info, labels) for info in OPCODE_TABLE])
+def instructions(labels: st.SearchStrategy[str] | None = None,
+                 vocabulary: str = "any") -> st.SearchStrategy[Instruction]:
+    """Any instruction of any row of the opcode table, its operands from ``vocabulary``."""
+    return st.one_of([instruction_of(info, labels, vocabulary) for info in OPCODE_TABLE])
 
 
 #: LABEL operands of program bodies are drawn from these slots, then renamed to the drawn label names
@@ -153,8 +181,8 @@ _LABEL_SLOTS = tuple(f"slot{i}" for i in range(4))
 
 
 @functools.lru_cache(maxsize=None)
-def _bodies(max_instructions: int) -> st.SearchStrategy[list]:
-    return st.lists(instructions(st.sampled_from(_LABEL_SLOTS)), max_size=max_instructions)
+def _bodies(max_instructions: int, vocabulary: str) -> st.SearchStrategy[list]:
+    return st.lists(instructions(st.sampled_from(_LABEL_SLOTS), vocabulary), max_size=max_instructions)
 
 
 def _renamed(instr: Instruction, names: dict[str, str]) -> Instruction:
@@ -164,14 +192,15 @@ def _renamed(instr: Instruction, names: dict[str, str]) -> Instruction:
 
 
 @st.composite
-def programs(draw, max_instructions: int = 12, max_labels: int = 4) -> Program:
-    """A structurally valid Program: labels at positions 0 … len, every LABEL operand defined.
+def programs(draw, max_instructions: int = 12, max_labels: int = 4, vocabulary: str = "any") -> Program:
+    """A structurally valid Program: labels at positions 0 … len, every LABEL operand defined, operands
+    from ``vocabulary`` (``"any"`` or ``"runnable"``).
 
     Not necessarily verifier-valid (types, control flow and uniformity are not considered).
     """
     names = draw(st.lists(label_names(), min_size=1, max_size=max_labels, unique=True))
     slot_names = {slot: names[i % len(names)] for i, slot in enumerate(_LABEL_SLOTS)}
-    body = [_renamed(instr, slot_names) for instr in draw(_bodies(max_instructions))]
+    body = [_renamed(instr, slot_names) for instr in draw(_bodies(max_instructions, vocabulary))]
     referenced = {getattr(ins, op.name).name for ins in body for op in ins.INFO.operands
                   if op.kind is OperandKind.LABEL}
     defined = referenced | {n for n in names if draw(st.booleans())}
