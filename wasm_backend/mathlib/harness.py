@@ -71,10 +71,11 @@ def _add_loop(mb: ModuleBuilder, library: MathLibrary, op: str, shape: Shape, *,
 
 class MathHarness:
     """Runs the math functions ``pairs`` ((op, shape) pairs) under ``runner`` (default: a new wasmtime one
-    without fuel). ``inline=True`` writes vector kernels into the loops instead of calling them."""
+    without fuel). ``inline=True`` writes vector kernels into the loops instead of calling them;
+    ``relaxed_simd`` is passed to the MathLibrary."""
 
     def __init__(self, pairs: Iterable[tuple[str, object]], *, runner=None, inline: bool = False,
-                 initial_pages: int = 16) -> None:
+                 relaxed_simd: bool = False, initial_pages: int = 16) -> None:
         if runner is None:
             from ..runners import create_runner
             runner = create_runner("wasmtime", budgeted=False)
@@ -82,7 +83,7 @@ class MathHarness:
         self.pairs = [(math_op(op).name, as_shape(shape)) for op, shape in pairs]
         mb = ModuleBuilder("mathlib_harness")
         mb.import_memory("env", "memory", 1, _MAX_PAGES)
-        self.library = MathLibrary(mb)
+        self.library = MathLibrary(mb, relaxed_simd=relaxed_simd)
         for op, shape in self.pairs:
             _add_loop(mb, self.library, op, shape, inline=inline)
         self.wasm = mb.to_bytes()

@@ -121,6 +121,7 @@ def swish_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     lg = logistic(kb, xc)
     result = _finish(kb, _times(kb, xc, lg), lg)
     result = kb.select(kb.gt(x, _PASS_THROUGH), x, result)
+    result = kb.select(kb.eq(x, 0.0), x, result)          # ±0 -> ±0 (the exact product's sum loses -0)
     return kb.select(kb.lt(x, -800.0), x * 0.0, result)
 
 
@@ -142,6 +143,7 @@ def gelu_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     lg = logistic(kb, kb.let(2.0 * u), kb.let(2.0 * u_err))
     result = _finish(kb, _times(kb, xc, lg), lg)
     result = kb.select(kb.gt(x, _PASS_THROUGH), x, result)
+    result = kb.select(kb.eq(x, 0.0), x, result)          # ±0 -> ±0 (the exact product's sum loses -0)
     return kb.select(kb.lt(x, -_PASS_THROUGH), x * 0.0, result)
 
 
