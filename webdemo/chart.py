@@ -18,7 +18,9 @@ __all__ = ["TimingPoint", "SERIES_COLORS", "timing_chart_svg", "nice_ceiling"]
 #: line colours, one per series in order of first appearance (repeating)
 SERIES_COLORS: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
 _WIDTH, _HEIGHT = 560, 260
-_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 140, 16, 40
+_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 150, 16, 40
+#: legend names longer than this are cut (the full name is in the tooltip)
+_LEGEND_CHARS = 18
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def _label(ms: float) -> str:
     return f"{ms:.3g}"
 
 
-def timing_chart_svg(points: Sequence[TimingPoint], *, title: str = "launch time (ms) by size") -> str:
+def timing_chart_svg(points: Sequence[TimingPoint], *, title: str = "time (ms) by example size") -> str:
     """The SVG markup of ``points``; an empty chart that says so when there are none.
 
     Several points of one series at one size are averaged.
@@ -93,6 +95,8 @@ def timing_chart_svg(points: Sequence[TimingPoint], *, title: str = "launch time
                          f'{means[(name, size)]:.3f} ms</title></circle>')
         legend_y = _TOP + 8 + 18 * index
         parts.append(f'<rect x="{_WIDTH - _RIGHT + 12}" y="{legend_y - 8}" width="12" height="12" fill="{color}"/>')
-        parts.append(f'<text x="{_WIDTH - _RIGHT + 30}" y="{legend_y + 2}" font-size="12">{escape(name)}</text>')
+        shown = name if len(name) <= _LEGEND_CHARS else name[:_LEGEND_CHARS - 1] + "…"
+        parts.append(f'<text x="{_WIDTH - _RIGHT + 30}" y="{legend_y + 2}" font-size="12">{escape(shown)}'
+                     f'<title>{escape(name)}</title></text>')
     parts.append("</svg>")
     return "".join(parts)
