@@ -11,21 +11,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 from ..errors import ProgramError
 from .addresses import ADDRESS_MODES, Address
 from .floats import CANONICAL_NAN, round_float
-from .opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo, OperandKind
+from .opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo, Operand, OperandKind
 from .registers import Label, Predicate, Register, is_label_name
 from .types import Type
 
 __all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name", "ADDRESS_MODES_BY_RULE"]
 
-_GLOBAL_MODES = (Address.BufferOffset, Address.PoolOffset, Address.Class,
-                 Address.RegisterIndirect, Address.RegisterIndirectComputed)
-_SHARED_MODES = (Address.Shared, Address.RegisterIndirect)
 #: the address modes an ADDR operand accepts, by its rule ("global" or "shared")
-ADDRESS_MODES_BY_RULE: dict[str, tuple[type, ...]] = {"global": _GLOBAL_MODES, "shared": _SHARED_MODES}
+ADDRESS_MODES_BY_RULE: dict[str, tuple[type, ...]] = {
+    "global": (Address.BufferOffset, Address.PoolOffset, Address.Class, Address.RegisterIndirect,
+               Address.RegisterIndirectComputed),
+    "shared": (Address.Shared, Address.RegisterIndirect),
+}
 
 
 class Instruction:
@@ -82,6 +84,77 @@ def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type) -> int | flo
     return ty.wrap(value)
 
 
+def _check_register(info: OpcodeInfo, op: Operand, value: object) -> object:
+    if not isinstance(value, Register):
+        raise _fail(info, f"operand {op.name!r} must be a Register, got {value!r}")
+    return value
+
+
+def _check_predicate(info: OpcodeInfo, op: Operand, value: object) -> object:
+    if not isinstance(value, Predicate):
+        raise _fail(info, f"operand {op.name!r} must be a Predicate, got {value!r}")
+    return value
+
+
+def _check_optional_predicate(info: OpcodeInfo, op: Operand, value: object) -> object:
+    if value is not None and not isinstance(value, Predicate):
+        raise _fail(info, f"operand {op.name!r} must be a Predicate or None, got {value!r}")
+    return value
+
+
+def _check_flag(info: OpcodeInfo, op: Operand, value: object) -> object:
+    if not isinstance(value, bool):
+        raise _fail(info, f"operand {op.name!r} must be a bool, got {value!r}")
+    return value
+
+
+def _check_label(info: OpcodeInfo, op: Operand, value: object) -> object:
+    if isinstance(value, Label):
+        return value
+    if not isinstance(value, str):
+        raise _fail(info, f"operand {op.name!r} must be a Label or a label name, got {value!r}")
+    if not is_label_name(value):
+        raise _fail(info, f"operand {op.name!r}: invalid label name {value!r}")
+    return Label(value)
+
+
+def _check_address(info: OpcodeInfo, op: Operand, value: object) -> object:
+    modes = ADDRESS_MODES_BY_RULE[op.rule]  # type: ignore[index]
+    if not isinstance(value, modes):
+        names = ", ".join("Address." + m.__name__ for m in modes)
+        raise _fail(info, f"operand {op.name!r} must be one of {names}, got {value!r}")
+    return value
+
+
+def _check_uint(info: OpcodeInfo, op: Operand, value: object) -> object:
+    bits: int = op.rule  # type: ignore[assignment]
+    if not _is_uint(value, bits):
+        raise _fail(info, f"operand {op.name!r} must be an int in 0..{(1 << bits) - 1}, got {value!r}")
+    return value
+
+
+def _check_enum(info: OpcodeInfo, op: Operand, value: object) -> object:
+    enum_class: type = op.rule  # type: ignore[assignment]
+    if not isinstance(value, enum_class):
+        raise _fail(info, f"operand {op.name!r} must be a {enum_class.__name__}, got {value!r}")
+    return value
+
+
+#: OperandKind -> (info, operand, value) -> the value to store, or ProgramError naming the operand. IMM is
+#: normalized to the instruction's type separately (after the type fields are checked).
+_OPERAND_CHECKS: dict[OperandKind, Callable[[OpcodeInfo, Operand, object], object]] = {
+    OperandKind.REG: _check_register,
+    OperandKind.PRED: _check_predicate,
+    OperandKind.OPT_PRED: _check_optional_predicate,
+    OperandKind.FLAG: _check_flag,
+    OperandKind.LABEL: _check_label,
+    OperandKind.ADDR: _check_address,
+    OperandKind.UINT: _check_uint,
+    OperandKind.ENUM: _check_enum,
+}
+assert set(_OPERAND_CHECKS) | {OperandKind.IMM} == set(OperandKind), "every OperandKind needs a check"
+
+
 def _make_post_init(info: OpcodeInfo):
     operands = info.operands
     type_fields = info.type_fields
@@ -95,39 +168,13 @@ def _make_post_init(info: OpcodeInfo):
                 raise _fail(info, f"type {ty.name} is not accepted (accepted: {_type_list(info)})")
         for op in operands:
             value = getattr(self, op.name)
-            kind = op.kind
-            if kind is OperandKind.REG:
-                if not isinstance(value, Register):
-                    raise _fail(info, f"operand {op.name!r} must be a Register, got {value!r}")
-            elif kind is OperandKind.PRED:
-                if not isinstance(value, Predicate):
-                    raise _fail(info, f"operand {op.name!r} must be a Predicate, got {value!r}")
-            elif kind is OperandKind.OPT_PRED:
-                if value is not None and not isinstance(value, Predicate):
-                    raise _fail(info, f"operand {op.name!r} must be a Predicate or None, got {value!r}")
-            elif kind is OperandKind.FLAG:
-                if not isinstance(value, bool):
-                    raise _fail(info, f"operand {op.name!r} must be a bool, got {value!r}")
-            elif kind is OperandKind.LABEL:
-                if isinstance(value, str):
-                    if not is_label_name(value):
-                        raise _fail(info, f"operand {op.name!r}: invalid label name {value!r}")
-                    object.__setattr__(self, op.name, Label(value))
-                elif not isinstance(value, Label):
-                    raise _fail(info, f"operand {op.name!r} must be a Label or a label name, got {value!r}")
-            elif kind is OperandKind.ADDR:
-                modes = _GLOBAL_MODES if op.rule == "global" else _SHARED_MODES
-                if not isinstance(value, modes):
-                    names = ", ".join("Address." + m.__name__ for m in modes)
-                    raise _fail(info, f"operand {op.name!r} must be one of {names}, got {value!r}")
-            elif kind is OperandKind.UINT:
-                if not _is_uint(value, op.rule):
-                    raise _fail(info, f"operand {op.name!r} must be an int in 0..{(1 << op.rule) - 1}, got {value!r}")
-            elif kind is OperandKind.ENUM:
-                if not isinstance(value, op.rule):
-                    raise _fail(info, f"operand {op.name!r} must be a {op.rule.__name__}, got {value!r}")
-            elif kind is OperandKind.IMM:
-                object.__setattr__(self, op.name, _normalize_immediate(info, value, self.ty))
+            stored: object
+            if op.kind is OperandKind.IMM:
+                stored = _normalize_immediate(info, value, self.ty)
+            else:
+                stored = _OPERAND_CHECKS[op.kind](info, op, value)
+            if stored is not value:
+                object.__setattr__(self, op.name, stored)
         if info.name == "BRA" and self.negate and self.pred is None:
             raise _fail(info, "negate=True needs a predicate")
         operation = getattr(self, "operation", None)
