@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .errors import ExecutionFailed, ProgramError
-from .isa.registers import Register
+from .isa.registers import Register, SpecialRegister
 from .isa.types import Type
 
 __all__ = [
@@ -127,7 +127,7 @@ def check_budget(budget: object, what: str) -> int:
 def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | float]]:
     """Preset registers checked and normalized like MOV_IMM immediates (wrapped or rounded to their
     type, NaN canonical); a new dict. Raises ProgramError naming the register."""
-    from .isa.instructions import MOV_IMM
+    from .isa.instructions import MOV_IMM  # type: ignore[attr-defined]  # generated from the table
 
     if not isinstance(registers, Mapping):
         raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
@@ -136,8 +136,8 @@ def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | 
         if not isinstance(reg, Register):
             raise ProgramError(f"ExecutionParams.registers: key {reg!r} is not a Register")
         if reg.is_special:
-            raise ProgramError(f"ExecutionParams.registers: {reg} is the special register {reg.special.name} "
-                               "(read-only)")
+            raise ProgramError(f"ExecutionParams.registers: {reg} is the special register "
+                               f"{SpecialRegister(reg.index).name} (read-only)")
         if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
             raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
         ty, value = entry
