@@ -328,7 +328,7 @@ class Backend(abc.ABC):
         self.copy_from_buffer(handle, raw, offset)
         return _unpacked(raw, code)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: the default has nothing to release
         """Release the backend's device resources (no-op where there are none)."""
 
     def __enter__(self):

@@ -252,8 +252,10 @@ _row("BoundMap", 0x59, "bound.map", [_dst(Type.U64), _reg("class_id", T.INT), _r
      "dst:u64 = class_id*12288 + page*256 + byte; traps INVALID_CLASS / OUT_OF_BOUNDS")
 
 # --- per-lane reductions -------------------------------------------------------
-for _name, _op, _mn, _what in (("ReduceAdd", 0x60, "reduce.add", "sum"), ("ReduceMin", 0x61, "reduce.min", "minimum"),
-                               ("ReduceMax", 0x62, "reduce.max", "maximum"), ("ReduceMul", 0x63, "reduce.mul", "product")):
+for _name, _op, _mn, _what in (("ReduceAdd", 0x60, "reduce.add", "sum"),
+                               ("ReduceMin", 0x61, "reduce.min", "minimum"),
+                               ("ReduceMax", 0x62, "reduce.max", "maximum"),
+                               ("ReduceMul", 0x63, "reduce.mul", "product")):
     _row(_name, _op, _mn, [_dst(), Operand("src_array", K.ADDR, GADDR), Operand("count", K.UINT, 32)], SCALARS, L,
          "reduction", f"dst = the {_what} of count values of type ty from src_array, in index order")
 
@@ -278,7 +280,8 @@ _row("PoolStore", 0x83, "pool.store", [_reg("pool", T.INT32), _reg("offset", T.I
 
 # --- cooperative ---------------------------------------------------------------
 _row("ParallelMap", 0x90, "pmap", [Operand("dst_array", K.ADDR, GADDR), Operand("src_array", K.ADDR, GADDR),
-                                   Operand("count", K.UINT, 32), Operand("operation", K.ENUM, MapOperation, in_suffix=True)],
+                                   Operand("count", K.UINT, 32),
+                                   Operand("operation", K.ENUM, MapOperation, in_suffix=True)],
      SCALARS, CO, "cooperative", "once per launch: dst_array[i] = operation(src_array[i]) for i < count",
      default_type=Type.F32)
 _row("ParallelMapBinary", 0x91, "pmap2", [Operand("dst_array", K.ADDR, GADDR), Operand("src_a", K.ADDR, GADDR),
@@ -294,4 +297,4 @@ _row("ParallelReduce", 0x92, "preduce", [_dst(), Operand("src_array", K.ADDR, GA
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 
-del _row, _name, _op, _what, _ROWS
+del _name, _op, _mn, _what  # the loop variables above; _row and _ROWS stay private
