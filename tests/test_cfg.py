@@ -13,6 +13,8 @@ from atlas_web.lowering import (
 )
 from atlas_web.program import Program
 
+from .verify_programs import program
+
 # ---- graphs ---------------------------------------------------------------------------------------
 
 #: 0 -> 1 -> {2, 3} -> 4 -> {1, 5}: an if-then-else inside a loop
@@ -110,19 +112,8 @@ def _mov(value: int = 0):
     return MOV_IMM(dst=r1, value=value, ty=Type.I32)
 
 
-def _program(*items) -> Program:
-    """Instructions, with a str placing a label at the next instruction."""
-    instrs, labels = [], {}
-    for item in items:
-        if isinstance(item, str):
-            labels[item] = len(instrs)
-        else:
-            instrs.append(item)
-    return Program(instrs, labels)
-
-
 def test_blocks_split_at_targets_and_after_control_instructions():
-    prog = _program(_mov(), _mov(), BRA(target="skip", pred=p0), _mov(), "skip", _mov(), EXIT(), _mov())
+    prog = program(_mov(), _mov(), BRA(target="skip", pred=p0), _mov(), "skip", _mov(), EXIT(), _mov())
     cfg = build_cfg(prog)
     assert [(b.start, b.end, b.terminator) for b in cfg.blocks] == [
         (0, 3, Terminator.BRANCH), (3, 4, Terminator.FALLTHROUGH), (4, 6, Terminator.EXIT),
@@ -136,15 +127,15 @@ def test_blocks_split_at_targets_and_after_control_instructions():
 
 
 def test_jumps_to_the_end_and_running_past_it_have_no_successor():
-    prog = _program(BRA(target="end", pred=p0), _mov(), BRA(target="end"), "end")
+    prog = program(BRA(target="end", pred=p0), _mov(), BRA(target="end"), "end")
     cfg = build_cfg(prog)
     assert [b.successors for b in cfg.blocks] == [(1,), ()]
     assert cfg.blocks[0].target == 3 and cfg.main.ends_lane(1)
-    assert [b.successors for b in build_cfg(_program(_mov(), _mov())).blocks] == [()]
+    assert [b.successors for b in build_cfg(program(_mov(), _mov())).blocks] == [()]
 
 
 def test_loop_instruction_has_body_and_fall_through_successors():
-    prog = _program("body", _mov(), LOOP(count=Register(2), body="body"), EXIT())
+    prog = program("body", _mov(), LOOP(count=Register(2), body="body"), EXIT())
     cfg = build_cfg(prog)
     assert [(b.start, b.end) for b in cfg.blocks] == [(0, 2), (2, 3)]
     assert cfg.blocks[0].terminator is Terminator.LOOP and cfg.blocks[0].successors == (0, 1)
@@ -152,7 +143,7 @@ def test_loop_instruction_has_body_and_fall_through_successors():
 
 
 def test_calls_make_procedures_and_a_call_graph():
-    prog = _program(CALL(target="f"), CALL(target="g"), EXIT(),
+    prog = program(CALL(target="f"), CALL(target="g"), EXIT(),
                     "f", CALL(target="g"), RET(),
                     "g", _mov(), RET())
     cfg = build_cfg(prog)
@@ -172,7 +163,7 @@ def test_calls_make_procedures_and_a_call_graph():
 
 
 def test_code_shared_by_fall_through_and_call_belongs_to_both_procedures():
-    prog = _program(CALL(target="f"), "f", _mov(), RET())
+    prog = program(CALL(target="f"), "f", _mov(), RET())
     cfg = build_cfg(prog)
     shared = cfg.block_of[1]
     assert cfg.procedures_of_block[shared] == (0, 1)
@@ -180,16 +171,16 @@ def test_code_shared_by_fall_through_and_call_belongs_to_both_procedures():
 
 
 def test_call_cycles_are_found():
-    direct = build_cfg(_program(CALL(target="f"), EXIT(), "f", CALL(target="f"), RET()))
+    direct = build_cfg(program(CALL(target="f"), EXIT(), "f", CALL(target="f"), RET()))
     assert direct.call_cycle() == (2,)
-    indirect = build_cfg(_program(CALL(target="f"), EXIT(), "f", CALL(target="g"), RET(), "g", CALL(target="f"), RET()))
+    indirect = build_cfg(program(CALL(target="f"), EXIT(), "f", CALL(target="g"), RET(), "g", CALL(target="f"), RET()))
     assert sorted(indirect.call_cycle()) == [2, 4]
     with pytest.raises(ProgramError, match="recursive"):
         indirect.call_order()
 
 
 def test_procedure_analyses_on_a_program_loop():
-    prog = _program(_mov(), "top", BRA(target="out", pred=p0), _mov(), BRA(target="top"), "out", EXIT())
+    prog = program(_mov(), "top", BRA(target="out", pred=p0), _mov(), BRA(target="top"), "out", EXIT())
     main = build_cfg(prog).main
     assert dict(main.dominators) == {0: 0, 1: 0, 2: 1, 3: 1}
     assert main.post_dominators[1] == 3 and main.post_dominators[2] == 1
@@ -198,7 +189,7 @@ def test_procedure_analyses_on_a_program_loop():
 
 
 def test_irreducible_program_is_detected():
-    prog = _program(BRA(target="b", pred=p0), "a", _mov(), BRA(target="b", pred=p0), EXIT(),
+    prog = program(BRA(target="b", pred=p0), "a", _mov(), BRA(target="b", pred=p0), EXIT(),
                     "b", _mov(), BRA(target="a", pred=p0), EXIT())
     main = build_cfg(prog).main
     assert not main.is_reducible and main.back_edges == ()
@@ -209,6 +200,6 @@ def test_empty_program_and_undefined_labels():
     assert cfg.blocks == () and cfg.main.entry_block is None and cfg.main.loops == () and cfg.main.is_reducible
     assert cfg.call_depth() == 0
     with pytest.raises(ProgramError, match="undefined label @nowhere"):
-        build_cfg(_program(BRA(target="nowhere")))
+        build_cfg(program(BRA(target="nowhere")))
     with pytest.raises(ProgramError, match="outside"):
-        build_cfg(_program(BRA(target="x"), "x"), targets={0: 5})
+        build_cfg(program(BRA(target="x"), "x"), targets={0: 5})
