@@ -70,3 +70,21 @@ def test_program_refuses_what_is_not_a_sequence_of_instructions(instructions, ma
 def test_program_refuses_labels_that_are_not_a_mapping():
     with pytest.raises(ProgramError, match="labels must map label names to instruction indices, got list"):
         Program([EXIT()], ["start"])
+
+
+@pytest.mark.parametrize("ty", FLOATS)
+def test_float_immediates_compare_by_bits(ty):
+    def mov(value):
+        return MOV_IMM(dst=Register(1), value=value, ty=ty)
+    assert mov(-0.0) != mov(0.0)
+    assert mov(1) == mov(1.0) and hash(mov(1)) == hash(mov(1.0))
+    assert mov(math.nan) == mov(-math.nan) and hash(mov(math.nan)) == hash(mov(math.nan))
+    assert MOV_IMM(dst=Register(1), value=0, ty=Type.I32) == MOV_IMM(dst=Register(1), value=0, ty=Type.I32)
+    assert mov(0.0) != MOV_IMM(dst=Register(1), value=0, ty=Type.I32)
+
+
+def test_programs_that_differ_only_in_the_sign_of_a_zero_are_different():
+    plus, minus = (Program([MOV_IMM(dst=Register(1), value=zero, ty=Type.F32), EXIT()]) for zero in (0.0, -0.0))
+    assert plus != minus and len({plus, minus}) == 2
+    again = Program.from_bytes(minus.to_bytes())
+    assert again == minus and hash(again) == hash(minus)

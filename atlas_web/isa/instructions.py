@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from typing import Callable
 
 from ..errors import ProgramError
@@ -189,6 +190,28 @@ def _type_list(info: OpcodeInfo) -> str:
     return ", ".join(t.name for t in sorted(info.types, key=lambda t: t.code))
 
 
+def _immediate_key(value: object) -> object:
+    """Floats by their bit pattern (``-0.0 != 0.0``; the one canonical NaN equals itself), ints as they are."""
+    return ("float", struct.pack("<d", value)) if isinstance(value, float) else value
+
+
+def _exact_equality(names: tuple[str, ...], immediates: tuple[str, ...]) -> dict[str, Callable]:
+    """``__eq__`` and ``__hash__`` comparing immediates exactly (a dataclass compares ``-0.0 == 0.0``, so
+    two programs with different bytecode would be equal)."""
+    def key(self) -> tuple:
+        return tuple(_immediate_key(getattr(self, n)) if n in immediates else getattr(self, n) for n in names)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return key(self) == key(other)
+
+    def __hash__(self) -> int:
+        return hash(key(self))
+
+    return {"__eq__": __eq__, "__hash__": __hash__}
+
+
 def _make_class(info: OpcodeInfo) -> type:
     fields: list = []
     for op in info.operands:
@@ -201,11 +224,12 @@ def _make_class(info: OpcodeInfo) -> type:
             fields.append((tf, Type, dataclasses.field(default=info.default_type)))
         else:
             fields.append((tf, Type))
+    namespace = {"__post_init__": _make_post_init(info), "INFO": info, "__doc__": f"{info.mnemonic}: {info.summary}."}
+    immediates = tuple(op.name for op in info.operands if op.kind is OperandKind.IMM)
+    if immediates:
+        namespace.update(_exact_equality(info.fields, immediates))
     cls = dataclasses.make_dataclass(
-        info.name, fields, bases=(Instruction,), frozen=True, slots=True,
-        namespace={"__post_init__": _make_post_init(info), "INFO": info,
-                   "__doc__": f"{info.mnemonic}: {info.summary}."},
-    )
+        info.name, fields, bases=(Instruction,), frozen=True, slots=True, eq=not immediates, namespace=namespace)
     cls.__module__ = __name__
     cls.__str__ = Instruction.__str__  # dataclass does not generate __str__, keep ours
     return cls
