@@ -12,8 +12,8 @@ instances can share one memory (the backend's arena). A module that defines
 its own memory exposes it when it exports it. Memory operations take a
 ``WasmMemory`` or an instance (meaning its memory).
 
-Copies. ``read_memory`` and ``read_array`` return copies, ``write_memory``
-copies in. ``memory_view`` is a zero-copy NumPy view where the engine allows
+Copies. ``read_memory`` and ``read_array`` return copies, ``read_memory_into``
+fills a host buffer, ``write_memory`` copies in. ``memory_view`` is a zero-copy NumPy view where the engine allows
 it (``zero_copy_views``); the view is only valid until the memory grows (by
 ``grow_memory`` or by ``memory.grow`` in wasm code), after which it must be
 taken again.
@@ -289,6 +289,22 @@ class WasmRunner(abc.ABC):
         self._check_range(memory, offset, view.nbytes, "write_memory")
         self._write(memory, offset, view)
 
+    def read_memory_into(self, target: WasmInstance | WasmMemory, offset: int, out: Any) -> Any:
+        """Fill ``out`` (a writable contiguous bytes-like object) from ``offset`` and return it: one copy on
+        engines that copy straight into a host buffer. Raises InvalidBuffer outside the memory or for an
+        ``out`` that is not a writable contiguous buffer."""
+        memory = self._memory_of(target)
+        try:
+            view = memoryview(out)
+        except TypeError:
+            raise InvalidBuffer(f"read_memory_into: out must be a writable buffer, got {type(out).__name__}") from None
+        if view.readonly or not view.c_contiguous:
+            raise InvalidBuffer("read_memory_into: out must be a writable C-contiguous buffer")
+        view = view.cast("B")
+        self._check_range(memory, offset, view.nbytes, "read_memory_into")
+        self._read_into(memory, offset, view)
+        return out
+
     def memory_view(self, target: WasmInstance | WasmMemory, dtype: Any = "uint8", offset: int = 0,
                     count: int | None = None):
         """A zero-copy NumPy array of ``count`` items (default: to the end) of ``dtype`` at ``offset``.
@@ -411,6 +427,11 @@ class WasmRunner(abc.ABC):
 
     @abc.abstractmethod
     def _write(self, memory: WasmMemory, offset: int, data: memoryview) -> None: ...
+
+    def _read_into(self, memory: WasmMemory, offset: int, target: memoryview) -> None:
+        """Copy ``target.nbytes`` bytes at ``offset`` into ``target`` (a flat writable byte view). Engines that
+        can copy straight into a host buffer override this default, which copies through ``_read``."""
+        target[:] = self._read(memory, offset, target.nbytes)
 
     def _view(self, memory: WasmMemory, offset: int, nbytes: int):
         """A uint8 NumPy view of ``nbytes`` at ``offset``. Engines with ``zero_copy_views`` override this; the

@@ -49,3 +49,7 @@ def create_runner(name: str | None = None, **options: Any) -> WasmRunner:
     except ImportError as exc:
         raise BackendUnavailable(f"the {chosen!r} WebAssembly runner cannot load: {exc}") from None
     return runner_class(**options)
+
+
+# the browser's WebAssembly API through Pyodide; its module imports ``js``, so only Emscripten can load it
+register_runner("js", "wasm_backend.runners.js_runner", "JsRunner")
