@@ -18,7 +18,7 @@ from .exec_address import (
 )
 from .exec_step import Step
 
-__all__ = ["MEMORY_RULES"]
+__all__ = ["MEMORY_RULES", "REDUCE_CHUNK_VALUES"]
 
 
 def _collect(step: Step, ty: Type, spans: list[Span], fetch) -> np.ndarray:
@@ -80,14 +80,29 @@ def _pool_store(step: Step) -> None:
     _store(check_access(step, resolve_pool(step, "pool", "offset"), ty.size_bytes(), ty.alignment()), ty, values)
 
 
+#: the most values a per-lane reduction gathers at once (lanes x columns): longer runs are folded in
+#: column chunks, each continuing from the running value, so memory stays bounded whatever ``count`` is
+REDUCE_CHUNK_VALUES = 1 << 22
+
+
 def _reduce_rule(kind: str):
     def rule(step: Step) -> None:
         ty, count = step.instr.ty, step.instr.count
         spans = check_access(step, resolve_global(step, "src_array"), ty.size_bytes() * count, ty.alignment())
-        runs = _collect(step, ty, spans, lambda s: gather_runs(s.data, s.offsets, ty, count))
-        if runs.ndim == 1:  # every lane trapped: no runs were read
-            runs = numeric.zeros(ty, step.count * count).reshape(step.count, count)
-        step.write_dest(numeric.lane_reduce(kind, ty, runs))
+        if not spans:  # every lane trapped: nothing to read, fold or write (count may be up to 2**32 - 1)
+            return
+        size = ty.size_bytes()
+        columns = max(1, REDUCE_CHUNK_VALUES // step.count)
+        folded = numeric.lane_reduce(kind, ty, numeric.zeros(ty, 0).reshape(step.count, 0))  # count 0: identity
+        for start in range(0, count, columns):
+            width = min(columns, count - start)
+            first = start * size
+            chunk = _collect(step, ty, spans,
+                             lambda s, first=first, width=width: gather_runs(s.data, s.offsets + first, ty, width))
+            # the running value as the first column: the fold goes on in index order, rounding as before
+            runs = chunk if start == 0 else np.concatenate([folded[:, None], chunk], axis=1)
+            folded = numeric.lane_reduce(kind, ty, runs)
+        step.write_dest(folded)
     rule.__name__ = f"_reduce_{kind}"
     return rule
 

@@ -236,9 +236,17 @@ def _fold(kind: str, ty: Type, values: list):
     return result if ty.is_float() else ty.wrap(result)
 
 
+@pytest.fixture(params=["whole", "chunked"])
+def reduce_chunks(request, monkeypatch):
+    """Per-lane reductions read in one piece, or (a tiny chunk limit) one column at a time."""
+    if request.param == "chunked":
+        from atlas_web.reference import exec_memory
+        monkeypatch.setattr(exec_memory, "REDUCE_CHUNK_VALUES", 3)
+
+
 @pytest.mark.parametrize("kind", list(REDUCTIONS))
 @pytest.mark.parametrize("ty", SCALAR_TYPES, ids=lambda t: t.name)
-def test_per_lane_reduction(backend, kind, ty):
+def test_per_lane_reduction(backend, reduce_chunks, kind, ty):
     size, count, lanes = ty.size_bytes(), 5, 8
     values = _run_values(ty)
     src = backend.allocate_buffer(len(values) * size)
@@ -254,7 +262,7 @@ def test_per_lane_reduction(backend, kind, ty):
 
 @pytest.mark.parametrize("kind", list(REDUCTIONS))
 @pytest.mark.parametrize("ty", SCALAR_TYPES, ids=lambda t: t.name)
-def test_per_lane_reduction_of_nothing_is_the_identity(backend, kind, ty):
+def test_per_lane_reduction_of_nothing_is_the_identity(backend, reduce_chunks, kind, ty):
     src = backend.allocate_buffer(8)
     out = backend.allocate_buffer(4 * ty.size_bytes())
     program = prog(REDUCTIONS[kind](dst=r(1), src_array=Address.BufferOffset(handle=src, offset=0), count=0, ty=ty),

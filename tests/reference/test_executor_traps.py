@@ -215,3 +215,10 @@ def test_budget_trap_message_names_the_budget():
 
 def test_every_trap_code_has_a_meaning():
     assert all(code.meaning and code.meaning[0].islower() for code in TrapCode)
+
+
+def test_a_per_lane_reduction_far_outside_its_buffer_traps_without_reading_it(backend):
+    from atlas_web.isa import ReduceAdd
+    buf = backend.allocate_buffer(8)
+    program = prog(ReduceAdd(dst=r(1), src_array=Address.RegisterIndirect(r(10)), count=(1 << 32) - 1, ty=Type.F32))
+    assert trap_of(backend, program, 64, registers={r(10): (U64, pointer(buf))}) == (TrapCode.OUT_OF_BOUNDS, 0, 0)
