@@ -287,7 +287,7 @@ class Backend(abc.ABC):
                 raise AllocationFailed(f"allocate_typed: count must be a non-negative int, got {data_or_count}")
             return self.allocate_buffer(data_or_count * _checked_type(ty, "allocate_typed(count)").size_bytes())
         raw = typed_bytes(data_or_count, ty, "allocate_typed")
-        handle = self.allocate_buffer(max(len(raw), 1))
+        handle = self.allocate_buffer(len(raw))
         self.copy_to_buffer(handle, raw)
         return handle
 

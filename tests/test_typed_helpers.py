@@ -68,6 +68,12 @@ def test_counts_allocate_zeroed_buffers(backend):
     assert _values(backend, backend.allocate_typed(0, Type.F32), Type.F32) == []
 
 
+def test_empty_data_allocates_an_empty_buffer_like_a_zero_count(backend):
+    for empty in ([], array.array("f")):
+        handle = backend.allocate_typed(empty, Type.F32)
+        assert backend.buffer_size(handle) == 0 and _values(backend, handle, Type.F32) == []
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda b: b.allocate_typed([1.5], Type.I32), InvalidBuffer, "cannot be stored as I32"),
     (lambda b: b.allocate_typed([300], Type.U8), InvalidBuffer, "cannot be stored as U8"),
