@@ -12,7 +12,6 @@ the linear memory grows (any allocation may grow it).
 from __future__ import annotations
 
 import platform
-import struct
 from collections import OrderedDict
 from typing import Any
 
@@ -156,9 +155,7 @@ class WasmBackend(Backend):
         if isinstance(out, int) and not isinstance(out, bool):
             if out < 0:
                 raise InvalidBuffer(f"copy_from_pool: byte count must be non-negative, got {out}")
-            alloc = self._memory.get(handle, "pool")
-            self._memory.table.check_range(alloc, offset, out, "copy_from_pool")
-            return self._memory.view(alloc, offset, out).tobytes()
+            return self._memory.read(self._memory.get(handle, "pool"), offset, out, "copy_from_pool")
         return self._copy_out(handle, "pool", offset, out, "copy_from_pool")
 
     def pool_size(self, handle: int) -> int:
@@ -168,8 +165,7 @@ class WasmBackend(Backend):
     def _copy_out(self, handle: int, kind: str, offset: int, out: Any, what: str) -> Any:
         alloc = self._memory.get(handle, kind)
         if out is None:
-            self._memory.table.check_range(alloc, offset, 0, what)
-            return self._memory.view(alloc, offset).tobytes()
+            return self._memory.read(alloc, offset, None, what)
         self._memory.read_into(alloc, offset, target_bytes(out, what), what)
         return out
 
@@ -248,11 +244,11 @@ class WasmBackend(Backend):
     def _run(self, loaded: _Loaded, params: ExecutionParams, budget: int) -> None:
         compiled = loaded.compiled
         base = self._area(compiled.launch)
-        memory = self._memory.bytes()
+        access = self._memory.access
         for reg, ty, offset in loaded.presets:
-            _write_preset(memory, base + offset, ty, params.registers[reg][1])
-        struct.pack_into("<q", memory, layout.HEADER_BUDGET, budget)
-        struct.pack_into("<I", memory, layout.HEADER_LAUNCH_BASE, base)
+            _write_preset(access, base + offset, ty, params.registers[reg][1])
+        access.pack("<q", layout.HEADER_BUDGET, budget)
+        access.pack("<I", layout.HEADER_LAUNCH_BASE, base)
         self._resaccum_valid = False
         try:
             status = loaded.launch()
@@ -265,7 +261,7 @@ class WasmBackend(Backend):
             self._scratch.clear()
         self._resaccum_valid = compiled.uses_resaccum
         if status != layout.STATUS_DONE:
-            code, index, lane = struct.unpack_from("<iii", self._memory.bytes(), layout.HEADER_TRAP_CODE)
+            code, index, lane = self._memory.access.unpack("<iii", layout.HEADER_TRAP_CODE)
             raise AtlasTrap(TrapCode(code), index, lane, f"{loaded.names[index]}: {TrapCode(code).name}")
 
     # ---- host functions the modules import ------------------------------------------------------------------
@@ -330,7 +326,7 @@ class WasmBackend(Backend):
         """The 96 ResAccum sums of the last launch (zeros before any), as Python floats (a copy)."""
         if not self._resaccum_valid:
             return [0.0] * NUM_CLASSES
-        return list(struct.unpack_from(f"<{NUM_CLASSES}d", self._memory.bytes(), layout.RES_SUMS))
+        return list(self._memory.access.unpack(f"<{NUM_CLASSES}d", layout.RES_SUMS))
 
     def close(self) -> None:
         """Drop compiled programs and instances (the backend's memory stays while referenced)."""
@@ -342,16 +338,17 @@ class WasmBackend(Backend):
 _PRESET_FORMATS = {Type.F32: "<f", Type.F64: "<d", Type.F16: "<f", Type.BF16: "<f"}
 
 
-def _write_preset(memory, address: int, ty: Type, value: int | float) -> None:
-    """A preset register's value in the launch area (native form: narrow floats as their f32 value)."""
+def _write_preset(access, address: int, ty: Type, value: int | float) -> None:
+    """A preset register's value in the launch area (native form: narrow floats as their f32 value), written
+    through ``access`` (DeviceMemory.access)."""
     if ty.is_float():
         from atlas_web.isa.floats import round_float
-        struct.pack_into(_PRESET_FORMATS[ty], memory, address, round_float(float(value), ty))
+        access.pack(_PRESET_FORMATS[ty], address, round_float(float(value), ty))
         return
     bits = int(value) & ((1 << ty.bits) - 1)
     size = max(8, ty.size_bytes())
     for limb in range(size // 8):
-        struct.pack_into("<Q", memory, address + 8 * limb, (bits >> (64 * limb)) & 0xFFFFFFFFFFFFFFFF)
+        access.pack("<Q", address + 8 * limb, (bits >> (64 * limb)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def _engine_version(engine: str) -> str:

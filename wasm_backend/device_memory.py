@@ -5,8 +5,10 @@ the device handle table in linear memory (see ``layout``), which generated code 
 pools are ranges of the arena (``ArenaAllocator``, 16-byte aligned, first fit with coalescing); the
 memory grows on demand in 64 KiB pages up to ``limit`` bytes.
 
-Copies: ``write``/``read_into`` copy once between host buffers and linear memory; ``view`` is a
-zero-copy NumPy array into linear memory, valid until the memory grows (any allocation may grow it).
+Copies: ``write``/``read_into``/``read`` copy once between host buffers and linear memory, through
+``access`` (memory_access: a NumPy view natively, the runner's copies in the browser, where the memory
+lies outside Python's heap); ``view`` is a zero-copy NumPy array into linear memory, valid until the
+memory grows (any allocation may grow it), and exists only where the runner shares its memory.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from atlas_web.memory import Allocation, ArenaAllocator, HandleTable
 
 from . import layout
 from .encoding.types import MAX_PAGES, PAGE_SIZE
+from .memory_access import memory_access
 from .runner import WasmMemory, WasmRunner
 
 __all__ = ["DeviceMemory", "MAX_MEMORY_BYTES"]
@@ -48,14 +51,15 @@ class DeviceMemory:
                                    f"{first_pages * PAGE_SIZE} bytes (runtime header and boundary memory)")
         self.runner = runner
         self.memory: WasmMemory = runner.create_memory(first_pages, limit_pages)
+        #: byte access to the memory (pack, unpack, fill, move, write, read_into, read)
+        self.access = memory_access(runner, self.memory)
         self.limit = limit_pages * PAGE_SIZE
-        self._bytes = None  # a uint8 view of the whole memory, taken again after every growth
         self.generation = 0  # increases at every growth (views taken before are stale)
         self.arena = ArenaAllocator(layout.ARENA_START, first_pages * PAGE_SIZE, limit=self.limit, grow=self._grow)
         self.table = HandleTable()
         self.table_capacity = layout.INITIAL_TABLE_CAPACITY
         self.table_base = self.arena.allocate(self.table_capacity * layout.TABLE_ENTRY_BYTES, "device handle table")
-        self.bytes()[self.table_base:self.table_base + self.table_capacity * layout.TABLE_ENTRY_BYTES] = 0
+        self.access.fill(self.table_base, self.table_capacity * layout.TABLE_ENTRY_BYTES)
         self._write_table_header()
         boundary = self.table.get(BOUNDARY_HANDLE)
         boundary.base = self.arena.allocate(BOUNDARY_BYTES, "boundary memory")
@@ -65,10 +69,9 @@ class DeviceMemory:
 
     # ---- raw memory ---------------------------------------------------------------------------------
     def bytes(self):
-        """A zero-copy uint8 NumPy view of the whole linear memory (valid until it grows)."""
-        if self._bytes is None:
-            self._bytes = self.runner.memory_view(self.memory)
-        return self._bytes
+        """A zero-copy uint8 NumPy view of the whole linear memory (valid until it grows); raises
+        UnsupportedOperation where the runner cannot share its memory (the browser)."""
+        return self.access.view()
 
     def _grow(self, wanted_end: int) -> int:
         current = self.runner.memory_size(self.memory)
@@ -78,7 +81,7 @@ class DeviceMemory:
         # grow by at least an eighth of the memory, so a sequence of allocations grows it few times
         pages = max(pages, min(current // PAGE_SIZE // 8, self.limit // PAGE_SIZE - current // PAGE_SIZE))
         self.runner.grow_memory(self.memory, pages)
-        self._bytes = None
+        self.access.refresh()
         self.generation += 1
         return self.runner.memory_size(self.memory)
 
@@ -89,17 +92,17 @@ class DeviceMemory:
 
     # ---- the device handle table -------------------------------------------------------------------
     def _write_table_header(self) -> None:
-        struct.pack_into("<II", self.bytes(), layout.HEADER_TABLE_BASE, self.table_base, self.table_capacity)
+        self.access.pack("<II", layout.HEADER_TABLE_BASE, self.table_base, self.table_capacity)
 
     def _mirror(self, alloc: Allocation) -> None:
         if alloc.handle >= self.table_capacity:
             self._grow_table(alloc.handle + 1)
         entry = self.table_base + alloc.handle * layout.TABLE_ENTRY_BYTES
-        _ENTRY.pack_into(self.bytes(), entry, alloc.base, min(alloc.size, 0xFFFFFFFF), layout.KIND_CODES[alloc.kind])
+        self.access.pack(_ENTRY.format, entry, alloc.base, min(alloc.size, 0xFFFFFFFF), layout.KIND_CODES[alloc.kind])
 
     def _clear(self, handle: int) -> None:
         entry = self.table_base + handle * layout.TABLE_ENTRY_BYTES
-        _ENTRY.pack_into(self.bytes(), entry, 0, 0, layout.KIND_NONE)
+        self.access.pack(_ENTRY.format, entry, 0, 0, layout.KIND_NONE)
 
     def _grow_table(self, needed: int) -> None:
         capacity = self.table_capacity
@@ -108,9 +111,8 @@ class DeviceMemory:
         nbytes = capacity * layout.TABLE_ENTRY_BYTES
         base = self.arena.allocate(nbytes, "device handle table")
         old_bytes = self.table_capacity * layout.TABLE_ENTRY_BYTES
-        memory = self.bytes()
-        memory[base:base + old_bytes] = memory[self.table_base:self.table_base + old_bytes]
-        memory[base + old_bytes:base + nbytes] = 0
+        self.access.move(base, self.table_base, old_bytes)
+        self.access.fill(base + old_bytes, nbytes - old_bytes)
         self.arena.free(self.table_base)
         self.table_base, self.table_capacity = base, capacity
         self._write_table_header()
@@ -128,7 +130,7 @@ class DeviceMemory:
         except AllocationFailed:
             self.arena.free(base)
             raise
-        self.bytes()[base:base + size] = 0
+        self.access.fill(base, size)
         self.used += size
         return alloc
 
@@ -154,16 +156,22 @@ class DeviceMemory:
 
     # ---- copies -------------------------------------------------------------------------------------
     def write(self, alloc: Allocation, offset: int, source, what: str) -> None:
-        """Copy the bytes of ``source`` (a flat uint8 NumPy array) into ``alloc`` at ``offset`` (one copy)."""
-        self.table.check_range(alloc, offset, source.size, what)
-        start = alloc.base + offset
-        self.bytes()[start:start + source.size] = source
+        """Copy the bytes of ``source`` (a flat byte memoryview) into ``alloc`` at ``offset`` (one copy)."""
+        self.table.check_range(alloc, offset, source.nbytes, what)
+        self.access.write(alloc.base + offset, source)
 
     def read_into(self, alloc: Allocation, offset: int, target, what: str) -> None:
-        """Copy bytes of ``alloc`` at ``offset`` into ``target`` (a writable flat uint8 array; one copy)."""
-        self.table.check_range(alloc, offset, target.size, what)
-        start = alloc.base + offset
-        target[:] = self.bytes()[start:start + target.size]
+        """Copy bytes of ``alloc`` at ``offset`` into ``target`` (a writable flat byte memoryview; one copy)."""
+        self.table.check_range(alloc, offset, target.nbytes, what)
+        self.access.read_into(alloc.base + offset, target)
+
+    def read(self, alloc: Allocation, offset: int, nbytes: int | None, what: str) -> bytes:
+        """A new ``bytes`` of ``nbytes`` (None: the rest) of ``alloc`` at ``offset`` (one copy). Raises
+        InvalidBuffer."""
+        self.table.check_range(alloc, offset, 0, what)
+        nbytes = alloc.size - offset if nbytes is None else nbytes
+        self.table.check_range(alloc, offset, nbytes, what)
+        return self.access.read(alloc.base + offset, nbytes)
 
     def view(self, alloc: Allocation, offset: int = 0, nbytes: int | None = None) -> Any:
         """A zero-copy uint8 view of ``alloc`` (valid until the memory grows); raises InvalidBuffer."""
