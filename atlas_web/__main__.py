@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser: one subcommand per row of COMMANDS."""
     parser = argparse.ArgumentParser(
         prog="python -m atlas_web",
         description="atlas-web: run Atlas ISA programs on NumPy, WebAssembly and WebGPU.")

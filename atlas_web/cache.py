@@ -53,6 +53,7 @@ class ProgramCache:
 
     @property
     def capacity(self) -> int:
+        """The most entries the cache holds."""
         return self._capacity
 
     def __len__(self) -> int:

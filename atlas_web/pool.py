@@ -45,6 +45,7 @@ class Pool:
 
     @property
     def capacity(self) -> int:
+        """The most bytes the pool holds."""
         return len(self._storage)
 
     @property

@@ -57,6 +57,7 @@ class Program:
 
     @property
     def instructions(self) -> tuple[Instruction, ...]:
+        """The instructions, in order (an immutable tuple, not a copy)."""
         return self._instructions
 
     @property
@@ -166,6 +167,7 @@ class ProgramBuilder:
         return self
 
     def extend(self, instructions: Iterable[Instruction]) -> "ProgramBuilder":
+        """Append each of ``instructions``; returns the builder. Raises ProgramError as ``add``."""
         for ins in instructions:
             self.add(ins)
         return self

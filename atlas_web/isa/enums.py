@@ -12,10 +12,12 @@ class _Coded(enum.Enum):
 
     @property
     def code(self) -> int:
+        """The member's bytecode code."""
         return self.value[0]
 
     @property
     def text(self) -> str:
+        """The member's assembly spelling (a mnemonic suffix)."""
         return self.value[1]
 
     @classmethod

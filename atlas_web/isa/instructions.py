@@ -39,6 +39,7 @@ class Instruction:
 
     @property
     def info(self) -> OpcodeInfo:
+        """The instruction's opcode-table row."""
         return self.INFO
 
     @property

@@ -99,9 +99,11 @@ class OpcodeInfo:
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The instruction's field names: its operands in table order, then its type fields."""
         return tuple(o.name for o in self.operands) + self.type_fields
 
     def operand(self, name: str) -> Operand:
+        """The operand named ``name``; raises KeyError when the instruction has none."""
         for o in self.operands:
             if o.name == name:
                 return o

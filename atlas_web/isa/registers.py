@@ -51,10 +51,12 @@ class Register:
 
     @property
     def is_special(self) -> bool:
+        """True for the read-only special registers r243 … r255."""
         return self.index >= FIRST_SPECIAL_REGISTER
 
     @property
     def special(self) -> SpecialRegister | None:
+        """The SpecialRegister this is, or None for a general register."""
         return SpecialRegister(self.index) if self.is_special else None
 
     def __str__(self) -> str:

@@ -58,10 +58,12 @@ class Type(enum.Enum):
 
     @property
     def bits(self) -> int:
+        """Width in bits (16 for F16, 4096 for U4096)."""
         return self.value[1]
 
     @property
     def family(self) -> TypeClass:
+        """Float, signed or unsigned integer."""
         return self.value[2]
 
     def size_bytes(self) -> int:
@@ -69,9 +71,11 @@ class Type(enum.Enum):
         return self.bits // 8
 
     def is_float(self) -> bool:
+        """True for F16, BF16, F32 and F64."""
         return self.family is TypeClass.FLOAT
 
     def is_integer(self) -> bool:
+        """True for every signed and unsigned integer type, the extended ones included."""
         return self.family is not TypeClass.FLOAT
 
     def is_signed(self) -> bool:
@@ -79,6 +83,7 @@ class Type(enum.Enum):
         return self.family is not TypeClass.UNSIGNED
 
     def is_unsigned(self) -> bool:
+        """True for the unsigned integer types."""
         return self.family is TypeClass.UNSIGNED
 
     def is_extended(self) -> bool:
