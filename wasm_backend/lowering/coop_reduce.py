@@ -1,8 +1,10 @@
 """ParallelReduce: Sum, Product, Min and Max over ``count`` values, as SIMD loops with scalar tails.
 
-* float Sum: every value widened exactly to f64 and added into four f64x2 accumulators started at
-  -0 (so a sum of negative zeros stays -0), combined, then rounded once to the type (F16/BF16 through
-  f32, as the reference's ``round_to``): within the contract's ``count * eps`` of the exact sum;
+* float Sum: F32 in blocks of four f32x4 accumulators (each lane adds F32_BLOCK values) flushed exactly
+  into four f64x2 accumulators; F64, F16 and BF16 widened exactly to f64 and added in f64x2
+  accumulators. Accumulators start at -0 (a sum of negative zeros stays -0); the result is rounded
+  once to the type (F16/BF16 through f32, as the reference's ``round_to``): well within the
+  contract's ``count * eps`` of the exact sum;
 * float Product: binary64 in index order, then rounded once (the reference's order, bit for bit);
 * float Min/Max: vector ``min``/``max`` (NaN propagates, -0 < +0), exact;
 * integers: vector accumulators that wrap at the type's width (8-bit products through 16-bit
@@ -62,6 +64,10 @@ def _loop(cc: CoopContext, i: int, start: int | None, end: int, step: int, body)
             e.br("next")
 
 
+#: f32 values each f32x4 accumulator lane adds before its block is flushed into the f64 accumulators
+F32_BLOCK = 32
+
+
 def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
     e = cc.e
     shape = SHAPES[ty]
@@ -84,6 +90,12 @@ def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
         add(accs[first + 1], lambda: e.get(vec).get(vec).op("i8x16.shuffle", (8, 9, 10, 11, 12, 13, 14, 15) * 2)
             .op("f64x2.promote_low_f32x4"))
 
+    e.i32(0).set(i)
+    if ty is Type.F32:
+        _f32_blocks(cc, base, i, chunk_bytes, promote_f32x4)
+    elif ty is Type.F64:
+        _f64_unrolled(cc, base, i, chunk_bytes, accs)
+
     def chunk(at: int) -> None:
         e.get(base).get(at).op("i32.add").op("v128.load", 0).set(v)
         if ty is Type.F64:
@@ -95,7 +107,7 @@ def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
             promote_f32x4(low, 0)
             promote_f32x4(high, 2)
 
-    _loop(cc, i, 0, chunk_bytes, 16, chunk)
+    _loop(cc, i, None, chunk_bytes, 16, chunk)
     total = cc.local(F64)
     e.get(accs[0]).get(accs[1]).op("f64x2.add").get(accs[2]).get(accs[3]).op("f64x2.add").op("f64x2.add").set(v)
     e.get(v).op("f64x2.extract_lane", 0).get(v).op("f64x2.extract_lane", 1).op("f64.add").set(total)
@@ -110,6 +122,46 @@ def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
     _loop(cc, i, None, count * size, size, element)
     e.get(total)
     _round_f64_result(cc, ty)
+
+
+def _f32_blocks(cc: CoopContext, base: int, i: int, chunk_bytes: int, flush_into) -> None:
+    """Whole blocks of f32: four f32x4 accumulators (one chunk each per step) summed F32_BLOCK values per
+    lane deep, then flushed exactly into the f64 accumulators; ``i`` ends at the first chunk not summed."""
+    e = cc.e
+    block_bytes = 64 * F32_BLOCK
+    blocks_end = chunk_bytes - chunk_bytes % block_bytes
+    if not blocks_end:
+        return
+    sums = [cc.local(V128) for _ in range(4)]
+    end = cc.local(I32)
+    with e.block("blocks_done"):
+        with e.loop("blocks"):
+            e.get(i).i32(blocks_end).op("i32.ge_u").br_if("blocks_done")
+            for acc in sums:
+                e.f32(-0.0).op("f32x4.splat").set(acc)
+            e.get(i).i32(block_bytes).op("i32.add").set(end)
+            with e.loop("steps"):
+                for k, acc in enumerate(sums):
+                    e.get(acc).get(base).get(i).op("i32.add").op("v128.load", 16 * k).op("f32x4.add").set(acc)
+                e.get(i).i32(64).op("i32.add").tee(i).get(end).op("i32.lt_u").br_if("steps")
+            for acc in sums:
+                flush_into(acc, 0)
+            e.br("blocks")
+
+
+def _f64_unrolled(cc: CoopContext, base: int, i: int, chunk_bytes: int, accs: list[int]) -> None:
+    """Four chunks per step into the four f64x2 accumulators; ``i`` ends at the first chunk not summed."""
+    e = cc.e
+    unrolled_end = chunk_bytes - chunk_bytes % 64
+    if not unrolled_end:
+        return
+    with e.block("unrolled_done"):
+        with e.loop("unrolled"):
+            e.get(i).i32(unrolled_end).op("i32.ge_u").br_if("unrolled_done")
+            for k, acc in enumerate(accs):
+                e.get(acc).get(base).get(i).op("i32.add").op("v128.load", 16 * k).op("f64x2.add").set(acc)
+            e.get(i).i32(64).op("i32.add").set(i)
+            e.br("unrolled")
 
 
 def _round_f64_result(cc: CoopContext, ty: Type) -> None:

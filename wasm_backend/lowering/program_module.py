@@ -41,6 +41,7 @@ from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
 from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
+from .simd_lanes import SIMD_DONE, SIMD_LANES, build_simd_function
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]
 
@@ -57,6 +58,8 @@ class CompiledProgram:
     launch: LaunchLayout
     host_imports: tuple[str, ...]
     uses_resaccum: bool
+    #: whether the module runs most lanes in SIMD lane mode (``simd_lanes``)
+    simd: bool = False
 
 
 def check_supported(program) -> None:
@@ -108,8 +111,9 @@ def compile_program(program, info, config, *, name: str = "atlas") -> CompiledPr
         COOPERATIVE_RULES[program.instructions[index].INFO.name](cc)
         coops[index] = cc.fb.index
     stage = _build_stage(m, plan, state, launch, config, segments)
-    _build_launch(m, plan, launch, stage, coops)
-    return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum))
+    simd = build_simd_function(m, plan, state, config)
+    _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
+    return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,
@@ -183,8 +187,28 @@ def _build_stage(m: ModuleContext, plan: LoweringPlan, state: LaneState, launch:
     return fb.index
 
 
+def _simd_first(m: ModuleContext, e, simd: int, entry_segment: int, config, gid: int) -> None:
+    """SIMD lane mode, then the lanes it leaves (fewer than four) through the scalar segment; on
+    SIMD_FALLBACK nothing ran and the stages below run every lane."""
+    e.call(simd).i32(SIMD_DONE).op("i32.eq")
+    with e.if_():
+        covered = config.total_threads - config.total_threads % SIMD_LANES
+        e.i32(covered).set(gid)
+        with e.block("tail_done"):
+            with e.loop("tail"):
+                e.get(gid).i32(config.total_threads).op("i32.ge_u").br_if("tail_done")
+                e.get(gid).get(gid).i32(config.block_lanes).op("i32.rem_u").get(gid).i32(config.block_lanes)
+                e.op("i32.div_u").i32(0).call(entry_segment).op("drop")
+                e.get(gid).i32(1).op("i32.add").set(gid)
+                e.br("tail")
+        e.i32(0).op("i32.load", layout.HEADER_TRAP_CODE)
+        with e.if_():
+            e.i32(layout.STATUS_TRAPPED).op("return")
+        e.i32(layout.STATUS_DONE).op("return")
+
+
 def _build_launch(m: ModuleContext, plan: LoweringPlan, launch: LaunchLayout, stage: int,
-                  coops: dict[int, int]) -> None:
+                  coops: dict[int, int], simd: int | None, entry_segment: int, config) -> None:
     fb, e = m.define("launch", (), (ValType.I32,), export=True)
     g = m.global_index
     info = plan.info
@@ -202,6 +226,9 @@ def _build_launch(m: ModuleContext, plan: LoweringPlan, launch: LaunchLayout, st
     if launch.shared_per_block:
         e.op("global.get", g("launch_base")).i32(launch.shared).op("i32.add").i32(0).i32(launch.shared_bytes)
         e.op("memory.fill", 0)
+    if simd is not None:
+        tail = fb.add_local(ValType.I32, "tail")
+        _simd_first(m, e, simd, entry_segment, config, tail)
     e.i32(0).set(entry)
     with e.loop("stages"):
         e.i32(-1).op("global.set", g("coop_at"))

@@ -1,0 +1,572 @@
+"""SIMD lane mode: four lanes per step in v128 registers, for straight-line programs that allow it.
+
+A program qualifies when its lanes never suspend, its one segment is straight-line code (no branch),
+and every instruction has a rule here for the abstract values of its operands. Each register value
+is, for the whole launch:
+
+* ``Const`` — an integer known at compile time;
+* ``Uniform`` — the same in every lane, computed once in the prologue (presets, float constants,
+  loads from addresses that are the same for every lane and not stored to before);
+* ``Affine`` — ``base + GLOBAL_LANE_ID * stride`` (integers; ``stride`` known at compile time, ``base``
+  Const or Uniform) — lane ids and the addresses built from them;
+* ``Vector`` — anything else: one v128 per 4 lanes of 32-bit types, two of 64-bit types.
+
+Loads and stores whose address is Affine with a stride of the element size become ``v128.load`` /
+``v128.store`` (an address local advanced by 16 or 32 bytes per step). Their checks are hoisted: the
+prologue checks the first and the last lane of the range (the handle and the allocation cannot
+change in a launch without pools or stops; the stride keeps the alignment); if anything would trap,
+the function returns SIMD_FALLBACK and the launch runs the scalar lane code, which traps exactly as
+the contract says. Nothing in the loop can trap: instructions that might (integer division, Atlas
+lookups) have no rule here. The function covers the first ``lanes - lanes % 4`` lanes; the launch
+runs the rest with the scalar segment.
+
+``build_simd_function`` returns None (no SIMD mode) whenever an instruction, an operand shape or an
+address has no rule — the scalar path is always there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas_web.isa.addresses import Address
+from atlas_web.isa.registers import FIRST_SPECIAL_REGISTER, SpecialRegister
+from atlas_web.isa.types import Type
+from atlas_web.lowering.structure import Code, EndLane
+
+from .. import layout
+from ..encoding.types import ValType
+from .emitter import Emitter
+from .module_context import ModuleContext
+from .typemap import bank_of, type_info
+
+__all__ = ["build_simd_function", "SIMD_DONE", "SIMD_FALLBACK", "SIMD_LANES", "SIMD_RULES"]
+
+SIMD_DONE = 0
+SIMD_FALLBACK = 1
+#: lanes per step
+SIMD_LANES = 4
+I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
+_VECTOR_TYPES = frozenset({Type.F32, Type.F64, Type.I32, Type.U32, Type.I64, Type.U64})
+_INT_TYPES = frozenset({Type.I32, Type.U32, Type.I64, Type.U64})
+
+
+class SimdUnsupported(Exception):
+    """The program (or one of its instructions) has no SIMD rule: use the scalar lane code."""
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int
+
+
+@dataclass(frozen=True)
+class Uniform:
+    local: int
+
+
+@dataclass(frozen=True)
+class Affine:
+    base: Const | Uniform
+    stride: int
+
+
+@dataclass(frozen=True)
+class Vector:
+    locals: tuple[int, ...]
+
+
+def _lanes(ty: Type) -> str:
+    return {Type.F32: "f32x4", Type.F64: "f64x2", Type.I32: "i32x4", Type.U32: "i32x4", Type.I64: "i64x2",
+            Type.U64: "i64x2"}[ty]
+
+
+def _halves(ty: Type) -> int:
+    return 2 if ty.bits == 64 else 1
+
+
+class _Locals:
+    """Records the locals the builder asks for; the function is defined (with the same locals, in
+    order) only once the whole program turned out to have SIMD rules."""
+
+    def __init__(self) -> None:
+        self.types: list[tuple[ValType, str | None]] = []
+
+    def add_local(self, valtype: ValType, name: str | None = None) -> int:
+        self.types.append((valtype, name))
+        return len(self.types) - 1
+
+
+class SimdBuilder:
+    """Abstract interpretation of the straight-line code, writing the prologue and the step body."""
+
+    def __init__(self, m: ModuleContext, fb: _Locals, program, info, config) -> None:
+        self.m = m
+        self.fb = fb
+        self.program = program
+        self.info = info
+        self.config = config
+        self.pro = Emitter()    # once per launch (uniform values, checks, address set-up)
+        self.body = Emitter()   # once per step of four lanes
+        self.values: dict[tuple[int, object], tuple[Type, object]] = {}
+        self.lanes = config.total_threads - config.total_threads % SIMD_LANES
+        self.gid = fb.add_local(I32, "simd_gid")  # the step's first lane
+        self.addresses: list[tuple[int, int]] = []  # (address local, bytes per step)
+        self.stored = False
+        self.table = fb.add_local(I32, "simd_table")
+        self.capacity = fb.add_local(I32, "simd_capacity")
+        self.index = 0
+        self.instr = None
+
+    # ---- registers -----------------------------------------------------------------------------------
+    def read(self, path: str) -> tuple[Type, object]:
+        ty = self.info.use_types[(self.index, path)]
+        name, _, sub = path.partition(".")
+        value = getattr(self.instr, name)
+        reg = (getattr(value, sub) if sub else value).index
+        if reg >= FIRST_SPECIAL_REGISTER:
+            return ty, self._special(SpecialRegister(reg))
+        found = self.values.get((reg, bank_of(ty)))
+        if found is None:
+            raise SimdUnsupported(f"r{reg} is read before it is written")
+        return ty, found[1]
+
+    def write(self, value: object, path: str = "dst") -> None:
+        ty = self.info.def_types[(self.index, path)]
+        reg = getattr(self.instr, path).index
+        self.values[(reg, bank_of(ty))] = (ty, value)
+
+    def _special(self, reg: SpecialRegister):
+        if reg is SpecialRegister.GLOBAL_LANE_ID:
+            return Affine(Const(0), 1)
+        constant = {SpecialRegister.BLOCK_DIM_X: self.config.block[0], SpecialRegister.BLOCK_DIM_Y: self.config.block[1],
+                    SpecialRegister.BLOCK_DIM_Z: self.config.block[2], SpecialRegister.GRID_DIM_X: self.config.grid[0],
+                    SpecialRegister.GRID_DIM_Y: self.config.grid[1], SpecialRegister.GRID_DIM_Z: self.config.grid[2]}
+        if reg not in constant:
+            raise SimdUnsupported(f"{reg.name} varies in a way the SIMD mode does not model")
+        return Const(constant[reg])
+
+    # ---- scalars (prologue) -----------------------------------------------------------------------------
+    def scalar(self, value, ty: Type) -> None:
+        """Push a Const or Uniform value onto the prologue stack."""
+        if isinstance(value, Const):
+            (self.pro.i64 if ty.bits == 64 else self.pro.i32)(value.value)
+        elif isinstance(value, Uniform):
+            self.pro.get(value.local)
+        else:
+            raise SimdUnsupported("not a uniform value")
+
+    def uniform_local(self, ty: Type) -> int:
+        return self.fb.add_local(type_info(ty).valtype)
+
+    # ---- vectors (step body) -----------------------------------------------------------------------------
+    def vector(self, value, ty: Type) -> tuple[int, ...]:
+        """The v128 locals holding ``value`` for the current step's four lanes."""
+        if isinstance(value, Vector):
+            return value.locals
+        e = self.body
+        out = tuple(self.fb.add_local(V128) for _ in range(_halves(ty)))
+        if isinstance(value, (Const, Uniform)):
+            local = value.local if isinstance(value, Uniform) else None
+            for half in out:
+                if local is None:
+                    (e.i64 if ty.bits == 64 else e.i32)(value.value)
+                else:
+                    e.get(local)
+                e.op(f"{_lanes(ty)}.splat").set(half)
+            return out
+        if isinstance(value, Affine):
+            base = self.fb.add_local(type_info(ty).valtype)
+            self.scalar(value.base, ty)
+            self.pro.set(base)
+            stride = value.stride
+            # lane k of the step: base + (gid + k) * stride
+            for h, half in enumerate(out):
+                e.get(self.gid)
+                if ty.bits == 64:
+                    e.op("i64.extend_i32_u").i64(stride).op("i64.mul").get(base).op("i64.add").op("i64x2.splat")
+                    pattern = b"".join(((2 * h + k) * stride & ((1 << 64) - 1)).to_bytes(8, "little") for k in range(2))
+                    e.op("v128.const", pattern).op("i64x2.add").set(half)
+                else:
+                    e.i32(stride).op("i32.mul").get(base).op("i32.add").op("i32x4.splat")
+                    pattern = b"".join((k * stride & 0xFFFFFFFF).to_bytes(4, "little") for k in range(4))
+                    e.op("v128.const", pattern).op("i32x4.add").set(half)
+            return out
+        raise SimdUnsupported("no vector form")
+
+    def vector_op(self, ty: Type, name: str, operands: list[tuple[int, ...]]) -> Vector:
+        e = self.body
+        out = tuple(self.fb.add_local(V128) for _ in range(_halves(ty)))
+        for h, half in enumerate(out):
+            for op in operands:
+                e.get(op[h])
+            e.op(f"{_lanes(ty)}.{name}").set(half)
+        return Vector(out)
+
+    # ---- the function -------------------------------------------------------------------------------------
+    def run(self, instructions: range) -> None:
+        for index in instructions:
+            self.index = index
+            self.instr = self.program.instructions[index]
+            rule = SIMD_RULES.get(self.instr.INFO.name)
+            if rule is None:
+                raise SimdUnsupported(f"{self.instr.INFO.name} has no SIMD rule")
+            rule(self, self.instr)
+
+
+def _wrap(ty: Type, value: int) -> int:
+    return value & ((1 << ty.bits) - 1)
+
+
+# ---- rules -------------------------------------------------------------------------------------------------
+
+def _simd_mov_imm(s: SimdBuilder, instr) -> None:
+    ty = instr.ty
+    if ty in _INT_TYPES:
+        s.write(Const(_wrap(ty, instr.value)))
+        return
+    if ty not in _VECTOR_TYPES:
+        raise SimdUnsupported(f"MOV_IMM {ty.name}")
+    local = s.uniform_local(ty)
+    (s.pro.f64 if ty is Type.F64 else s.pro.f32)(instr.value)
+    s.pro.set(local)
+    s.write(Uniform(local))
+
+
+def _simd_mov(s: SimdBuilder, instr) -> None:
+    ty, value = s.read("src")
+    if ty not in _VECTOR_TYPES:
+        raise SimdUnsupported(f"MOV {ty.name}")
+    s.write(value)
+
+
+def _int_fold(op: str, ty: Type, a: int, b: int) -> int:
+    results = {"ADD": a + b, "SUB": a - b, "MUL": a * b, "AND": a & b, "OR": a | b, "XOR": a ^ b,
+               "SHL": a << (b % ty.bits)}
+    return _wrap(ty, results[op])
+
+
+def _affine_max(value: Affine, lanes: int) -> int | None:
+    """The largest value of an Affine over the lanes when its base is known and it does not wrap."""
+    if not isinstance(value.base, Const) or value.stride < 0:
+        return None
+    return value.base.value + (lanes - 1) * value.stride
+
+
+def _uniform_op(s: SimdBuilder, ty: Type, op: str, a, b) -> Uniform:
+    local = s.uniform_local(ty)
+    s.scalar(a, ty)
+    s.scalar(b, ty)
+    s.pro.op(f"{type_info(ty).prefix}.{_SCALAR_OPS[op]}").set(local)
+    return Uniform(local)
+
+
+_SCALAR_OPS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "AND": "and", "OR": "or", "XOR": "xor", "SHL": "shl"}
+_VECTOR_INT_OPS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "AND": "and", "OR": "or", "XOR": "xor"}
+_BITWISE = frozenset({"AND", "OR", "XOR"})
+
+
+def _affine_binary(s: SimdBuilder, ty: Type, op: str, a, b):
+    """The Affine result of ``op`` when one operand is Affine and the other fits, else None."""
+    uniform = (Const, Uniform)
+    if isinstance(b, Affine) and isinstance(a, uniform) and op in ("ADD", "MUL", "OR"):
+        a, b = b, a  # commutative
+    if not isinstance(a, Affine):
+        return None
+    if isinstance(b, Affine) and op == "ADD":
+        return Affine(_combine(s, ty, "ADD", a.base, b.base), _wrap(ty, a.stride + b.stride))
+    if not isinstance(b, uniform):
+        return None
+    if op in ("ADD", "SUB"):
+        return Affine(_combine(s, ty, op, a.base, b), a.stride)
+    if isinstance(b, Const) and op == "MUL":
+        return Affine(_combine(s, ty, op, a.base, b), _wrap(ty, a.stride * b.value))
+    if isinstance(b, Const) and op == "SHL":
+        return Affine(_combine(s, ty, op, a.base, b), _wrap(ty, a.stride << (b.value % ty.bits)))
+    if isinstance(b, Const) and op == "OR":
+        # or with a constant whose set bits all lie above every value of the Affine: an addition
+        top = _affine_max(a, s.lanes)
+        low_bit = b.value & -b.value
+        if top is not None and b.value and top < low_bit and a.base.value >= 0:
+            return Affine(_combine(s, ty, "ADD", a.base, b), a.stride)
+    return None
+
+
+def _combine(s: SimdBuilder, ty: Type, op: str, a, b):
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(_int_fold(op, ty, a.value, b.value))
+    return _uniform_op(s, ty, op, a, b)
+
+
+def _int_binary(op: str):
+    def rule(s: SimdBuilder, instr) -> None:
+        ty = instr.ty
+        if ty not in _INT_TYPES:
+            raise SimdUnsupported(f"{op} {ty.name}")
+        _, a = s.read("lhs")
+        _, b = s.read("rhs" if op != "SHL" else "amount")
+        if op == "SHL":
+            if not isinstance(b, Const):
+                raise SimdUnsupported("SHL by a varying amount")
+            b = Const(b.value)
+        if isinstance(a, (Const, Uniform)) and isinstance(b, (Const, Uniform)):
+            s.write(_combine(s, ty, op, a, b))
+            return
+        affine = _affine_binary(s, ty, op, a, b)
+        if affine is not None:
+            s.write(affine)
+            return
+        if op == "SHL":
+            lanes = _lanes(ty)
+            va = s.vector(a, ty)
+            out = tuple(s.fb.add_local(V128) for _ in va)
+            for src, dst in zip(va, out):
+                s.body.get(src).i32(b.value % ty.bits).op(f"{lanes}.shl").set(dst)
+            s.write(Vector(out))
+            return
+        name = _VECTOR_INT_OPS[op]
+        if op in _BITWISE:
+            s.write(Vector(_bitwise(s, name, s.vector(a, ty), s.vector(b, ty))))
+            return
+        s.write(s.vector_op(ty, name, [s.vector(a, ty), s.vector(b, ty)]))
+    return rule
+
+
+def _bitwise(s: SimdBuilder, name: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    out = tuple(s.fb.add_local(V128) for _ in a)
+    for x, y, dst in zip(a, b, out):
+        s.body.get(x).get(y).op(f"v128.{name}").set(dst)
+    return out
+
+
+_FLOAT_BINARY = {"ADD": "add", "SUB": "sub", "MUL": "mul", "DIV": "div", "MIN": "min", "MAX": "max"}
+_FLOAT_UNARY = {"ABS": "abs", "NEG": "neg", "SQRT": "sqrt", "FLOOR": "floor", "CEIL": "ceil", "TRUNC": "trunc",
+                "ROUND": "nearest"}
+
+
+def _float_binary(op: str):
+    def rule(s: SimdBuilder, instr) -> None:
+        ty = instr.ty
+        if ty not in (Type.F32, Type.F64):
+            raise SimdUnsupported(f"{op} {ty.name}")
+        _, a = s.read("lhs")
+        _, b = s.read("rhs")
+        s.write(s.vector_op(ty, _FLOAT_BINARY[op], [s.vector(a, ty), s.vector(b, ty)]))
+    return rule
+
+
+def _float_unary(op: str):
+    def rule(s: SimdBuilder, instr) -> None:
+        ty = instr.ty
+        if ty not in (Type.F32, Type.F64):
+            raise SimdUnsupported(f"{op} {ty.name}")
+        _, a = s.read("src")
+        s.write(s.vector_op(ty, _FLOAT_UNARY[op], [s.vector(a, ty)]))
+    return rule
+
+
+def _simd_mad(s: SimdBuilder, instr) -> None:
+    ty = instr.ty
+    if ty not in _VECTOR_TYPES:
+        raise SimdUnsupported(f"MAD {ty.name}")
+    _, a = s.read("a")
+    _, b = s.read("b")
+    _, c = s.read("c")
+    product = s.vector_op(ty, "mul", [s.vector(a, ty), s.vector(b, ty)])
+    s.write(s.vector_op(ty, "add", [product.locals, s.vector(c, ty)]))
+
+
+def _simd_cvt(s: SimdBuilder, instr) -> None:
+    src, dst = instr.src_ty, instr.dst_ty
+    _, value = s.read("src")
+    if src in _INT_TYPES and dst in _INT_TYPES:
+        if src.bits == dst.bits:
+            s.write(value)
+            return
+        if isinstance(value, Const):
+            signed = src.is_signed() and value.value >> (src.bits - 1)
+            s.write(Const(_wrap(dst, value.value - (1 << src.bits) if signed else value.value)))
+            return
+        if isinstance(value, Affine) and src.bits == 32 and dst.bits == 64:
+            top = _affine_max(value, s.lanes)
+            limit = 1 << 31 if src.is_signed() else 1 << 32
+            if top is not None and top < limit:
+                s.write(Affine(Const(value.base.value), value.stride))
+                return
+        raise SimdUnsupported(f"CVT {src.name} -> {dst.name} of this value")
+    if src in (Type.I32, Type.U32) and dst is Type.F32:
+        v = s.vector(value, src)
+        out = s.fb.add_local(V128)
+        s.body.get(v[0]).op(f"f32x4.convert_i32x4_{'s' if src.is_signed() else 'u'}").set(out)
+        s.write(Vector((out,)))
+        return
+    if src is Type.F32 and dst is Type.F64:
+        v = s.vector(value, src)
+        low, high = s.fb.add_local(V128), s.fb.add_local(V128)
+        s.body.get(v[0]).op("f64x2.promote_low_f32x4").set(low)
+        s.body.get(v[0]).get(v[0]).op("i8x16.shuffle", tuple(range(8, 16)) * 2).op("f64x2.promote_low_f32x4").set(high)
+        s.write(Vector((low, high)))
+        return
+    if src is Type.F64 and dst is Type.F32:
+        v = s.vector(value, src)
+        out = s.fb.add_local(V128)
+        s.body.get(v[0]).op("f32x4.demote_f64x2_zero").get(v[1]).op("f32x4.demote_f64x2_zero")
+        s.body.op("i8x16.shuffle", tuple(range(0, 8)) + tuple(range(16, 24))).set(out)
+        s.write(Vector((out,)))
+        return
+    raise SimdUnsupported(f"CVT {src.name} -> {dst.name}")
+
+
+# ---- memory -----------------------------------------------------------------------------------------------
+
+def _pointer_of(s: SimdBuilder, field: str):
+    """(handle value, offset Affine/Const/Uniform, width of the offset) of a global address operand."""
+    addr = getattr(s.instr, field)
+    if isinstance(addr, Address.RegisterIndirect):
+        ty, pointer = s.read(f"{field}.base")
+        return "pointer", pointer, addr.offset
+    if isinstance(addr, Address.RegisterIndirectComputed):
+        hty, handle = s.read(f"{field}.handle_reg")
+        oty, offset = s.read(f"{field}.offset_reg")
+        if not isinstance(handle, (Const, Uniform)) or hty.bits != 32:
+            raise SimdUnsupported("a handle that varies")
+        return "computed", (handle, offset, oty), 0
+    raise SimdUnsupported("static address")
+
+
+def _contiguous(s: SimdBuilder, field: str, ty: Type) -> int:
+    """An address local for the step's first lane of a contiguous access (checks in the prologue)."""
+    kind, where, disp = _pointer_of(s, field)
+    size, align = ty.size_bytes(), ty.alignment()
+    p = s.pro
+    handle, first, last = s.fb.add_local(I32), s.fb.add_local(I64), s.fb.add_local(I64)
+    if kind == "pointer":
+        if not isinstance(where, Affine) or where.stride != size:
+            raise SimdUnsupported("an address that is not the lane's element")
+        base = s.fb.add_local(I64)
+        s.scalar(where.base, Type.U64)
+        p.tee(base).i64(32).op("i64.shr_u").op("i32.wrap_i64").set(handle)
+        # the last lane's pointer must keep the handle (no carry out of the offset, no wrap)
+        p.get(base).i64((s.lanes - 1) * size).op("i64.add").tee(last).i64(32).op("i64.shr_u").op("i32.wrap_i64")
+        p.get(handle).op("i32.ne").get(last).get(base).op("i64.lt_u").op("i32.or")
+        _fallback_if(p)
+        p.get(base).i64(0xFFFFFFFF).op("i64.and").i64(disp).op("i64.add").set(first)
+        p.get(last).i64(0xFFFFFFFF).op("i64.and").i64(disp).op("i64.add").set(last)
+    else:
+        handle_value, offset, oty = where
+        if not isinstance(offset, Affine) or offset.stride != size:
+            raise SimdUnsupported("an offset that is not the lane's element")
+        s.scalar(handle_value, Type.U32)
+        p.set(handle)
+        s.scalar(offset.base, oty)
+        if oty.bits < 64:
+            p.op("i64.extend_i32_u")
+        p.tee(first).i64((s.lanes - 1) * size).op("i64.add").set(last)
+        if oty.bits < 64:  # the offset register wraps at its width: the range must not
+            p.get(last).i64(1 << oty.bits).op("i64.ge_u")
+            _fallback_if(p)
+    entry = s.fb.add_local(I32)
+    p.get(handle).get(s.capacity).op("i32.ge_u")
+    _fallback_if(p)
+    p.get(s.table).get(handle).i32(layout.TABLE_ENTRY_SHIFT).op("i32.shl").op("i32.add").tee(entry)
+    p.op("i32.load", layout.ENTRY_KIND).op("i32.eqz")
+    _fallback_if(p)
+    p.get(first).i64(0).op("i64.lt_s").get(first).i64(0xFFFFFFFF).op("i64.gt_u").op("i32.or")
+    p.get(last).i64(size).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE).op("i64.gt_u").op("i32.or")
+    if align > 1:
+        p.get(first).op("i32.wrap_i64").i32(align - 1).op("i32.and").op("i32.or")
+    _fallback_if(p)
+    address = s.fb.add_local(I32)
+    p.get(entry).op("i32.load", layout.ENTRY_BASE).get(first).op("i32.wrap_i64").op("i32.add").set(address)
+    s.addresses.append((address, SIMD_LANES * size))
+    return address
+
+
+def _fallback_if(e: Emitter) -> None:
+    with e.if_():
+        e.i32(SIMD_FALLBACK).op("return")
+
+
+def _simd_ldg(s: SimdBuilder, instr) -> None:
+    ty = instr.ty
+    if ty not in _VECTOR_TYPES:
+        raise SimdUnsupported(f"LDG {ty.name}")
+    address = _contiguous(s, "src", ty)
+    out = tuple(s.fb.add_local(V128) for _ in range(_halves(ty)))
+    for h, half in enumerate(out):
+        s.body.get(address).op("v128.load", 16 * h).set(half)
+    s.write(Vector(out))
+
+
+def _simd_stg(s: SimdBuilder, instr) -> None:
+    ty = instr.ty
+    if ty not in _VECTOR_TYPES:
+        raise SimdUnsupported(f"STG {ty.name}")
+    _, value = s.read("src")
+    vectors = s.vector(value, ty)
+    address = _contiguous(s, "dst", ty)
+    for h, half in enumerate(vectors):
+        s.body.get(address).get(half).op("v128.store", 16 * h)
+    s.stored = True
+
+
+def _simd_nothing(s: SimdBuilder, instr) -> None:
+    """MemFence orders nothing here."""
+
+
+SIMD_RULES = {
+    "MOV_IMM": _simd_mov_imm, "MOV": _simd_mov, "CVT": _simd_cvt, "MAD": _simd_mad, "LDG": _simd_ldg,
+    "STG": _simd_stg, "MemFence": _simd_nothing,
+    **{name: _int_binary(name) for name in ("AND", "OR", "XOR", "SHL")},
+    **{name: _float_unary(name) for name in _FLOAT_UNARY},
+}
+
+
+def _arith(name: str):
+    integer, floating = _int_binary(name), _float_binary(name)
+
+    def rule(s: SimdBuilder, instr) -> None:
+        (integer if instr.ty in _INT_TYPES else floating)(s, instr)
+    return rule
+
+
+for _name in ("ADD", "SUB", "MUL"):
+    SIMD_RULES[_name] = _arith(_name)
+for _name in ("DIV", "MIN", "MAX"):
+    SIMD_RULES[_name] = _float_binary(_name)
+
+
+def build_simd_function(m: ModuleContext, plan, state, config) -> int | None:
+    """The SIMD function ``simd_lanes() -> SIMD_DONE / SIMD_FALLBACK`` of a qualifying program, or None."""
+    if state.sync or state.needs_record or config.total_threads < SIMD_LANES or state.specials - {
+            SpecialRegister.GLOBAL_LANE_ID}:
+        return None
+    body = plan.segments[0].body
+    if not (len(body) in (1, 2) and isinstance(body[-1], EndLane) and all(isinstance(x, Code) for x in body[:-1])):
+        return None
+    info = plan.info
+    if info.preset_types:
+        return None
+    local_types = _Locals()
+    s = SimdBuilder(m, local_types, info.program, info, config)
+    try:
+        if len(body) == 2:
+            s.run(range(body[0].start, body[0].end))
+    except SimdUnsupported:
+        return None
+    fb, e = m.define("simd_lanes", (), (I32,))
+    for valtype, name in local_types.types:
+        fb.add_local(valtype, name)
+    e.op("global.get", m.global_index("table_base")).set(s.table)
+    e.op("global.get", m.global_index("table_capacity")).set(s.capacity)
+    e.code += s.pro.code
+    e.i32(0).set(s.gid)
+    with e.block("done"):
+        with e.loop("step"):
+            e.get(s.gid).i32(s.lanes).op("i32.ge_u").br_if("done")
+            e.code += s.body.code
+            for address, step in s.addresses:
+                e.get(address).i32(step).op("i32.add").set(address)
+            e.get(s.gid).i32(SIMD_LANES).op("i32.add").set(s.gid)
+            e.br("step")
+    e.i32(SIMD_DONE)
+    return fb.index
