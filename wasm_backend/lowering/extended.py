@@ -233,7 +233,7 @@ def _shift_left(m: ModuleContext) -> None:
     d, a, amount, n = 0, 1, 2, 3
     i, k, s, lo = (fb.add_local(I32) for _ in range(4))
     v = fb.add_local(I64)
-    e.get(amount).get(n).i32(6).op("i32.shl").i32(1).op("i32.sub").op("i32.and").tee(amount)
+    e.get(amount).get(n).i32(6).op("i32.shl").op("i32.rem_u").tee(amount)
     e.i32(6).op("i32.shr_u").set(k)
     e.get(amount).i32(63).op("i32.and").set(s)
 
@@ -267,7 +267,7 @@ def _shift_right(name: str, signed: bool) -> None:
         if signed:
             e.get(a).get(n).i32(1).op("i32.sub").i32(3).op("i32.shl").op("i32.add").op("i64.load", 0)
             e.i64(63).op("i64.shr_s").set(fill)
-        e.get(amount).get(n).i32(6).op("i32.shl").i32(1).op("i32.sub").op("i32.and").tee(amount)
+        e.get(amount).get(n).i32(6).op("i32.shl").op("i32.rem_u").tee(amount)
         e.i32(6).op("i32.shr_u").set(k)
         e.get(amount).i32(63).op("i32.and").set(s)
 
