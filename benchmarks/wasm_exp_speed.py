@@ -9,12 +9,16 @@ and write the same bytes. Prints the best times and the ratio NumPy time /
 wasm time (>= 1 means the wasm loop is at least as fast), and checks the
 results against NumPy's (within the published ulp bound).
 
-    python3 benchmarks/wasm_exp_speed.py [--floats N] [--repeats R] [--unroll U]
+    python3 benchmarks/wasm_exp_speed.py [--floats N] [--repeats R] [--unroll U] [--write]
+
+``--write`` also puts the printed table into docs/wasm-mathlib.md (between its "exp speed" markers).
 """
 
 from __future__ import annotations
 
 import argparse
+import pathlib
+import platform
 import time
 
 import numpy as np
@@ -27,6 +31,8 @@ from wasm_backend.mathlib.reference import ulp_distance
 from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
 
 I32, V128 = ValType.I32, ValType.V128
+DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "wasm-mathlib.md"
+SECTION_START, SECTION_END = "<!-- exp speed: measured -->", "<!-- end of exp speed -->"
 
 
 def exp_module(pages: int, *, inline: bool, unroll: int, relaxed: bool = False) -> bytes:
@@ -72,6 +78,7 @@ def main() -> None:
     parser.add_argument("--floats", type=int, default=4 * 1024 * 1024)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--unroll", type=int, default=1)
+    parser.add_argument("--write", action="store_true", help="store the table in docs/wasm-mathlib.md")
     args = parser.parse_args()
     step = 4 * args.unroll
     n = args.floats - args.floats % step
@@ -97,16 +104,24 @@ def main() -> None:
         for label, action in variants:
             best[label] = min(best[label], best_time(action, 1))
     numpy_time = best["np.exp(out=)"]
-    print(f"exp over {n:,} f32 values, best of {args.repeats} interleaved runs")
-    print(f"  {'np.exp(out=)':28s} {numpy_time * 1e3:8.2f} ms")
     bound = ulp_bound("exp", "f32x4")
+    lines = [f"exp over {n:,} f32 values, best of {args.repeats} interleaved runs (CPU time), "
+             f"{platform.machine()} {platform.processor() or ''}".rstrip(),
+             "", "| loop | time | np.exp / wasm | max distance to np.exp |", "|---|---|---|---|",
+             f"| np.exp(out=) | {numpy_time * 1e3:.2f} ms | 1.00x | - |"]
     for label, action in variants:
         dst[:] = 0
         action()
         worst = int(ulp_distance(dst, expected, "f32").max())
-        print(f"  {label:28s} {best[label] * 1e3:8.2f} ms   np.exp / wasm = {numpy_time / best[label]:5.2f}x   "
-              f"max distance to np.exp {worst} ulp (published bound {bound} vs correctly rounded; np.exp has "
-              "its own error)")
+        lines.append(f"| {label} | {best[label] * 1e3:.2f} ms | {numpy_time / best[label]:.2f}x | {worst} ulp |")
+    lines += ["", f"(The library's exp is within {bound} ulp of the correctly rounded result; the distance to "
+              "np.exp includes NumPy's own error.)"]
+    print("\n".join(lines))
+    if args.write:
+        text = DOC.read_text()
+        start, end = text.index(SECTION_START) + len(SECTION_START), text.index(SECTION_END)
+        DOC.write_text(text[:start] + "\n" + "\n".join(lines) + "\n" + text[end:])
+        print(f"wrote the table into {DOC}")
 
 if __name__ == "__main__":
     main()

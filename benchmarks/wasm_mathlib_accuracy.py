@@ -8,7 +8,10 @@ stores the table in wasm_backend/mathlib/measured.py and regenerates the
 table in docs/wasm-mathlib.md (refused when any op exceeds its bound).
 
     python3 benchmarks/wasm_mathlib_accuracy.py [--points-f32 N] [--points-f64 N] [--ops exp,log] [--relaxed]
-                                                [--write]
+                                                [--write] [--exhaustive-f32 exp,log]
+
+``--exhaustive-f32 OPS`` instead runs the f32x4 function of each unary op in OPS on every finite f32 (all
+2**32 bit patterns but NaNs and infinities, in chunks; minutes per op).
 """
 
 from __future__ import annotations
@@ -53,6 +56,26 @@ def measure(ops: list[str], points: dict[str, int], seed: int, relaxed: bool = F
     return results
 
 
+def exhaustive_f32(ops: list[str], relaxed: bool, chunk: int = 1 << 24) -> None:
+    """Every finite f32 through each op's f32x4 function; prints the worst distance and where."""
+    import numpy as np
+    harness = MathHarness([(op, "f32x4") for op in ops], relaxed_simd=relaxed)
+    for op in ops:
+        start, worst, worst_at, checked = time.perf_counter(), -1, 0.0, 0
+        for first in range(0, 1 << 32, chunk):
+            bits = np.arange(first, first + chunk, dtype=np.uint64).astype(np.uint32)
+            x = bits.view(np.float32)
+            x = x[np.isfinite(x)]
+            distance = ulp_distance(harness.evaluate(op, "f32x4", x), correctly_rounded(op, "f32", x), "f32")
+            checked += x.size
+            if distance.size and int(distance.max()) > worst:
+                worst, worst_at = int(distance.max()), float(x[int(distance.argmax())])
+        bound = ulp_bound(op, "f32x4")
+        flag = "" if worst <= bound else "   EXCEEDS BOUND"
+        print(f"{op:8s} f32x4  max {worst:3d} ulp (bound {bound}) over all {checked:,} finite f32, worst at "
+              f"{worst_at!r}; {time.perf_counter() - start:.0f} s{flag}", flush=True)
+
+
 def write(results: dict[tuple[str, str], tuple[int, int]]) -> None:
     from importlib.metadata import version
     path = pathlib.Path(measured_module.__file__)
@@ -75,7 +98,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--relaxed", action="store_true", help="measure with relaxed_madd (fused on FMA hosts)")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--exhaustive-f32", default="", help="unary ops to run on every finite f32")
     args = parser.parse_args()
+    if args.exhaustive_f32:
+        exhaustive_f32([op for op in args.exhaustive_f32.split(",") if op], args.relaxed)
+        return
     ops = [op for op in args.ops.split(",") if op]
     if args.write and args.relaxed:
         sys.exit("--write stores the plain (default) form; measure --relaxed separately")

@@ -1,4 +1,4 @@
-"""tanh, sigmoid, swish, gelu (f64 kernels; f32 runs widened).
+"""tanh, sigmoid, swish, gelu: one kernel for f32 and f64 lanes (double-f32 / double-f64 arithmetic).
 
 All four divide by ``1 + E`` with ``E = exp(-a) = 2**k * (1 + r + tail)``
 kept unrounded (``exp_parts``), numerator and denominator as double-f64
@@ -19,8 +19,10 @@ rounded about once:
   error in its argument by the argument's size (|2u| reaches 745).
 
 Beyond the point where the result is x itself (x > 40) or rounds to -0
-(swish below -800, gelu below -40), the result is selected directly: x, or
-``x * 0`` (which is NaN for -inf, as the defining formulas give).
+(swish below -800 in f64 and -120 in f32, gelu below -40), the result is
+selected directly: x, or ``x * 0`` (which is NaN for -inf, as the defining
+formulas give). In f32 lanes the same kernels run in double-f32 arithmetic
+(about 48 bits), which is ample for f32 results.
 """
 
 from __future__ import annotations
@@ -36,22 +38,19 @@ from .registry import math_kernel
 
 __all__ = ["logistic", "Logistic"]
 
-_HEX = float.fromhex
 _TANH_POLY_LIMIT = 0.625
-_TANH_SATURATION = 40.0      # tanh(40) rounds to 1 in f64
+_TANH_SATURATION = 40.0      # tanh(40) rounds to 1 in f64 (and f32)
 _PASS_THROUGH = 40.0         # x * sigmoid(x) and gelu(x) round to x above this
+_SWISH_ZERO = {"f32": -120.0, "f64": -800.0}    # below: x * sigmoid(x) rounds to -0
 _DENOMINATOR_MIN_EXPONENT = -100
-_GELU_SCALE = (_HEX("0x1.9884533d43651p-1"), _HEX("-0x1.cbc0d30ebfd15p-55"))  # sqrt(2/pi)
+_GELU_SCALE = Fraction("0.797884560802865355879892119868763736951717262")   # sqrt(2/pi) to 45 digits
+_GELU_CUBIC = Fraction("0.044715")                                          # exact, as the formula writes it
 
 
-def _decimal_split(text: str) -> tuple[float, float]:
-    """A decimal constant as head + tail f64s (head = nearest f64, tail = nearest f64 to the rest)."""
-    exact = Fraction(text)
-    head = float(exact)
-    return head, float(exact - Fraction(head))
-
-
-_GELU_CUBIC = _decimal_split("0.044715")
+def _split(kb: KernelBuilder, value: Fraction) -> tuple[float, float]:
+    """``value`` as head + tail in the builder's format (head the nearest float, tail the nearest to the rest)."""
+    head = kb.fmt.round(float(value))
+    return head, kb.fmt.round(float(value - Fraction(head)))
 
 
 @dataclass(frozen=True)
@@ -73,9 +72,11 @@ def _divide(kb: KernelBuilder, n_hi: Vec, n_lo: Vec, d_hi: Vec, d_lo: Vec) -> tu
 
 
 def _one_plus(kb: KernelBuilder, scale: Vec, r: Vec, tail: Vec, sign: float) -> tuple[Vec, Vec]:
-    """1 + sign*scale*(1 + r + tail) as a normalized double-f64 (scale a power of two, products exact)."""
-    head, err = two_sum(kb, kb.let(1.0 + sign * scale), kb.let(sign * (scale * r)))
-    return fast_two_sum(kb, head, kb.let(err + sign * (scale * tail)))
+    """1 + sign*scale*(1 + r + tail) as a normalized double-float (scale a power of two at most 1, so the
+    products are exact; 1 + scale itself is not exact in f32 for small scales, hence the first two-sum)."""
+    one, one_err = fast_two_sum(kb, kb.const(1.0), kb.let(sign * scale))
+    head, err = two_sum(kb, one, kb.let(sign * (scale * r)))
+    return fast_two_sum(kb, head, kb.let((one_err + err) + sign * (scale * tail)))
 
 
 def logistic(kb: KernelBuilder, v: Vec, v_lo: Vec | None = None) -> Logistic:
@@ -108,23 +109,27 @@ def _times(kb: KernelBuilder, x: Vec, lg: Logistic) -> Vec:
     return p + (p_err + x * lg.q_lo)
 
 
+@math_kernel("sigmoid", "f32", formula="1 / (1 + e**-x)")
 @math_kernel("sigmoid", "f64", formula="1 / (1 + e**-x)")
 def sigmoid_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     lg = logistic(kb, x)
     return _finish(kb, lg.q + lg.q_lo, lg)
 
 
+@math_kernel("swish", "f32", formula="x * sigmoid(x)")
 @math_kernel("swish", "f64", formula="x * sigmoid(x)")
 def swish_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     x = kb.let(x)
-    xc = kb.let(kb.pmin(kb.pmax(x, -800.0), _PASS_THROUGH))
+    zero_below = _SWISH_ZERO[kb.fmt.name]
+    xc = kb.let(kb.pmin(kb.pmax(x, zero_below), _PASS_THROUGH))
     lg = logistic(kb, xc)
     result = _finish(kb, _times(kb, xc, lg), lg)
     result = kb.select(kb.gt(x, _PASS_THROUGH), x, result)
     result = kb.select(kb.eq(x, 0.0), x, result)          # ±0 -> ±0 (the exact product's sum loses -0)
-    return kb.select(kb.lt(x, -800.0), x * 0.0, result)
+    return kb.select(kb.lt(x, zero_below), x * 0.0, result)
 
 
+@math_kernel("gelu", "f32", formula="0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))")
 @math_kernel("gelu", "f64", formula="0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))")
 def gelu_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     x = kb.let(x)
@@ -132,12 +137,12 @@ def gelu_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     sq, sq_err = two_product(kb, xc, xc)
     cube, cube_err = two_product(kb, sq, xc)
     cube_err = kb.let(cube_err + sq_err * xc)
-    c_hi, c_lo = _GELU_CUBIC
+    c_hi, c_lo = _split(kb, _GELU_CUBIC)
     term, term_err = two_product(kb, kb.const(c_hi), cube)
     term_err = kb.let(term_err + (c_hi * cube_err + c_lo * cube))
     inner, inner_err = two_sum(kb, xc, term)
     inner_err = kb.let(inner_err + term_err)
-    s_hi, s_lo = _GELU_SCALE
+    s_hi, s_lo = _split(kb, _GELU_SCALE)
     u, u_err = two_product(kb, kb.const(s_hi), inner)
     u_err = u_err + (s_hi * inner_err + s_lo * inner)
     lg = logistic(kb, kb.let(2.0 * u), kb.let(2.0 * u_err))
@@ -147,12 +152,13 @@ def gelu_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return kb.select(kb.lt(x, -_PASS_THROUGH), x * 0.0, result)
 
 
+@math_kernel("tanh", "f32", formula="tanh(x)")
 @math_kernel("tanh", "f64", formula="tanh(x)")
 def tanh_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     a = kb.let(kb.pmin(kb.abs(x), _TANH_SATURATION))
     z = kb.let(a * a)
-    small = a + (a * z) * horner(kb, coefficients("TANH_T", "f64"), z)
+    small = a + (a * z) * horner(kb, coefficients("TANH_T", kb.fmt.name), z)
     parts = exp_parts(kb, -2.0 * a)
     scale = kb.let(power_of_two(kb, parts.k))
     n_hi, n_lo = _one_plus(kb, scale, parts.r, parts.tail, -1.0)

@@ -31,7 +31,7 @@ __all__ = ["exp_core", "exp_parts", "ExpParts", "power_of_two", "scale_by_power_
 
 @dataclass(frozen=True)
 class _ExpConstants:
-    low_clamp: float      # below: the result is +0 whatever the rounding
+    low_clamp: float      # below: exp is +0 and so is x*exp for any x of the format (swish, gelu)
     high_clamp: float     # above: the result is +inf
     log2e: float
     ln2_hi: float         # ln2 rounded to few enough bits that k*ln2_hi is exact
@@ -46,7 +46,7 @@ def _bits(value: float, fmt: str) -> int:
 
 
 EXP_CONSTANTS = {
-    "f32": _ExpConstants(-104.0, 89.0, float.fromhex("0x1.715476p+0"), float.fromhex("0x1.62e4p-1"),
+    "f32": _ExpConstants(-120.0, 89.0, float.fromhex("0x1.715476p+0"), float.fromhex("0x1.62e4p-1"),
                          float.fromhex("0x1.7f7d1cp-20"), float.fromhex("0x1.8p23"),
                          _bits(float.fromhex("0x1.8p23"), "f32")),
     "f64": _ExpConstants(-800.0, 800.0, float.fromhex("0x1.71547652b82fep+0"), float.fromhex("0x1.62e42ffp-1"),
