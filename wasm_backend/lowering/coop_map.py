@@ -44,9 +44,10 @@ def map_operation_supported(operation: object, ty: Type) -> bool:
     return ty in COOPERATIVE_OPERATION_TYPES.get(operation, ()) and math_function_for(operation, ty) is not None
 
 
-def _operation(operation: object, ty: Type, m):
+def _operation(operation: object, ty: Type, m, fb):
     """(vector emitter, scalar emitter) of ``operation`` on ``ty`` (see coop_ops for the shapes);
-    ``m`` is the ModuleContext the math-library emitters write into."""
+    ``m`` is the ModuleContext the math-library emitters write into, ``fb`` the function (math functions
+    that can be written inline are, sparing a call per chunk)."""
     name = MAP_OPERATIONS.get(operation) or BINARY_OPERATIONS.get(operation)
     if name is not None:
         return VECTOR_OPS[name], SCALAR_OPS[name]
@@ -54,6 +55,8 @@ def _operation(operation: object, ty: Type, m):
     compute = Type.F64 if ty is Type.F64 else Type.F32
 
     def vector(e, shape, args):
+        if function.inline is not None and function.inline(m, fb, compute, list(args)):
+            return
         for a in args:
             e.get(a)
         function.vector(m, e, compute)
@@ -179,7 +182,7 @@ def _element_writer(cc: CoopContext, ty: Type, dst: int, sources: list[int], sca
 def _build_map(cc: CoopContext, binary: bool) -> None:
     instr = cc.instr
     ty, count = instr.ty, instr.count
-    vector, scalar = _operation(instr.operation, ty, cc.m)
+    vector, scalar = _operation(instr.operation, ty, cc.m, cc.fb)
     dst = cc.array("dst_array", ty, count)
     sources = [cc.array(name, ty, count) for name in (("src_a", "src_b") if binary else ("src_array",))]
     elementwise_loop(cc, ty, count, dst, sources, vector, scalar)

@@ -13,6 +13,8 @@ A library registers one ``MathFunction`` per function with ``register_math_funct
   function and rounded to their format by the code generator;
 * ``scalar(mctx, e, ty)``: its ``arity`` arguments (f32 or f64) are on the stack; leave the result;
 * ``vector(mctx, e, ty)``: the same on v128 values (f32x4 or f64x2);
+* ``inline(mctx, fb, ty, arg_locals)`` (optional): the vector function written into function ``fb``
+  itself (no call; for hot loops), returning False when it cannot;
 * ``ulp``: the documented largest error in ulps per type (published in docs/backends.md).
 
 ``mctx`` is the ModuleContext (``mctx.helper(name)`` adds a shared function; a library may
@@ -42,6 +44,9 @@ class MathFunction:
     scalar: Callable
     vector: Callable
     ulp: Mapping[Type, float] = field(default_factory=dict)
+    #: optional ``inline(mctx, fb, ty, arg_locals) -> bool``: write the vector function straight into the
+    #: function ``fb`` (arguments in v128 locals, result on the stack); False when it cannot
+    inline: Callable | None = None
 
 
 #: function name -> the registered implementation

@@ -26,6 +26,17 @@ def _caller(op: str, shapes: dict):
     return emit
 
 
+def _inliner(op: str):
+    def inline(m, fb, ty: Type, arg_locals) -> bool:
+        from atlas_web.errors import UnsupportedOperation
+        try:
+            m.math_library().emit_inline(fb, op, _VECTOR_SHAPES[ty], arg_locals)
+        except UnsupportedOperation:
+            return False
+        return True
+    return inline
+
+
 def register_library_functions() -> list[str]:
     """Register every op of the math library that the seam does not know yet; returns their names."""
     try:
@@ -37,7 +48,8 @@ def register_library_functions() -> list[str]:
         if op in MATH_FUNCTIONS:
             continue
         register_math_function(MathFunction(op, MathLibrary.arity(op), frozenset({Type.F32, Type.F64}),
-                                            _caller(op, _SCALAR_SHAPES), _caller(op, _VECTOR_SHAPES)))
+                                            _caller(op, _SCALAR_SHAPES), _caller(op, _VECTOR_SHAPES),
+                                            inline=_inliner(op)))
         added.append(op)
     return added
 
