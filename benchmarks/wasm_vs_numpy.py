@@ -7,7 +7,8 @@
 * compile time of a 200-instruction program (verify, lower, engine compile)       (target < 20 ms)
 * host overhead of a cached launch (a one-lane program that does nothing)          (target < 30 us)
 
-Timings interleave the two sides and keep the best of ``--repeats`` (the machine may be shared).
+Timings are CPU time of this process, interleave the two sides and keep the best of ``--repeats`` (the
+machine may be shared).
 Run ``PYTHONPATH=. python benchmarks/wasm_vs_numpy.py [--scale 0.25]``. Benchmarks are not tests.
 """
 
@@ -25,18 +26,23 @@ from atlas_web.isa import (
 from wasm_backend import WasmBackend
 
 
+#: CPU time of this process: both sides run on one thread, and on a shared machine the time other
+#: processes take is left out
+clock = time.process_time
+
+
 def best_pair(wasm_action, numpy_action, repeats: int) -> tuple[float, float]:
-    """Best times of the two actions, measured alternately."""
+    """Best CPU times of the two actions, measured alternately."""
     wasm_best = numpy_best = float("inf")
     wasm_action()
     numpy_action()
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         wasm_action()
-        wasm_best = min(wasm_best, time.perf_counter() - start)
-        start = time.perf_counter()
+        wasm_best = min(wasm_best, clock() - start)
+        start = clock()
         numpy_action()
-        numpy_best = min(numpy_best, time.perf_counter() - start)
+        numpy_best = min(numpy_best, clock() - start)
     return wasm_best, numpy_best
 
 
@@ -66,9 +72,10 @@ def per_lane_add_program(a: int, b: int, c: int) -> Program:
 """)
 
 
-def two_hundred_instructions() -> Program:
+def two_hundred_instructions(variant: int) -> Program:
+    """A 200-instruction per-lane program (``variant`` changes a constant, so each has its own digest)."""
     lines = ["    cvt.u64.u32 r1, r255", "    mov_imm.u64 r2, 4", "    mul.u64 r3, r1, r2",
-             "    mov_imm.u64 r4, 8589934592", "    or.u64 r5, r3, r4", "    ldg.f32 r10, [r5 + 0]"]
+             f"    mov_imm.u64 r4, {(2 + variant) << 32}", "    or.u64 r5, r3, r4", "    ldg.f32 r10, [r5 + 0]"]
     ops = ("add", "mul", "sub", "max", "min")
     for k in range(193):
         lines.append(f"    {ops[k % 5]}.f32 r{11 + k % 50}, r10, r{10 + (k * 7) % 50}")
@@ -120,28 +127,35 @@ def main() -> None:
         report("ParallelMap Exp f32", *best_pair(lambda: backend.execute_program(exp, one),
                                                  lambda: np.exp(x, out=y), args.repeats), 1.0)
 
-    program = two_hundred_instructions()
-    config = LaunchConfig.linear(256)
     from atlas_web.verify import verify
     from wasm_backend.lowering import compile_program
-    start = time.perf_counter()
-    info = verify(program)
-    verified = time.perf_counter()
-    compiled = compile_program(program, info, config)
-    lowered = time.perf_counter()
-    backend._runner.compile(compiled.wasm)
-    engine = time.perf_counter()
-    print(f"compile, {len(program)} instructions: verify {1e3 * (verified - start):.1f} ms, lower "
-          f"{1e3 * (lowered - verified):.1f} ms, engine {1e3 * (engine - lowered):.1f} ms; lower + engine "
-          f"{1e3 * (engine - verified):.1f} ms (target < 20 ms)")
+    config = LaunchConfig.linear(256)
+    compile_program(two_hundred_instructions(0), verify(two_hundred_instructions(0)), config)  # warm-up
+    phases = {"verify": [], "lower": [], "engine": []}
+    for variant in range(1, 6):
+        program = two_hundred_instructions(variant)
+        start = clock()
+        info = verify(program)
+        verified = clock()
+        compiled = compile_program(program, info, config)
+        lowered = clock()
+        backend._runner.compile(compiled.wasm)
+        engine = clock()
+        phases["verify"].append(verified - start)
+        phases["lower"].append(lowered - verified)
+        phases["engine"].append(engine - lowered)
+    best = {name: min(times) * 1e3 for name, times in phases.items()}
+    print(f"compile, {len(program)} instructions (best of 5): verify {best['verify']:.1f} ms, lower "
+          f"{best['lower']:.1f} ms, engine {best['engine']:.1f} ms; lower + engine "
+          f"{best['lower'] + best['engine']:.1f} ms (target < 20 ms)")
 
     nothing = ProgramBuilder().add(Program.from_text("    exit").instructions[0]).build()
     backend.execute_program(nothing, one)
     launches = 2000
-    start = time.perf_counter()
+    start = clock()
     for _ in range(launches):
         backend.execute_program(nothing, one)
-    overhead = (time.perf_counter() - start) / launches
+    overhead = (clock() - start) / launches
     print(f"cached launch host overhead: {overhead * 1e6:.1f} us per launch (target < 30 us)")
 
 

@@ -45,6 +45,8 @@ SIMD_DONE = 0
 SIMD_FALLBACK = 1
 #: lanes per step
 SIMD_LANES = 4
+#: steps per iteration of the main loop
+UNROLL = 2
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
 _VECTOR_TYPES = frozenset({Type.F32, Type.F64, Type.I32, Type.U32, Type.I64, Type.U64})
 _INT_TYPES = frozenset({Type.I32, Type.U32, Type.I64, Type.U64})
@@ -560,13 +562,24 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> int | None:
     e.op("global.get", m.global_index("table_capacity")).set(s.capacity)
     e.code += s.pro.code
     e.i32(0).set(s.gid)
+
+    def step() -> None:
+        e.code += s.body.code  # position independent: no labels inside
+        for address, advance in s.addresses:
+            e.get(address).i32(advance).op("i32.add").set(address)
+        e.get(s.gid).i32(SIMD_LANES).op("i32.add").set(s.gid)
+
+    pairs_end = s.lanes - s.lanes % (UNROLL * SIMD_LANES)
+    with e.block("pairs_done"):
+        with e.loop("pairs"):
+            e.get(s.gid).i32(pairs_end).op("i32.ge_u").br_if("pairs_done")
+            for _ in range(UNROLL):
+                step()
+            e.br("pairs")
     with e.block("done"):
-        with e.loop("step"):
+        with e.loop("steps"):
             e.get(s.gid).i32(s.lanes).op("i32.ge_u").br_if("done")
-            e.code += s.body.code
-            for address, step in s.addresses:
-                e.get(address).i32(step).op("i32.add").set(address)
-            e.get(s.gid).i32(SIMD_LANES).op("i32.add").set(s.gid)
-            e.br("step")
+            step()
+            e.br("steps")
     e.i32(SIMD_DONE)
     return fb.index
