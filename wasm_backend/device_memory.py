@@ -18,7 +18,7 @@ import struct
 import sys
 from typing import Any
 
-from atlas_web.errors import AllocationFailed, InvalidBuffer
+from atlas_web.errors import AllocationFailed
 from atlas_web.isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE
 from atlas_web.memory import Allocation, ArenaAllocator, HandleTable
 

@@ -110,14 +110,14 @@ def _matrix(docs: list[BackendDocumentation]) -> list[str]:
     for info in OPCODE_TABLE:
         cells = []
         for ty in _TYPES:
-            cells.append(_cell(docs, lambda d, ty=ty: d.supports(info, ty)) if ty in info.types else " ")
-        untyped = _cell(docs, lambda d: d.supports(info, None)) if not info.types else " "
+            cells.append(_cell(docs, lambda d, ty=ty, info=info: d.supports(info, ty)) if ty in info.types else " ")
+        untyped = _cell(docs, lambda d, info=info: d.supports(info, None)) if not info.types else " "
         lines.append(f"| {info.name} | " + " | ".join(cells) + f" | {untyped} |")
     for name, enum in _OPERATIONS:
         for operation in enum:
             accepted = COOPERATIVE_OPERATION_TYPES[operation]
-            cells = [_cell(docs, lambda d, ty=ty: d.supports_operation(operation, ty)) if ty in accepted else " "
-                     for ty in _TYPES]
+            cells = [_cell(docs, lambda d, ty=ty, op=operation: d.supports_operation(op, ty)) if ty in accepted
+                     else " " for ty in _TYPES]
             lines.append(f"| {name}.{operation.name} | " + " | ".join(cells) + " |   |")
     return lines
 

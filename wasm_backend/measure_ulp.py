@@ -89,13 +89,13 @@ def _lane_program(info, ty: Type, handles: list[int]):
     b = ProgramBuilder()
     fields = {name: ty for name in info.type_fields}
     reads = [o.name for o in info.operands if o.kind is OperandKind.REG and o.access is Access.READ]
-    for k, name in enumerate(reads + ["dst"]):
+    for k in range(len(reads) + 1):
         b.add(CVT(dst=Register(200), src=Register(255), src_ty=Type.U32, dst_ty=Type.U64))
         b.add(MOV_IMM(dst=Register(201), value=ty.size_bytes(), ty=Type.U64))
         b.add(MUL(dst=Register(202), lhs=Register(200), rhs=Register(201), ty=Type.U64))
         b.add(MOV_IMM(dst=Register(203), value=handles[k] << 32, ty=Type.U64))
         b.add(OR(dst=Register(210 + k), lhs=Register(202), rhs=Register(203), ty=Type.U64))
-    for k, name in enumerate(reads):
+    for k in range(len(reads)):
         b.add(LDG(dst=Register(1 + k), src=Address.RegisterIndirect(Register(210 + k), 0), ty=ty))
     operands = {name: Register(1 + k) for k, name in enumerate(reads)}
     b.add(_instruction(info, operands, fields))

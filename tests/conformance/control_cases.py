@@ -333,8 +333,8 @@ def preset_cases() -> list[PresetCase]:
         return {reg: ty for reg, (ty, _value) in presets([2, 3]).items()}
 
     out = []
-    for name, text, extra in (("presets", PRESETS, ()),
-                              ("presets.stage", PRESETS_ACROSS_STAGE, (Buffer(Type.F64, struct.pack("<4d", 1, 2, 3, .5)),))):
+    doubles = Buffer(Type.F64, struct.pack("<4d", 1, 2, 3, .5))
+    for name, text, extra in (("presets", PRESETS, ()), ("presets.stage", PRESETS_ACROSS_STAGE, (doubles,))):
         build = text_program(text)
         buffers = (Buffer(Type.U8, bytes(16 * LANES), output=True), *extra)
         program = build([2 + k for k in range(len(buffers))])

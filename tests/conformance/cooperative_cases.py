@@ -27,6 +27,7 @@ _TYPES = (Type.F16, Type.BF16, Type.F32, Type.F64, Type.I8, Type.U8, Type.I16, T
 COUNT = 37
 LONG = 301
 REDUCE_LANES = LaunchConfig(grid=(1, 1, 1), block=(4, 1, 1))
+SINGLE = LaunchConfig()
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _needs(name: str, ty: Type, extra=()) -> tuple:
 def cooperative_cases() -> list[CooperativeCase]:
     cases: list[CooperativeCase] = []
 
-    def add(name, ty, operation, instruction, buffers, build, config=LaunchConfig(), extra=()):
+    def add(name, ty, operation, instruction, buffers, build, config=SINGLE, extra=()):
         cases.append(CooperativeCase(name, operation, ty, tuple(buffers), build, config,
                                      _needs(instruction, ty, extra), operation=operation, instruction=instruction))
 

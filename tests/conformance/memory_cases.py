@@ -164,7 +164,7 @@ def memory_cases() -> list[Case]:
         data = bytes_of(ty, LANES + 8, seed)
         move = (("LDG", ty), ("STG", ty), *_POINTER_NEEDS)
 
-        def case(kind, program, buffers, config=CONFIG, needs=move):
+        def case(kind, program, buffers, config=CONFIG, needs=move, ty=ty):
             return Case(f"{kind}.{ty.suffix}", "LDG", ty, buffers, program, config, tuple(needs))
 
         out = Buffer(ty, bytes(LANES * size), output=True)

@@ -151,8 +151,9 @@ class _Builder:
             self.b.add(BarSync(id=0))
             return
         op = self.rng.choice(list(ReduceOperation))
-        self.b.add(ParallelReduce(dst=self.fresh(Type.I32), src_array=Address.BufferOffset(self.handles[self.i32_input]),
-                                  count=self.rng.randint(0, LANES), operation=op, ty=Type.I32))
+        source = Address.BufferOffset(self.handles[self.i32_input])
+        self.b.add(ParallelReduce(dst=self.fresh(Type.I32), src_array=source, count=self.rng.randint(0, LANES),
+                                  operation=op, ty=Type.I32))
 
 
 @st.composite

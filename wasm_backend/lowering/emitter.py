@@ -5,8 +5,8 @@ per-call normalisation of ``encoding.CodeWriter``: each instruction name's opcod
 writers are looked up once and cached, and the common immediates (indices, integers, floats, memory
 arguments, block types, labels) are written directly. Immediates of other kinds go through the
 table's codecs. Labels are names of open ``block``/``loop``/``if`` constructs, turned into relative
-depths. An Emitter can stand in for a FunctionBuilder's ``code`` (it has ``finish()``), and code written for a CodeWriter
-(``w.local_get(0)``, ``w.emit("f32x4.add")``) writes to it too.
+depths. An Emitter can stand in for a FunctionBuilder's ``code`` (it has ``finish()``), and code
+written for a CodeWriter (``w.local_get(0)``, ``w.emit("f32x4.add")``) writes to it too.
 
 Raises WasmEncodingError for an unknown instruction, a wrong immediate count, an unknown label or
 unbalanced blocks.

@@ -27,14 +27,13 @@ from .lane_state import EXT_TEMPORARIES, LaneState
 from .module_context import ModuleContext
 from .typemap import bank_of, type_info, valtype_of
 
-__all__ = ["LaneContext", "STOP_ENDED", "STOP_TRAPPED", "STOP_BARRIER", "STOP_COOPERATIVE", "PARAM_GID",
+__all__ = ["LaneContext", "STOP_ENDED", "STOP_TRAPPED", "PARAM_GID",
            "PARAM_LANE", "PARAM_BLOCK", "PARAM_RECORD"]
 
-#: what the lane function returns
+#: what a segment function returns when the lane ended or trapped (``STOP_SUSPENDED + r`` when it
+#: suspended at resume point ``r``, see segment_function)
 STOP_ENDED = 0
 STOP_TRAPPED = 1
-STOP_BARRIER = 2
-STOP_COOPERATIVE = 3
 
 PARAM_GID, PARAM_LANE, PARAM_BLOCK, PARAM_RECORD = 0, 1, 2, 3
 

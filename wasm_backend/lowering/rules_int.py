@@ -228,7 +228,7 @@ def lower_shl_int(ctx: LaneContext, instr) -> None:
 @lane_rule("SHR", INTS)
 def lower_shr_int(ctx: LaneContext, instr) -> None:
     """Arithmetic on signed, logical on unsigned types (operand normalised first)."""
-    ty = _read_normalized(ctx, "src")
+    _read_normalized(ctx, "src")
     _amount(ctx, instr.ty)
     int_op(ctx, instr.ty, "shr_?")
     ctx.write()

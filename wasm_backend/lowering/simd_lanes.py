@@ -140,9 +140,10 @@ class SimdBuilder:
     def _special(self, reg: SpecialRegister):
         if reg is SpecialRegister.GLOBAL_LANE_ID:
             return Affine(Const(0), 1)
-        constant = {SpecialRegister.BLOCK_DIM_X: self.config.block[0], SpecialRegister.BLOCK_DIM_Y: self.config.block[1],
-                    SpecialRegister.BLOCK_DIM_Z: self.config.block[2], SpecialRegister.GRID_DIM_X: self.config.grid[0],
-                    SpecialRegister.GRID_DIM_Y: self.config.grid[1], SpecialRegister.GRID_DIM_Z: self.config.grid[2]}
+        block, grid = self.config.block, self.config.grid
+        constant = {SpecialRegister.BLOCK_DIM_X: block[0], SpecialRegister.BLOCK_DIM_Y: block[1],
+                    SpecialRegister.BLOCK_DIM_Z: block[2], SpecialRegister.GRID_DIM_X: grid[0],
+                    SpecialRegister.GRID_DIM_Y: grid[1], SpecialRegister.GRID_DIM_Z: grid[2]}
         if reg not in constant:
             raise SimdUnsupported(f"{reg.name} varies in a way the SIMD mode does not model")
         return Const(constant[reg])
