@@ -144,3 +144,9 @@ def test_kernel_builder_errors_name_the_problem() -> None:
         kb.helper("h", (), (), lambda fb: None)
     with pytest.raises(WasmEncodingError, match="reads a local"):
         kb.assign(kb.const(1.0), 2.0)
+
+
+def test_harness_checks_the_number_of_inputs(harness) -> None:
+    from wasm_backend.errors import WasmInterfaceError
+    with pytest.raises(WasmInterfaceError, match="pow takes 2 input array"):
+        harness.evaluate("pow", "f64x2", np.ones(3))

@@ -7,8 +7,9 @@ are padded) at the given byte addresses. ``evaluate`` copies the inputs into
 the memory through zero-copy views, calls the loop once and returns a copy
 of the results. Needs NumPy.
 
-Raises UnsupportedOperation for an unknown op or shape (from MathLibrary)
-and the runner's errors.
+Raises UnsupportedOperation for an unknown op or shape (from MathLibrary),
+WasmInterfaceError for the wrong number of input arrays, and the runner's
+errors.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from ..encoding.immediates import MemArg
 from ..encoding.module import ModuleBuilder
 from ..encoding.types import PAGE_SIZE, ValType
+from ..errors import WasmInterfaceError
 from .library import MathLibrary
 from .registry import math_op
 from .shapes import Shape, as_shape
@@ -101,7 +103,7 @@ class MathHarness:
         dtype = DTYPES[sh.format.name]
         arrays = [np.ascontiguousarray(a, dtype=dtype).ravel() for a in inputs]
         if len(arrays) != entry.arity:
-            raise ValueError(f"{entry.name} takes {entry.arity} input array(s), got {len(arrays)}")
+            raise WasmInterfaceError(f"{entry.name} takes {entry.arity} input array(s), got {len(arrays)}")
         n = arrays[0].size
         lanes = sh.format.lanes if sh.is_vector else 1
         padded = -(-n // lanes) * lanes

@@ -135,6 +135,12 @@ class KernelBuilder:
         self.w.local_set(index)
         return self.local(index)
 
+    def variable(self) -> Vec:
+        """A new local, not yet written (give it a value with ``assign`` on every path before reading it)."""
+        index = self.function.add_local(self.fmt.valtype)
+        self.locals_made += 1
+        return self.local(index)
+
     def assign(self, target: Vec, value: Operand) -> None:
         """Write ``value`` now into the local that ``target`` (a ``let`` or ``local`` Vec) reads."""
         if target.local_index is None:

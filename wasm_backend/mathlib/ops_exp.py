@@ -119,7 +119,7 @@ def exp_f32_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     exponent field directly; otherwise the clamped, two-step path runs."""
     c = EXP_CONSTANTS["f32"]
     x = kb.let(x)
-    result = kb.let(x)
+    result = kb.variable()
     kb.emit(kb.le(kb.abs(x), FAST_LIMIT_F32))
     kb.w.i32x4_all_true()
     with kb.w.if_():

@@ -138,10 +138,9 @@ def _needs_exact(op: str, args: list[np.ndarray], c_result: np.ndarray) -> np.nd
 
 def _near_f32_boundary(y64: np.ndarray) -> np.ndarray:
     """Where an f64 value is within the fast-path margin of a point where f32 rounding changes."""
-    y32 = y64.astype(np.float32).astype(np.float64)
-    magnitude = np.abs(y32)
-    exponent = np.floor(np.log2(np.where(magnitude > 0, magnitude, 1.0)))
-    ulp = np.exp2(np.maximum(exponent, -126.0) - 23.0)
+    y32 = y64.astype(np.float32)
+    ulp = np.abs(np.spacing(y32)).astype(np.float64)      # the gap above |y32| (inf past the largest float)
+    y32 = y32.astype(np.float64)
     distance = np.abs(y64 - y32)
     slack = _FAST_PATH_MARGIN * np.maximum(np.abs(y64), 2.0 ** -149)
     near_half = np.abs(distance - ulp / 2) <= slack
