@@ -125,7 +125,8 @@ class WasmBackend(Backend):
     def buffer_view(self, handle: int, ty: Type | None = None) -> Any:
         """A zero-copy NumPy view of a buffer's bytes (of ``ty``'s dtype when given). Valid until the
         linear memory grows (any allocation may grow it): take it again after allocating. Raises
-        InvalidBuffer, or UnsupportedOperation for a type without a NumPy dtype."""
+        InvalidBuffer, or UnsupportedOperation for a type without a NumPy dtype or where the runner cannot
+        share its memory (the browser)."""
         from atlas_web.backend import typed_format
         view = self._memory.view(self._memory.get(handle, "buffer"))
         if ty is None:
