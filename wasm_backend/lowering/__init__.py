@@ -1,9 +1,13 @@
 """The WebAssembly code generator: Atlas programs to wasm modules (SIMD128).
 
 ``compile_program(program, info, config)`` writes one module per program and launch shape (see
-``program_module``). The rules live in tables keyed by instruction name and type (``rules``),
-filled by decorators in the ``rules_*`` modules (per-lane instructions) and ``coop_*`` modules
-(cooperative instructions); ``math_seam`` is where the vectorized math library plugs in.
+``program_module``) from the shared front-end's lowering plan (``atlas_web.lowering.plan_program``):
+one function per segment (``segment_function``), one per cooperative instruction (``coop_*``), and,
+for straight-line programs whose instructions all have SIMD rules, a four-lanes-per-step function
+(``simd_lanes``). The rules live in tables keyed by instruction name and type (``rules``), filled by
+decorators in the ``rules_*`` modules (per-lane instructions) and ``coop_*`` modules (cooperative
+instructions); ``math_seam`` is where the vectorized math library plugs in (``mathlib_adapter``
+connects ``wasm_backend.mathlib``).
 """
 
 from __future__ import annotations
