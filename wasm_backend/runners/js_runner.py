@@ -40,6 +40,7 @@ generated code counts backward jumps per lane itself.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from typing import Any, Callable
 
@@ -268,11 +269,18 @@ class JsRunner(WasmRunner):
         descriptor = {"initial": limits.min}
         if limits.max is not None:
             descriptor["maximum"] = limits.max
+        descriptor_js = to_js(descriptor, dict_converter=js.Object.fromEntries)
         try:
-            native = _WebAssembly.Memory.new(to_js(descriptor, dict_converter=js.Object.fromEntries))
-        except JsException as exc:
-            raise AllocationFailed(f"the browser could not create a memory of {limits.min} pages "
-                                   f"(maximum {limits.max}): {exc.message}") from None
+            native = _WebAssembly.Memory.new(descriptor_js)
+        except JsException:
+            # V8 reserves address space per memory (about 10 GiB) and caps the total; memories of dropped
+            # backends stay reserved while Python reference cycles still hold them: collect those, retry once
+            gc.collect()
+            try:
+                native = _WebAssembly.Memory.new(descriptor_js)
+            except JsException as exc:
+                raise AllocationFailed(f"the browser could not create a memory of {limits.min} pages "
+                                       f"(maximum {limits.max}): {exc.message}") from None
         return WasmMemory(native, None, limits)
 
     def _instantiate(self, module: CompiledModule, memory: WasmMemory | None,

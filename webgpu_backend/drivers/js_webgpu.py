@@ -218,9 +218,16 @@ class JsWebGpuDriver(GpuDriver):
             self._deferred.append(check)
 
     async def _run_deferred(self) -> None:
+        """Await every pending check; raise the first failure (after all have run)."""
         checks, self._deferred = self._deferred, []
+        failures = []
         for check in checks:
-            await check()
+            try:
+                await check()
+            except (ShaderCompilationError, AllocationFailed) as failure:
+                failures.append(failure)
+        if failures:
+            raise failures[0]
 
     def _raise_device_errors(self) -> None:
         if self._device_errors:
@@ -298,10 +305,17 @@ class JsWebGpuDriver(GpuDriver):
         self._queue.submit(_js([encoder.finish()]))
 
     def _native_compile(self, source: str, label: str) -> Any:
+        # the scope takes the validation error of bad WGSL (else it would surface as uncaptured later);
+        # getCompilationInfo gives the same errors with lines and columns
+        self._device.pushErrorScope("validation")
         module = self._device.createShaderModule(_js({"label": label, "code": source}))
+        scope = self._device.popErrorScope()
 
         async def check() -> None:
+            scope_error = await scope
             errors = compilation_errors(await module.getCompilationInfo())
+            if scope_error and not errors:
+                errors = [(str(scope_error.message), None, None)]
             if errors:
                 message = "\n".join(f"{label}:{line}:{column}: error: {text}" if line else f"error: {text}"
                                     for text, line, column in errors)
