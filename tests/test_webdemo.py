@@ -219,6 +219,15 @@ def test_session_says_when_the_backend_is_not_available():
         demo.example("nope", 4)
 
 
+def test_session_runs_every_example_on_every_available_backend():
+    demo = session.DemoSession(choices=("auto", "cpu", "no-such-backend"))
+    results = asyncio.run(demo.run_all(16))
+    assert [(r.example, r.backend) for r in results] == [(name, "cpu") for name in examples.EXAMPLE_MODULES]
+    assert all(r.ok and r.size == 16 and r.seconds is not None for r in results), results
+    assert [p.series for p in demo.timings] == ["cpu"] * len(examples.EXAMPLE_MODULES)
+    assert asyncio.run(session.DemoSession(choices=("auto", "no-such-backend")).run_all(16)) == []
+
+
 def test_the_page_module_refuses_to_import_outside_the_browser():
     assert sys.platform != "emscripten"
     sys.modules.pop("webdemo.page", None)

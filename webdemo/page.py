@@ -23,6 +23,7 @@ import js  # noqa: E402 - Pyodide only, after the platform check
 from pyodide.ffi import create_proxy  # noqa: E402
 
 from .checks import ProgramCheck  # noqa: E402
+from .runs import RunResult  # noqa: E402
 from .session import DEFAULT_SIZE, DemoSession, RunOutcome, parse_size  # noqa: E402
 
 __all__ = ["start", "ELEMENT_IDS"]
@@ -30,7 +31,7 @@ __all__ = ["start", "ELEMENT_IDS"]
 #: the ids of index.html this module uses
 ELEMENT_IDS: tuple[str, ...] = (
     "app", "example", "size", "backend", "backend-status", "run", "program", "result", "program-error", "timing",
-    "code", "chart", "checks-body", "checks-size",
+    "code", "chart", "checks-body", "checks-size", "run-all", "all-results", "all-results-body",
 )
 #: the session of the page, kept alive with the event handlers
 _STATE: dict[str, object] = {}
@@ -167,6 +168,48 @@ async def _run(session: DemoSession) -> None:
         button.disabled = False
 
 
+def _render_all(results: list[RunResult]) -> None:
+    """The table of every example on every backend: the check, the launch time and the first problem."""
+    body = _element("all-results-body")
+    body.replaceChildren()
+    for result in results:
+        row = js.document.createElement("tr")
+        row.dataset.example = result.example
+        row.dataset.backend = result.backend
+        row.dataset.check = result.check
+        _cell(row, result.example)
+        _cell(row, result.backend)
+        _cell(row, result.check, "ok" if result.ok else "bad")
+        _cell(row, "-" if result.seconds is None else f"{result.seconds * 1e3:.2f} ms")
+        _cell(row, result.detail)
+        body.appendChild(row)
+
+
+async def _run_all(session: DemoSession) -> None:
+    """Run every example on every available backend at the chosen size and show the table."""
+    table = _element("all-results")
+    button = _element("run-all")
+    button.disabled = True
+    table.dataset.state = "running"
+    try:
+        size = parse_size(_element("size").value)
+        await asyncio.sleep(0)  # let the browser paint before the work starts
+        _render_all(await session.run_all(size))
+        _element("chart").innerHTML = session.chart_svg()
+        _show_error("")
+        table.dataset.state = "done"
+    except ValueError as exc:  # a bad size
+        table.dataset.state = "input error"
+        _show_error(str(exc))
+    except Exception as exc:  # a bug: show it on the page and keep the page usable
+        table.dataset.state = "internal error"
+        _show_error(f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        _STATE["all_runs"] = int(_STATE.get("all_runs", 0)) + 1  # type: ignore[call-overload]
+        table.dataset.runs = str(_STATE["all_runs"])  # tests wait for this count
+        button.disabled = False
+
+
 def _listen(element_id: str, event: str, handler) -> None:
     proxy = create_proxy(handler)
     _STATE.setdefault("proxies", []).append(proxy)  # type: ignore[union-attr]
@@ -195,5 +238,6 @@ async def start() -> None:
     _listen("example", "change", lambda event: _load_example_text(session))
     _listen("size", "change", lambda event: _load_example_text(session))
     _listen("run", "click", lambda event: asyncio.ensure_future(_run(session)))
+    _listen("run-all", "click", lambda event: asyncio.ensure_future(_run_all(session)))
     _element("app").hidden = False
     _STATE["probe"] = asyncio.ensure_future(_probe_backends(session))

@@ -13,7 +13,7 @@ import examples
 
 from .chart import TimingPoint, timing_chart_svg
 from .checks import ProgramCheck, check_examples, check_program_text
-from .choices import BROWSER_CHOICES, NOT_AVAILABLE, BackendChoice, backend_choices, resolve_choice
+from .choices import AUTO, BROWSER_CHOICES, NOT_AVAILABLE, BackendChoice, backend_choices, resolve_choice
 from .runs import CHECK_UNAVAILABLE, RunResult, run_example_on
 
 __all__ = ["DEFAULT_SIZE", "MAX_SIZE", "CHECKS_SERIES", "STATUS_PROGRAM_ERROR", "RunOutcome", "DemoSession",
@@ -137,6 +137,27 @@ class DemoSession:
         if result.seconds is not None:
             self.timings.append(TimingPoint(backend.name, size, result.seconds))
         return RunOutcome(check, backend, result)
+
+    async def run_all(self, size: int) -> list[RunResult]:
+        """Every example's own program at ``size`` on every available backend of the picker (AUTO left out:
+        it runs one of them), in example order then picker order; records the timings.
+
+        Returns one RunResult per (example, backend); an empty list when no backend is available.
+        """
+        backends = [entry.name for entry in self.choices() if entry.available and entry.name != AUTO]
+        results = []
+        for name in self.example_names:
+            example = self.example(name, size)
+            check = check_program_text(self.program_text(name, size))
+            for backend in backends:
+                if not check.ok:  # the examples are known good: a failure here is a bug, shown as such
+                    results.append(RunResult(name, backend, size, STATUS_PROGRAM_ERROR, check.summary))
+                    continue
+                result = await run_example_on(backend, example, check.program, size)
+                if result.seconds is not None:
+                    self.timings.append(TimingPoint(backend, size, result.seconds))
+                results.append(result)
+        return results
 
     def chart_svg(self) -> str:
         """The chart of every timing recorded so far."""
