@@ -31,6 +31,7 @@ from .launcher import Launcher, LaunchOutcome
 from .memory import GpuMemory
 from .wgsl import TYPE_MAP, ShaderFeatures
 from .wgsl.accuracy import TOLERANCE_ULP
+from .wgsl.emitter import LLVMPIPE_LOOP_LIMIT
 from .wgsl.cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS
 from .wgsl.rules_atlas import RES_FLAG_NAN, RES_FLAG_NEG_INF, RES_FLAG_POS_INF, RES_LIMBS, RES_STRIDE, RES_WORDS
 from .wgsl.stage_shader import SHARED_RESERVED_BYTES
@@ -90,7 +91,9 @@ class WebGpuBackend(Backend):
         else:
             self._owns_driver = False
         self._driver = driver
-        self.features = ShaderFeatures(shader_f16="shader-f16" in driver.features)
+        device = driver.adapter_info()["device"]
+        self.features = ShaderFeatures(shader_f16="shader-f16" in driver.features,
+                                       loop_limit=LLVMPIPE_LOOP_LIMIT if "llvmpipe" in device else 0)
         if max_chunks is None:
             storage = driver.limit("maxStorageBuffersPerShaderStage")
             max_chunks = max(1, min(4, (storage - _RUNTIME_BINDINGS) // 2))

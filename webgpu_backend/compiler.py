@@ -16,6 +16,7 @@ from atlas_web.lowering import plan_program
 from atlas_web.lowering.liveness import VirtualRegister
 
 from .wgsl import ShaderFeatures, StageShader, build_stage_shader
+from .wgsl.stage_shader import wide_register_file_base
 from .wgsl.lane_state import LaneStateLayout
 from .wgsl.runtime_layout import RuntimeLayout
 from .wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, check_program
@@ -74,14 +75,14 @@ class CompiledProgram:
             self._shaders[key] = shaders
         return shaders
 
-    def state_bytes(self, config: LaunchConfig) -> int:
-        """Bytes of lane state (and shared-memory copies) one launch of ``config`` needs."""
-        if not self.multi_stage:
-            return 4
-        words = self.state.total_slots * config.total_threads
-        if self.info.uses_shared:
-            words += config.num_blocks * max(1, -(-config.shared_memory // 4))
-        return 4 * words
+    def state_layout(self, config: LaunchConfig, shaders) -> tuple[int, int, int]:
+        """(bytes of the state buffer, byte offset and byte size of the wide register file) one
+        launch of ``config`` needs with the stage ``shaders``."""
+        base = wide_register_file_base(self.plan, self.state, config, self.multi_stage)
+        wide = max((s.wide_slots for s in shaders), default=0) * config.total_threads
+        if not self.multi_stage and not wide:
+            return 4, 0, 0
+        return 4 * max(1, base + wide), 4 * base, 4 * wide
 
 
 def _cooperative_plans(plan, state: LaneStateLayout) -> dict[int, CooperativePlan]:

@@ -27,6 +27,7 @@ from .compiler import CompiledProgram, CooperativePlan
 from .host_steps import HostSteps, kernel_operands
 from .resources import BufferBinding, BufferUsage, DispatchCommand, as_layout, split_workgroups
 from .wgsl import FIRST_CHUNK_BINDING, KernelSpec, ShaderFeatures, kernel_layout, kernel_source
+from .wgsl.emitter import ENGINE_LIMIT_TRAP
 from .wgsl.cooperative import ELEMENTS_PER_INVOCATION, MAX_GROUPS, VECTOR_BINARY, WORKGROUP
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS
@@ -65,7 +66,7 @@ class Launcher:
         self.driver = driver
         self.memory = memory
         self.features = features
-        self.launch_slots = driver.create_buffer(MAX_STEPS * LAUNCH_SLOT_BYTES, BufferUsage.UNIFORM | BufferUsage.COPY_DST)
+        self.launch_slots = driver.create_buffer(MAX_STEPS * LAUNCH_SLOT_BYTES, BufferUsage.STORAGE | BufferUsage.COPY_DST)
         self.rt = driver.create_buffer(4096, _STORAGE)
         self.state = driver.create_buffer(16, _STORAGE)
         self.partials = driver.create_buffer(MAX_GROUPS * 8, _STORAGE)
@@ -98,7 +99,7 @@ class Launcher:
 
     def _stage_layout(self, atomic: bool) -> dict[int, str]:
         chunks = len(self.memory.chunks)
-        layout = {0: "uniform", 1: "storage", 2: "read-only-storage", 3: "storage"}
+        layout = {0: "read-only-storage", 1: "storage", 2: "read-only-storage", 3: "storage"}
         for k in range(chunks * (2 if atomic else 1)):
             layout[FIRST_CHUNK_BINDING + k] = "storage"
         return layout
@@ -195,7 +196,10 @@ class Launcher:
         resonance = any(s.uses_resonance for s in shaders)
         runtime = compiled.runtime_layout(config, may_trap)
         self._ensure("rt", 4 * runtime.words)
-        self._ensure("state", compiled.state_bytes(config))
+        state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders)
+        self._ensure("state", state_bytes)
+        if wide_bytes:
+            self.driver.clear_buffer(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)
         struct.pack_into("<I", header, 4 * TRAP_LANE, NO_TRAP)
         for key, words in presets.items():
@@ -263,6 +267,11 @@ class Launcher:
                 word = struct.unpack("<I", bytes(info))[0]
                 index, code = word >> 4, word & 15
                 name = compiled.info.program.instructions[index].INFO.name
+                if code == ENGINE_LIMIT_TRAP:
+                    raise ExecutionFailed(
+                        f"lane {trapped} took more than {self.features.loop_limit} backward jumps in one dispatch "
+                        f"(instruction {index}, {name}): this device ({self.driver.adapter_info()['device']}) "
+                        "silently ends longer loops, so the launch cannot run here")
                 raise AtlasTrap(TrapCode(code), index, trapped, f"{name}: {TrapCode(code).name}")
         else:
             submit()

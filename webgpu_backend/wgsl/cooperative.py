@@ -65,10 +65,10 @@ VECTOR_BINARY = {BinaryMapOperation.Add, BinaryMapOperation.Sub, BinaryMapOperat
 #: kind -> binding -> WebGPU binding type (0 launch, 1 rt, 3 dst, 4 src a, 5 src b, 6 partials;
 #: the vec4 views of dst, a and b at 7, 8, 9)
 KERNEL_LAYOUTS = {
-    "map": {0: "uniform", 1: "storage", 3: "storage", 4: "storage"},
-    "binary": {0: "uniform", 1: "storage", 3: "storage", 4: "storage", 5: "storage"},
-    "reduce": {0: "uniform", 1: "storage", 4: "storage", 6: "storage"},
-    "reduce_final": {0: "uniform", 1: "storage", 6: "storage"},
+    "map": {0: "read-only-storage", 1: "storage", 3: "storage", 4: "storage"},
+    "binary": {0: "read-only-storage", 1: "storage", 3: "storage", 4: "storage", 5: "storage"},
+    "reduce": {0: "read-only-storage", 1: "storage", 4: "storage", 6: "storage"},
+    "reduce_final": {0: "read-only-storage", 1: "storage", 6: "storage"},
 }
 #: the extra vec4 bindings of the vector variants
 VECTOR_BINDINGS = {"binary": (7, 8, 9), "reduce": (8,)}
@@ -128,7 +128,7 @@ def _relu_dword(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 # ---- shared pieces ------------------------------------------------------------------------------
 def _header(features: ShaderFeatures, layout: dict[int, str], names: dict[int, str]) -> str:
     lines = [features.enable_directives + LAUNCH_STRUCT,
-             "@group(0) @binding(0) var<uniform> launch: Launch;",
+             "@group(0) @binding(0) var<storage, read> launch: Launch;",
              "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
     for binding, name in names.items():
         if binding in layout:

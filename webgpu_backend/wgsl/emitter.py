@@ -13,14 +13,25 @@ from dataclasses import dataclass
 
 from .library import HelperSet
 
-__all__ = ["CodeWriter", "ShaderFeatures"]
+__all__ = ["CodeWriter", "ShaderFeatures", "ENGINE_LIMIT_TRAP", "LLVMPIPE_LOOP_LIMIT"]
+
+#: the trap code (not an Atlas TrapCode) of a lane that reached the engine's loop limit
+ENGINE_LIMIT_TRAP = 15
+#: backward jumps a lane may take per dispatch on llvmpipe (its limit of 65535 loop iterations,
+#: less room for the loops of helpers)
+LLVMPIPE_LOOP_LIMIT = 60000
 
 
 @dataclass(frozen=True)
 class ShaderFeatures:
-    """What the generated WGSL may use: ``shader_f16`` (the device enabled shader-f16)."""
+    """What the generated WGSL may use and must respect: ``shader_f16`` (the device enabled
+    shader-f16); ``loop_limit``: the loop iterations one lane may run per dispatch before the
+    engine silently leaves its loops (Mesa's llvmpipe stops every loop after 65535 iterations of
+    an invocation), or 0 for none; past it a lane stops with ENGINE_LIMIT_TRAP instead of
+    producing wrong results."""
 
     shader_f16: bool = False
+    loop_limit: int = 0
 
     @property
     def enable_directives(self) -> str:

@@ -2,7 +2,8 @@
 
 Registers are module-scope ``var<private>`` variables, one per virtual register of the
 lowering plan (``r5_f32``, ``p3``), so segments of one stage (separate WGSL functions) share
-them and a lane keeps its registers across barriers. Special registers are private variables
+them and a lane keeps its registers across barriers; extended-integer registers are slots of
+the wide register file in memory instead (``wide_slot``, ``scratch``; see ``lib_wide``). Special registers are private variables
 set once when the lane starts. A trap is ``if (cond) { return trap_exit(code, index); }``:
 the segment function returns at once and the stage loop retires the lane.
 
@@ -60,7 +61,8 @@ class LaneContext(CodeWriter):
     instruction being generated."""
 
     def __init__(self, plan, helpers: HelperSet, features: ShaderFeatures, resources: ShaderResources,
-                 chunks: int, indent: int = 1) -> None:
+                 chunks: int, wide_slots: dict[int, int] | None = None, wide_register_slots: int = 0,
+                 indent: int = 1) -> None:
         super().__init__(helpers, features, indent)
         self.plan = plan
         self.info = plan.info
@@ -68,12 +70,30 @@ class LaneContext(CodeWriter):
         self.chunks = chunks
         self.index = -1
         self.instr = None
+        self.wide_slots = wide_slots or {}
+        self._scratch_base = wide_register_slots
+        self._scratch_next = wide_register_slots
+        #: the most wide-register-file slots any instruction used (registers and scratch)
+        self.wide_slots_used = wide_register_slots
 
     # ---- operands ---------------------------------------------------------------------------
     def at(self, index: int) -> None:
-        """Generate instruction ``index`` next."""
+        """Generate instruction ``index`` next (its scratch slots start afresh)."""
         self.index = index
         self.instr = self.info.program.instructions[index]
+        self._scratch_next = self._scratch_base
+
+    def wide_slot(self, path: str, write: bool = False) -> int:
+        """The wide-register-file slot of the extended-integer operand ``path``."""
+        table = self.plan.registers.writes if write else self.plan.registers.reads
+        return self.wide_slots[table[(self.index, path)].id]
+
+    def scratch(self, wt: WgslType) -> int:
+        """A scratch slot of ``wt``'s limbs, private to the current instruction."""
+        slot = self._scratch_next
+        self._scratch_next += wt.words
+        self.wide_slots_used = max(self.wide_slots_used, self._scratch_next)
+        return slot
 
     def vreg_read(self, path: str, index: int | None = None) -> VirtualRegister:
         return self.plan.registers.reads[(self.index if index is None else index, path)]
@@ -102,7 +122,7 @@ class LaneContext(CodeWriter):
         return register_name(self.plan.registers.reads[(self.index if index is None else index, "pred")])
 
     # ---- traps ------------------------------------------------------------------------------
-    def trap(self, code: TrapCode, condition: str) -> None:
+    def trap(self, code: TrapCode | int, condition: str) -> None:
         """Leave the segment with trap ``code`` at the current instruction where ``condition`` holds."""
         self.resources.may_trap = True
         self.emit(f"if ({condition}) {{ return trap_exit({int(code)}u, {self.index}u); }}")

@@ -4,7 +4,9 @@ Lane state (multi-stage programs only) is a storage buffer in structure-of-array
 ``slot * LANES + lane``. Slot 0 is the lane's flags (1: ended or trapped); then the budget
 count and the phase when the program needs them; then each virtual register of the plan's
 ``lane_state`` (one slot per u32 word); after all lanes' slots, when the program uses shared
-memory in several stages, each block's copy of its shared memory.
+memory in several stages, each block's copy of its shared memory; then the *wide register file*
+(``lib_wide``): every extended-integer register lives there for the whole launch (so it is never
+spilled), followed by the scratch slots the extended rules use.
 
 Uniform words (in ``rt``) hold the ExecutionParams presets and the registers cooperative steps
 write (the same value in every lane): the host writes presets and pool handles, the reduction
@@ -41,11 +43,19 @@ class LaneStateLayout:
     #: (what, key) -> first uniform word: ("preset", vreg id) or ("result", instruction index, vreg id)
     uniform_words: dict[tuple, int] = field(default_factory=dict)
     uniform_total: int = 0
+    #: extended-integer vreg id -> its first slot in the wide register file
+    wide_slots: dict[int, int] = field(default_factory=dict)
+    #: slots of the wide register file taken by registers (scratch slots follow)
+    wide_register_slots: int = 0
 
     @classmethod
     def build(cls, plan, presets: dict[int, VirtualRegister], multi_stage: bool) -> "LaneStateLayout":
         """The layout for ``plan``; ``presets`` maps vreg id -> vreg of each preset register."""
         layout = cls()
+        for vreg in plan.registers.vregs:
+            if vreg.type is not None and vreg.type.is_extended():
+                layout.wide_slots[vreg.id] = layout.wide_register_slots
+                layout.wide_register_slots += vreg_words(vreg)
         if multi_stage:
             next_slot = 1
             if plan.counts_backward_jumps:
@@ -53,7 +63,7 @@ class LaneStateLayout:
             if plan.info.uses_phase:
                 layout.phase_slot, next_slot = next_slot, next_slot + 1
             for vreg in plan.lane_state:
-                if vreg.is_special:
+                if vreg.is_special or vreg.id in layout.wide_slots:
                     continue
                 layout.slots[vreg.id] = next_slot
                 next_slot += vreg_words(vreg)
@@ -98,7 +108,7 @@ def load_words(w: CodeWriter, vreg: VirtualRegister, word: str) -> None:
     if count <= 4:
         w.emit(f"{register_name(vreg)} = {_assemble(vreg, [word(k) for k in range(count)])};")
         return
-    with w.block(f"for (var k = 0u; k < {count}u; k = k + 1u)"):
+    with w.block(f"for (var k = 0u; k < ({count}u ^ launch.zero); k = k + 1u)"):
         w.emit(f"{register_name(vreg)}[k] = {word('k')};")
 
 
@@ -109,5 +119,5 @@ def store_words(w: CodeWriter, vreg: VirtualRegister, store) -> None:
         for k, part in enumerate(_split(vreg, register_name(vreg))):
             w.emit(store(k, part))
         return
-    with w.block(f"for (var k = 0u; k < {count}u; k = k + 1u)"):
+    with w.block(f"for (var k = 0u; k < ({count}u ^ launch.zero); k = k + 1u)"):
         w.emit(store("k", f"{register_name(vreg)}[k]"))

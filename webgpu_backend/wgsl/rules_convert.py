@@ -1,4 +1,5 @@
-"""CVT: one conversion rule per (source family, destination family), each rounding or wrapping once.
+"""CVT: one conversion rule per (source family, destination family), each rounding or wrapping once
+(conversions from or to the extended integers are statement rules of ``rules_wide``).
 
 - int -> int: extend by the source's signedness, keep the destination's words, wrap;
 - int -> float: the magnitude's leading 32 bits and a sticky bit, rounded once to the
@@ -23,7 +24,7 @@ __all__ = ["CONVERSIONS", "conversion", "convert"]
 #: (source family, destination family) -> rule (w, src WgslType, dst WgslType, value) -> expression
 CONVERSIONS: dict[tuple[str, str], Callable[[CodeWriter, WgslType, WgslType, str], str]] = {}
 
-_INTEGER_FAMILIES = ("word", "dword", "wide")
+_INTEGER_FAMILIES = ("word", "dword")
 
 
 def conversion(*pairs: tuple[str, str]):
@@ -66,14 +67,14 @@ def _limbs(w: CodeWriter, src: WgslType, value: str) -> tuple[list[str], str]:
     return words, fill
 
 
-@conversion(*((s, d) for s in _INTEGER_FAMILIES for d in ("dword", "wide")))
+@conversion(*((s, "dword") for s in _INTEGER_FAMILIES))
 def _to_limbs(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> str:
     words, fill = _limbs(w, src, value)
     parts = [words[i] if i < len(words) else fill for i in range(dst.words)]
     return f"{dst.wgsl}({', '.join(parts)})"
 
 
-@conversion(("dword", "word"), ("wide", "word"))
+@conversion(("dword", "word"))
 def _limbs_to_word(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> str:
     return wrap(dst, f"{value}[0]")
 
@@ -91,17 +92,12 @@ def _word_to_float(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> s
     return result
 
 
-@conversion(("dword", "float"), ("wide", "float"))
-def _limbs_to_float(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> str:
+@conversion(("dword", "float"))
+def _dword_to_float(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> str:
     whole = w.temp(value)
     neg = negative(src, whole) if src.signed else "false"
-    if src.family == "dword":
-        negate, top, zero = "u64_neg", "u64_to_float_top", f"all({whole} == vec2<u32>(0u, 0u))"
-        negate_name, top_name = w.helper(negate), w.helper(top)
-    else:
-        negate_name = w.helper("wide_neg", src.words)
-        top_name = w.helper("wide_to_float_top", src.words)
-        zero = f"{w.helper('wide_is_zero', src.words)}({whole})"
+    negate_name, top_name = w.helper("u64_neg"), w.helper("u64_to_float_top")
+    zero = f"all({whole} == vec2<u32>(0u, 0u))"
     result = w.var("f32", "0.0", "cvt")
     with w.block(f"if (!{zero})"):
         negative_flag = w.temp(neg)
@@ -122,6 +118,3 @@ def _float_to_dword(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> 
     return f"{w.helper('f32_to_dword')}({value}, {str(dst.signed).lower()})"
 
 
-@conversion(("float", "wide"))
-def _float_to_wide(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> str:
-    return f"{w.helper('f32_to_wide', dst.words)}({value}, {str(dst.signed).lower()})"

@@ -16,6 +16,7 @@ from atlas_web.isa.types import Type
 from .lane_context import LaneContext
 from .rules import COMPARE_RULES, lane_rule, unsupported, value
 from .rules_convert import convert
+from .rules_wide import WIDE_RULES
 from .types import TYPE_MAP, WgslType, f32_literal, u32_literal
 
 __all__ = ["literal", "TYPED_COMPUTATIONS", "MEMORY_SCOPES"]
@@ -40,14 +41,30 @@ def literal(wt: WgslType, value: int | float) -> str:
     return words[0] if wt.family == "word" else f"{wt.wgsl}({', '.join(words)})"
 
 
+def _wide(ctx: LaneContext, instr, ty) -> bool:
+    """Run the extended-integer rule of ``instr`` when ``ty`` is extended; True when it did."""
+    wt = TYPE_MAP.get(ty)
+    if wt is None or wt.family != "wide":
+        return False
+    rule = WIDE_RULES.get(instr.INFO.name)
+    if rule is None:
+        raise unsupported(instr.INFO.name, ty)
+    rule(ctx, wt, instr)
+    return True
+
+
 @lane_rule(*TYPED_COMPUTATIONS)
 def _typed(ctx: LaneContext, instr) -> None:
+    if _wide(ctx, instr, instr.ty):
+        return
     args = tuple(ctx.read(name) for name in _READS[instr.INFO.name])
     ctx.write("dst", value(ctx, instr.INFO.name, instr.ty, args))
 
 
 @lane_rule("MOV")
 def _mov(ctx: LaneContext, instr) -> None:
+    if _wide(ctx, instr, instr.ty):
+        return
     source = ctx.read("src")
     if TYPE_MAP[instr.ty].family == "float":
         source = f"{ctx.helper('opaque_f32')}({source})"
@@ -56,6 +73,8 @@ def _mov(ctx: LaneContext, instr) -> None:
 
 @lane_rule("MOV_IMM")
 def _mov_imm(ctx: LaneContext, instr) -> None:
+    if _wide(ctx, instr, instr.ty):
+        return
     wt = TYPE_MAP[instr.ty]
     constant = literal(wt, instr.value)
     if wt.family == "float":
@@ -67,11 +86,15 @@ def _mov_imm(ctx: LaneContext, instr) -> None:
 def _cvt(ctx: LaneContext, instr) -> None:
     if instr.src_ty not in TYPE_MAP:
         raise unsupported("CVT", instr.src_ty)
+    if _wide(ctx, instr, instr.src_ty) or _wide(ctx, instr, instr.dst_ty):
+        return
     ctx.write("dst", convert(ctx, TYPE_MAP[instr.src_ty], TYPE_MAP[instr.dst_ty], ctx.read("src")))
 
 
 @lane_rule("SETcc")
 def _setcc(ctx: LaneContext, instr) -> None:
+    if _wide(ctx, instr, instr.ty):
+        return
     wt = TYPE_MAP[instr.ty]
     lhs, rhs = ctx.read("lhs"), ctx.read("rhs")
     ctx.write("pred", COMPARE_RULES[wt.family](ctx, wt, instr.cond, lhs, rhs))
@@ -79,6 +102,8 @@ def _setcc(ctx: LaneContext, instr) -> None:
 
 @lane_rule("SEL")
 def _sel(ctx: LaneContext, instr) -> None:
+    if _wide(ctx, instr, instr.ty):
+        return
     ctx.write("dst", f"select({ctx.read('false_val')}, {ctx.read('true_val')}, {ctx.read('pred')})")
 
 

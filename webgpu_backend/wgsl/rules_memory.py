@@ -25,6 +25,7 @@ from ..memory import KIND_NONE, KIND_POOL
 from .lane_context import LaneContext
 from .rules import lane_rule, value
 from .rules_lane import literal
+from .rules_wide import wide_load, wide_store
 from .types import TYPE_MAP, WgslType
 
 __all__ = ["load_value", "store_value", "GLOBAL_ADDRESSES", "SHARED_ADDRESSES"]
@@ -32,7 +33,7 @@ __all__ = ["load_value", "store_value", "GLOBAL_ADDRESSES", "SHARED_ADDRESSES"]
 
 # ---- typed word access ------------------------------------------------------------------------
 def load_value(ctx, wt: WgslType, load: str, byte: str) -> str:
-    """The value of ``wt`` at byte offset ``byte`` (aligned) read with accessor ``load(word)``."""
+    """The value of ``wt`` (not extended) at byte offset ``byte`` (aligned) read with ``load(word)``."""
     if wt.size == 1 or wt.size == 2:
         mask, lane_bits = ("0xffu", 3) if wt.size == 1 else ("0xffffu", 2)
         bits = f"(({load}({byte} >> 2u) >> (({byte} & {lane_bits}u) * 8u)) & {mask})"
@@ -41,12 +42,7 @@ def load_value(ctx, wt: WgslType, load: str, byte: str) -> str:
         word = f"{load}({byte} >> 2u)"
         return f"bitcast<f32>({word})" if wt.family == "float" else word
     first = ctx.temp(f"{byte} >> 2u")
-    if wt.family == "dword":
-        return f"vec2<u32>({load}({first}), {load}({first} + 1u))"
-    loaded = ctx.var(wt.wgsl, None, "ld")
-    with ctx.block(f"for (var k = 0u; k < {wt.words}u; k = k + 1u)"):
-        ctx.emit(f"{loaded}[k] = {load}({first} + k);")
-    return loaded
+    return f"vec2<u32>({load}({first}), {load}({first} + 1u))"
 
 
 def _bits16(ctx, wt: WgslType, expr: str) -> str:
@@ -54,7 +50,7 @@ def _bits16(ctx, wt: WgslType, expr: str) -> str:
 
 
 def store_value(ctx, wt: WgslType, prefix: str, byte: str, src: str) -> None:
-    """Store ``src`` (of ``wt``) at byte offset ``byte`` with the ``{prefix}_store/_and/_or`` accessors."""
+    """Store ``src`` (of ``wt``, not extended) at byte offset ``byte`` with ``{prefix}_store/_and/_or``."""
     if wt.size == 1 or wt.size == 2:
         ctx.resources.atomic_memory = ctx.resources.atomic_memory or prefix == "mem"
         ctx.resources.atomic_shared = ctx.resources.atomic_shared or prefix == "shm"
@@ -69,20 +65,15 @@ def store_value(ctx, wt: WgslType, prefix: str, byte: str, src: str) -> None:
         ctx.emit(f"{prefix}_store({byte} >> 2u, {bits});")
         return
     first = ctx.temp(f"{byte} >> 2u")
-    if wt.family == "dword":
-        value_name = ctx.temp(src)
-        ctx.emit(f"{prefix}_store({first}, {value_name}.x);")
-        ctx.emit(f"{prefix}_store({first} + 1u, {value_name}.y);")
-        return
-    stored = ctx.var(wt.wgsl, src, "st")
-    with ctx.block(f"for (var k = 0u; k < {wt.words}u; k = k + 1u)"):
-        ctx.emit(f"{prefix}_store({first} + k, {stored}[k]);")
+    value_name = ctx.temp(src)
+    ctx.emit(f"{prefix}_store({first}, {value_name}.x);")
+    ctx.emit(f"{prefix}_store({first} + 1u, {value_name}.y);")
 
 
 # ---- global addresses ---------------------------------------------------------------------------
 def _static(ctx: LaneContext, handle: int, offset: int) -> tuple[str, str]:
-    entry = ctx.temp(f"dtable[{handle}u]", "entry")
-    return f"{entry}.x", ctx.temp(f"{entry}.y + {offset}u", "byte")
+    entry = ctx.temp(f"dtable[{int(handle)}u]", "entry")
+    return f"{entry}.x", ctx.temp(f"{entry}.y + {int(offset)}u", "byte")
 
 
 def _checked(ctx: LaneContext, handle: str, offset: str, out_of_range: str, nbytes: int, align: int,
@@ -172,40 +163,55 @@ def _load_global(ctx: LaneContext, wt: WgslType, chunk: str, byte: str) -> str:
     return load_value(ctx, wt, "mem_load", byte)
 
 
-def _store_global(ctx: LaneContext, wt: WgslType, chunk: str, byte: str, src: str) -> None:
+def _select_chunk(ctx: LaneContext, chunk: str) -> None:
     if ctx.chunks > 1:
         ctx.emit(f"current_chunk = {chunk};")
-    store_value(ctx, wt, "mem", byte, src)
+
+
+def _load_into(ctx: LaneContext, wt: WgslType, prefix: str, byte: str) -> None:
+    """dst = the value at ``byte`` through the ``{prefix}_load`` accessor (extended: into its slot)."""
+    if wt.family == "wide":
+        wide_load(ctx, wt, f"{prefix}_load", byte, ctx.wide_slot("dst", write=True))
+    else:
+        ctx.write("dst", load_value(ctx, wt, f"{prefix}_load", byte))
+
+
+def _store_from(ctx: LaneContext, wt: WgslType, prefix: str, byte: str) -> None:
+    """Store register operand ``src`` at ``byte`` through the ``{prefix}_*`` accessors."""
+    if wt.family == "wide":
+        wide_store(ctx, wt, f"{prefix}_store", byte, ctx.wide_slot("src"))
+    else:
+        store_value(ctx, wt, prefix, byte, ctx.read("src"))
 
 
 @lane_rule("LDG")
 def _ldg(ctx: LaneContext, instr) -> None:
     wt = TYPE_MAP[instr.ty]
     chunk, byte = _global(ctx, "src", wt.size, instr.ty.alignment())
-    ctx.write("dst", _load_global(ctx, wt, chunk, byte))
+    _select_chunk(ctx, chunk)
+    _load_into(ctx, wt, "mem", byte)
 
 
 @lane_rule("STG")
 def _stg(ctx: LaneContext, instr) -> None:
     wt = TYPE_MAP[instr.ty]
-    src = ctx.read("src")
     chunk, byte = _global(ctx, "dst", wt.size, instr.ty.alignment())
-    _store_global(ctx, wt, chunk, byte, src)
+    _select_chunk(ctx, chunk)
+    _store_from(ctx, wt, "mem", byte)
 
 
 @lane_rule("LDS")
 def _lds(ctx: LaneContext, instr) -> None:
     wt = TYPE_MAP[instr.ty]
     byte = ctx.temp(_shared(ctx, "src", wt.size, instr.ty.alignment()), "sbyte")
-    ctx.write("dst", load_value(ctx, wt, "shm_load", byte))
+    _load_into(ctx, wt, "shm", byte)
 
 
 @lane_rule("STS")
 def _sts(ctx: LaneContext, instr) -> None:
     wt = TYPE_MAP[instr.ty]
-    src = ctx.read("src")
     byte = ctx.temp(_shared(ctx, "dst", wt.size, instr.ty.alignment()), "sbyte")
-    store_value(ctx, wt, "shm", byte, src)
+    _store_from(ctx, wt, "shm", byte)
 
 
 def _pool_address(ctx: LaneContext, wt: WgslType) -> tuple[str, str]:
@@ -218,15 +224,16 @@ def _pool_address(ctx: LaneContext, wt: WgslType) -> tuple[str, str]:
 def _pool_load(ctx: LaneContext, instr) -> None:
     wt = TYPE_MAP[instr.ty]
     chunk, byte = _pool_address(ctx, wt)
-    ctx.write("dst", _load_global(ctx, wt, chunk, byte))
+    _select_chunk(ctx, chunk)
+    _load_into(ctx, wt, "mem", byte)
 
 
 @lane_rule("PoolStore")
 def _pool_store(ctx: LaneContext, instr) -> None:
     wt = TYPE_MAP[instr.ty]
-    src = ctx.read("src")
     chunk, byte = _pool_address(ctx, wt)
-    _store_global(ctx, wt, chunk, byte, src)
+    _select_chunk(ctx, chunk)
+    _store_from(ctx, wt, "mem", byte)
 
 
 _REDUCTIONS = {"ReduceAdd": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}

@@ -1,7 +1,10 @@
-"""The runtime interface every generated shader shares with the host: the per-dispatch uniform
-``launch`` and the runtime storage buffer ``rt`` (``array<atomic<u32>>``).
+"""The runtime interface every generated shader shares with the host: the per-dispatch ``launch``
+record and the runtime storage buffer ``rt`` (``array<atomic<u32>>``).
 
-``launch`` (one 256-byte slot per dispatch of a submission, bound at the slot's offset)::
+``launch`` (one 256-byte slot per dispatch of a submission, bound at the slot's offset) is a
+*read-only storage* binding, not a uniform: lavapipe specializes a shader on the values of the
+uniforms its branches and loops test ("inlined uniforms"), which would compile a new variant
+for every step and table size, and would turn ``zero`` into a constant the compiler folds::
 
     zero           always 0: ``opaque_f32`` XORs with it, so the compiler cannot fold constants
     budget         backward jumps a lane may take

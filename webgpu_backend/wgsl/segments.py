@@ -7,10 +7,12 @@ variables, so the stage's main function does every spill and reload around the c
 
 Statements (``atlas_web.lowering.structure``) are rendered by a table keyed by their class:
 
-* Block and Loop become ``loop { body; break; }``; a Br to the innermost one is ``break``
-  (Block) or ``continue`` (Loop). WGSL has no multi-level break, so a Br that crosses other
-  constructs sets ``brk = label`` and breaks; after every construct it may leave that way a
-  check either consumes the label (its enclosing Block/Loop is the target) or breaks again.
+* A Block becomes ``switch 0u { default: { body } }`` and a Loop ``loop { body; break; }``; a
+  Br to the innermost one is ``break`` (Block) or ``continue`` (Loop). A Block is a switch, not
+  a loop, because lavapipe counts every loop iteration against a limit of 65535 per lane and
+  dispatch. WGSL has no multi-level break, so a Br that crosses other constructs sets
+  ``brk = label`` and breaks; after every construct it may leave that way a check either
+  consumes the label (its enclosing Block/Loop is the target) or breaks again.
 * Dispatch becomes ``loop { switch case { ... } }``; a Goto sets the case variable and falls
   to the end of the switch.
 * A BranchTest of a LOOP first decrements the count register (the LOOP's side effect runs
@@ -24,6 +26,7 @@ from atlas_web.lowering.structure import (
     Block, Br, BranchTest, BrIf, Code, CountJump, Dispatch, EndLane, Goto, If, Loop, Suspend, walk,
 )
 
+from .emitter import ENGINE_LIMIT_TRAP
 from .lane_context import LaneContext
 from .rules import LANE_RULES, unsupported
 from .runtime_layout import LANE_ENDED
@@ -77,11 +80,18 @@ class _Renderer:
     def construct(self, kind: str, label: int, body) -> None:
         ctx = self.ctx
         escaping = _escaping_labels(body, label)
-        with ctx.block("loop"):
-            self.scope = _Scope(kind, label, self.scope)
-            self.statements(body)
-            self.scope = self.scope.parent
-            ctx.emit("break;")
+        if kind == "block":
+            with ctx.block("switch 0u"):
+                with ctx.block("default:"):
+                    self.scope = _Scope(kind, label, self.scope)
+                    self.statements(body)
+                    self.scope = self.scope.parent
+        else:
+            with ctx.block("loop"):
+                self.scope = _Scope(kind, label, self.scope)
+                self.statements(body)
+                self.scope = self.scope.parent
+                ctx.emit("break;")
         if escaping:
             self.after_escape(escaping)
 
@@ -174,6 +184,9 @@ def _count_jump(r: _Renderer, stmt: CountJump) -> None:
     ctx.emit("jumps = jumps + 1u;")
     ctx.at(stmt.index)
     ctx.trap(TrapCode.BUDGET_EXCEEDED, "jumps > launch.budget")
+    if ctx.features.loop_limit:
+        ctx.emit("dispatch_jumps = dispatch_jumps + 1u;")
+        ctx.trap(ENGINE_LIMIT_TRAP, f"dispatch_jumps > {ctx.features.loop_limit}u")
 
 
 def _end_lane(r: _Renderer, stmt: EndLane) -> None:

@@ -31,13 +31,14 @@ from atlas_web.lowering.stages import ResumeKind
 
 from .emitter import CodeWriter, ShaderFeatures
 from .lane_context import LaneContext, ShaderResources, register_name, register_wgsl_type, special_name
-from .lane_state import LaneStateLayout, load_words, store_words
+from .lane_state import LaneStateLayout, load_words, store_words, vreg_words
 from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
 from .runtime_layout import LAUNCH_STRUCT, NO_TRAP, RuntimeLayout
 from .segments import NO_LABEL, render_segment
 
-__all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES"]
+__all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
+           "wide_register_file_base"]
 
 FIRST_CHUNK_BINDING = 4
 #: workgroup bytes the stage loop itself uses (the three agreement slots and the guard)
@@ -53,6 +54,17 @@ class StageShader:
     atomic_memory: bool
     may_trap: bool
     uses_resonance: bool
+    #: slots of the wide register file the shader uses (its registers and scratch)
+    wide_slots: int = 0
+
+
+def wide_register_file_base(plan, state: LaneStateLayout, config: LaunchConfig, multi_stage: bool) -> int:
+    """The first word of the wide register file in the ``state`` buffer: after the lane-state slots
+    and, in multi-stage programs that use shared memory, the blocks' shared-memory copies."""
+    words = state.total_slots * config.total_threads if multi_stage else 0
+    if multi_stage and plan.info.uses_shared:
+        words += config.num_blocks * max(1, -(-config.shared_memory // 4))
+    return words
 
 
 def _k(k) -> str:
@@ -109,9 +121,11 @@ class _StageBuilder:
         self.presets = presets
         self.helpers = HelperSet()
         self.resources = ShaderResources()
-        self.ctx = LaneContext(plan, self.helpers, features, self.resources, chunks)
+        self.ctx = LaneContext(plan, self.helpers, features, self.resources, chunks, state.wide_slots,
+                               state.wide_register_slots)
         self.shared_spill = multi_stage and plan.info.uses_shared
         self.lanes = config.total_threads
+        self.wide_base = wide_register_file_base(plan, state, config, multi_stage)
 
     # ---- lane state I/O -------------------------------------------------------------------------
     def state_word(self, slot: int):
@@ -122,7 +136,11 @@ class _StageBuilder:
             if vreg.is_special:
                 continue
             key = uniform_key(vreg)
-            if key in self.state.uniform_words:
+            if key in self.state.uniform_words and vreg.id in self.state.wide_slots:
+                base, slot = self.state.uniform_words[key], self.state.wide_slots[vreg.id]
+                with w.block(f"for (var k = 0u; k < ({vreg_words(vreg)}u ^ launch.zero); k = k + 1u)"):
+                    w.emit(f"state[WIDE_BASE + ({slot}u + k) * LANES + lane_id] = atomicLoad(&rt[UNIFORMS + {base}u + k]);")
+            elif key in self.state.uniform_words:
                 base = self.state.uniform_words[key]
                 load_words(w, vreg, lambda k, b=base: f"atomicLoad(&rt[UNIFORMS + {b}u + {_k(k)}])")
             elif vreg.id in self.state.slots:
@@ -151,10 +169,10 @@ class _StageBuilder:
             _shared_accessors(self.resources.atomic_shared) if self.resources.shared or self.shared_spill else "",
             self.trap_exit(), self.helpers.render(), *segments, main) if part)
         return StageShader(self.stage.id, source, self.resources.atomic_memory, self.resources.may_trap,
-                           self.resources.resonance)
+                           self.resources.resonance, self.ctx.wide_slots_used)
 
     def bindings(self) -> str:
-        lines = ["@group(0) @binding(0) var<uniform> launch: Launch;",
+        lines = ["@group(0) @binding(0) var<storage, read> launch: Launch;",
                  "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
                  "@group(0) @binding(2) var<storage, read> dtable: array<vec4<u32>>;",
                  "@group(0) @binding(3) var<storage, read_write> state: array<u32>;"]
@@ -169,19 +187,22 @@ class _StageBuilder:
     def constants(self) -> str:
         shared_words = max(1, -(-self.config.shared_memory // 4))
         return (f"const BLOCKS: u32 = {self.config.num_blocks}u;\n"
+                f"const LANES: u32 = {self.lanes}u;\n"
+                f"const WIDE_BASE: u32 = {self.wide_base}u;\n"
                 f"const BLOCK_LANES: u32 = {self.config.block_lanes}u;\n"
                 f"const SHARED_BYTES: u32 = {self.config.shared_memory}u;\n"
                 f"const SHARED_WORDS: u32 = {shared_words}u;\n"
                 f"const NO_LABEL: u32 = 0x{NO_LABEL:08x}u;")
 
     def module_vars(self) -> str:
-        lines = ["var<private> lane_id: u32;", "var<private> jumps: u32;", "var<private> phase: u32;"]
+        lines = ["var<private> lane_id: u32;", "var<private> jumps: u32;", "var<private> dispatch_jumps: u32;",
+                 "var<private> phase: u32;"]
         if self.chunks > 1:
             lines.append("var<private> current_chunk: u32;")
         for index in sorted(self.resources.specials):
             lines.append(f"var<private> {special_name(index)}: u32;")
         for vreg in self.plan.registers.vregs:
-            if not vreg.is_special:
+            if not vreg.is_special and vreg.id not in self.state.wide_slots:
                 lines.append(f"var<private> {register_name(vreg)}: {register_wgsl_type(vreg)};")
         if self.resources.shared or self.shared_spill:
             atomic = "atomic<u32>" if self.resources.atomic_shared else "u32"

@@ -14,6 +14,7 @@ from atlas_web.isa.types import Type
 from .cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS, kernel_supported
 from .rules import LANE_RULES, VALUE_RULES, unsupported
 from .rules_lane import TYPED_COMPUTATIONS
+from .rules_wide import WIDE_RULES
 from .types import TYPE_MAP
 
 __all__ = ["supports_instruction", "check_program", "STRUCTURAL", "HOST_STEPS", "KERNEL_OPERATIONS"]
@@ -39,6 +40,8 @@ def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
                    if ty in COOPERATIVE_OPERATION_TYPES[op])
     if name not in LANE_RULES:
         return False
+    if ty is not None and TYPE_MAP[ty].family == "wide" and name in LANE_RULES:
+        return name in WIDE_RULES or name not in TYPED_COMPUTATIONS
     if name in TYPED_COMPUTATIONS:
         return (name, TYPE_MAP[ty].family) in VALUE_RULES
     return True
