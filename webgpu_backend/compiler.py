@@ -14,6 +14,7 @@ from atlas_web.isa.addresses import Address
 from atlas_web.launch import LaunchConfig
 from atlas_web.lowering import plan_program
 from atlas_web.lowering.liveness import VirtualRegister
+from atlas_web.lowering.structure import EndLane, Suspend
 
 from .wgsl import ShaderFeatures, StageShader, build_stage_shader
 from .wgsl.stage_shader import wide_register_file_base
@@ -55,6 +56,10 @@ class CompiledProgram:
     state: LaneStateLayout
     multi_stage: bool
     steps: dict[int, CooperativePlan]
+    #: the resume point every lane suspends at first when the first stage has no code (None otherwise)
+    entry_passes_to: int | None = None
+    #: stages with no code that only end every lane (never dispatched)
+    empty_stages: frozenset[int] = frozenset()
     _shaders: dict[tuple, tuple[StageShader, ...]] = field(default_factory=dict, repr=False)
 
     @property
@@ -119,4 +124,21 @@ def compile_program(info, preset_types: dict) -> CompiledProgram:
             presets[vreg.id] = vreg
     multi_stage = len(plan.stages) > 1
     state = LaneStateLayout.build(plan, presets, multi_stage)
-    return CompiledProgram(info, plan, presets, state, multi_stage, _cooperative_plans(plan, state))
+    entry, empty = _trivial_stages(plan)
+    return CompiledProgram(info, plan, presets, state, multi_stage, _cooperative_plans(plan, state), entry, empty)
+
+
+def _trivial_stages(plan) -> tuple[int | None, frozenset[int]]:
+    """(the resume point the first stage only suspends at, the stages that only end their lanes):
+    dispatches the launcher leaves out."""
+    entry = None
+    first = plan.stages[0]
+    body = plan.segments[first.entry].body
+    if len(first.segments) == 1 and len(body) == 1 and isinstance(body[0], Suspend):
+        resume = body[0].resume
+        if not any(not v.is_special for v in plan.boundaries[resume].spill) and resume in first.cooperative_exits:
+            entry = resume
+    empty = frozenset(stage.id for stage in plan.stages
+                      if not stage.cooperative_exits and len(stage.segments) == 1
+                      and plan.segments[stage.entry].body == (EndLane(),))
+    return entry, empty

@@ -232,34 +232,40 @@ class Launcher:
             return words[TRAP_LANE], words[REACHED + last] if last >= 0 else 0
 
         stage, expect = plan.stages[0], 0
+        known = compiled.entry_passes_to
+        if known is not None and compiled.state.total_slots > 1:
+            self.driver.clear_buffer(self.state, 0, 4 * compiled.state.total_slots * config.total_threads)
         while True:
-            add({"expect": expect}, lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot)])
-            exits = stage.cooperative_exits
+            if known is not None:
+                exits = (known,)     # the first stage has no code: every lane stands at this step
+            else:
+                if stage.id not in compiled.empty_stages:
+                    add({"expect": expect}, lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot)])
+                exits = stage.cooperative_exits
             if not exits:
                 break
             step = compiled.steps[exits[0]] if len(exits) == 1 else None
-            if step is not None and not step.host and len(slots) < MAX_STEPS - 2:
+            if known is None and step is not None and not step.host and len(slots) < MAX_STEPS - 2:
                 resume = step.resume + 1
                 operands = kernel_operands(self.memory, step, None)
-                kernel_fields = {"expect": resume, "resume": resume}
-                self._add_kernel(add, step, operands, kernel_fields, runtime)
+                self._add_kernel(add, step, operands, {"expect": resume, "resume": resume}, runtime)
                 stage, expect = plan.stage_entered_at(step.resume), resume
                 continue
-            trapped, reached = yield from sync()
-            if trapped != NO_TRAP or reached == 0:
-                break
-            step = compiled.steps[reached - 1]
-            if step.host:
-                lane0 = yield from self._lane_zero(compiled, config, step)
-                if step.kind in ("pool_alloc", "pool_free"):
-                    self.host.pool_step(step, lane0, self.rt, 4 * runtime.uniforms, self.driver)
-                else:
-                    operands = kernel_operands(self.memory, step, lane0)
-                    self._add_kernel(add, step, operands, {"expect": 0, "resume": step.resume + 1}, runtime)
+            if known is None:
+                trapped, reached = yield from sync()
+                if trapped != NO_TRAP or reached == 0:
+                    break
+                step = compiled.steps[reached - 1]
+            known = None
+            lane0 = (yield from self._lane_zero(compiled, config, step)) if step.host else None
+            stage = plan.stage_entered_at(step.resume)
+            if step.kind in ("pool_alloc", "pool_free"):
+                self.host.pool_step(step, lane0, self.rt, 4 * runtime.uniforms, self.driver)
+                expect = 0   # nothing on the device records this step: the next stage runs unconditionally
             else:
-                operands = kernel_operands(self.memory, step, None)
+                operands = kernel_operands(self.memory, step, lane0)
                 self._add_kernel(add, step, operands, {"expect": 0, "resume": step.resume + 1}, runtime)
-            stage, expect = plan.stage_entered_at(step.resume), step.resume + 1
+                expect = step.resume + 1
         if may_trap:
             trapped, _ = yield from sync()
             if trapped != NO_TRAP:

@@ -4,8 +4,12 @@ Registers are module-scope ``var<private>`` variables, one per virtual register 
 lowering plan (``r5_f32``, ``p3``), so segments of one stage (separate WGSL functions) share
 them and a lane keeps its registers across barriers; extended-integer registers are slots of
 the wide register file in memory instead (``wide_slot``, ``scratch``; see ``lib_wide``). Special registers are private variables
-set once when the lane starts. A trap is ``if (cond) { return trap_exit(code, index); }``:
-the segment function returns at once and the stage loop retires the lane.
+set once when the lane starts. A trap is ``if (cond) { trap_at(code, index); }``: the lane
+records its first trap and stops being ``alive`` but does *not* return: an early return per
+check would nest every later instruction one level deeper, and Mesa's llvmpipe silently drops
+code nested beyond its limit (about 80 levels). A dead lane writes no memory (the accessors
+test ``alive``), leaves its loops at the next backward jump and is retired when its segment
+returns.
 
 ``ShaderResources`` records what the shader must declare because some rule used it: atomic
 views of memory (sub-word stores), shared memory, the Atlas neighbour table, phase, ResAccum.
@@ -123,11 +127,6 @@ class LaneContext(CodeWriter):
 
     # ---- traps ------------------------------------------------------------------------------
     def trap(self, code: TrapCode | int, condition: str) -> None:
-        """Leave the segment with trap ``code`` at the current instruction where ``condition`` holds."""
+        """Trap with ``code`` at the current instruction where ``condition`` holds (first trap only)."""
         self.resources.may_trap = True
-        self.emit(f"if ({condition}) {{ return trap_exit({int(code)}u, {self.index}u); }}")
-
-    def trap_now(self, code: TrapCode, index: int | None = None) -> None:
-        """Leave the segment with trap ``code`` unconditionally (at ``index``, default the current one)."""
-        self.resources.may_trap = True
-        self.emit(f"return trap_exit({int(code)}u, {self.index if index is None else index}u);")
+        self.emit(f"if ({condition}) {{ trap_at({int(code)}u, {self.index}u); }}")

@@ -146,7 +146,7 @@ def _bound_map(ctx: LaneContext, instr) -> None:
 def _res_accum_rule(ctx: LaneContext, instr) -> None:
     ctx.resources.resonance = True
     c = _checked_class(ctx, "class_id")
-    ctx.emit(f"{ctx.helper('res_accum')}({c}, {ctx.read('value')});")
+    ctx.emit(f"if (alive) {{ {ctx.helper('res_accum')}({c}, {ctx.read('value')}); }}")
 
 
 @lane_rule("PhaseGet")

@@ -177,11 +177,11 @@ def _division(ctx, wt: WgslType, instr) -> None:
                 ctx.emit(f"{negate}({dst}u, {src}u);")
             with ctx.block("else"):
                 _copy(ctx, wt, dst, src)
-        ctx.emit(f"{_h(ctx, 'wide_divmod', wt)}({q}u, {r}u, {ta}u, {tb}u, {_divmod_scratch(ctx, wt)}u);")
+        ctx.emit(f"if (alive) {{ {_h(ctx, 'wide_divmod', wt)}({q}u, {r}u, {ta}u, {tb}u, {_divmod_scratch(ctx, wt)}u); }}")
         ctx.emit(f"if ({na} != {nb}) {{ {negate}({q}u, {q}u); }}")
         ctx.emit(f"if ({na}) {{ {negate}({r}u, {r}u); }}")
     else:
-        ctx.emit(f"{_h(ctx, 'wide_divmod', wt)}({q}u, {r}u, {a}u, {b}u, {_divmod_scratch(ctx, wt)}u);")
+        ctx.emit(f"if (alive) {{ {_h(ctx, 'wide_divmod', wt)}({q}u, {r}u, {a}u, {b}u, {_divmod_scratch(ctx, wt)}u); }}")
     _copy(ctx, wt, ctx.wide_slot("dst", write=True), q if instr.INFO.name == "DIV" else r)
 
 

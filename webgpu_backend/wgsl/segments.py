@@ -1,7 +1,7 @@
 """Segment functions: one WGSL function per segment of the lowering plan, rendered from its tree.
 
 ``fn segment_<resume>() -> u32`` runs one lane from resume point ``resume`` until it ends
-(returns LANE_ENDED), traps (LANE_TRAPPED, through ``trap_exit``) or suspends at a barrier or
+(returns LANE_ENDED), traps (it stops being ``alive``; see ``lane_context``) or suspends at a barrier or
 cooperative instruction (returns the resume point where it continues). Registers are private
 variables, so the stage's main function does every spill and reload around the call.
 
@@ -187,6 +187,7 @@ def _count_jump(r: _Renderer, stmt: CountJump) -> None:
     if ctx.features.loop_limit:
         ctx.emit("dispatch_jumps = dispatch_jumps + 1u;")
         ctx.trap(ENGINE_LIMIT_TRAP, f"dispatch_jumps > {ctx.features.loop_limit}u")
+    ctx.emit("if (!alive) { return LANE_TRAPPED; }")
 
 
 def _end_lane(r: _Renderer, stmt: EndLane) -> None:

@@ -93,22 +93,24 @@ def _memory_accessors(chunks: int, atomic: bool) -> str:
         return f"    switch current_chunk {{\n{cases}        default: {{ {body(0)} }}\n    }}"
     parts = [
         "fn mem_load(w: u32) -> u32 {\n" + dispatch(lambda k: f"return mem{k}[w];") + "\n}",
-        "fn mem_store(w: u32, v: u32) {\n" + dispatch(lambda k: f"mem{k}[w] = v;") + "\n}",
+        "fn mem_store(w: u32, v: u32) {\n    if (!alive) { return; }\n" + dispatch(lambda k: f"mem{k}[w] = v;") + "\n}",
     ]
     if atomic:
-        parts.append("fn mem_and(w: u32, v: u32) {\n" + dispatch(lambda k: f"atomicAnd(&mema{k}[w], v);") + "\n}")
-        parts.append("fn mem_or(w: u32, v: u32) {\n" + dispatch(lambda k: f"atomicOr(&mema{k}[w], v);") + "\n}")
+        parts.append("fn mem_and(w: u32, v: u32) {\n    if (!alive) { return; }\n"
+                     + dispatch(lambda k: f"atomicAnd(&mema{k}[w], v);") + "\n}")
+        parts.append("fn mem_or(w: u32, v: u32) {\n    if (!alive) { return; }\n"
+                     + dispatch(lambda k: f"atomicOr(&mema{k}[w], v);") + "\n}")
     return "\n\n".join(parts)
 
 
 def _shared_accessors(atomic: bool) -> str:
     if atomic:
         return ("fn shm_load(w: u32) -> u32 { return atomicLoad(&shm[w]); }\n"
-                "fn shm_store(w: u32, v: u32) { atomicStore(&shm[w], v); }\n"
-                "fn shm_and(w: u32, v: u32) { atomicAnd(&shm[w], v); }\n"
-                "fn shm_or(w: u32, v: u32) { atomicOr(&shm[w], v); }")
+                "fn shm_store(w: u32, v: u32) { if (alive) { atomicStore(&shm[w], v); } }\n"
+                "fn shm_and(w: u32, v: u32) { if (alive) { atomicAnd(&shm[w], v); } }\n"
+                "fn shm_or(w: u32, v: u32) { if (alive) { atomicOr(&shm[w], v); } }")
     return ("fn shm_load(w: u32) -> u32 { return shm[w]; }\n"
-            "fn shm_store(w: u32, v: u32) { shm[w] = v; }")
+            "fn shm_store(w: u32, v: u32) { if (alive) { shm[w] = v; } }")
 
 
 class _StageBuilder:
@@ -167,7 +169,7 @@ class _StageBuilder:
             self.features.enable_directives + LAUNCH_STRUCT, self.bindings(), self.runtime.wgsl_constants(),
             self.constants(), self.module_vars(), _memory_accessors(self.chunks, self.resources.atomic_memory),
             _shared_accessors(self.resources.atomic_shared) if self.resources.shared or self.shared_spill else "",
-            self.trap_exit(), self.helpers.render(), *segments, main) if part)
+            self.trap_at(), self.helpers.render(), *segments, main) if part)
         return StageShader(self.stage.id, source, self.resources.atomic_memory, self.resources.may_trap,
                            self.resources.resonance, self.ctx.wide_slots_used)
 
@@ -195,8 +197,8 @@ class _StageBuilder:
                 f"const NO_LABEL: u32 = 0x{NO_LABEL:08x}u;")
 
     def module_vars(self) -> str:
-        lines = ["var<private> lane_id: u32;", "var<private> jumps: u32;", "var<private> dispatch_jumps: u32;",
-                 "var<private> phase: u32;"]
+        lines = ["var<private> lane_id: u32;", "var<private> alive: bool = true;", "var<private> jumps: u32;",
+                 "var<private> dispatch_jumps: u32;", "var<private> phase: u32;"]
         if self.chunks > 1:
             lines.append("var<private> current_chunk: u32;")
         for index in sorted(self.resources.specials):
@@ -213,11 +215,13 @@ class _StageBuilder:
             lines.append(neighbour_table_wgsl())
         return "\n".join(lines)
 
-    def trap_exit(self) -> str:
-        return ("fn trap_exit(code: u32, index: u32) -> u32 {\n"
-                "    atomicMin(&rt[TRAP_LANE], lane_id);\n"
-                "    atomicStore(&rt[TRAP_INFO + lane_id], (index << 4u) | code);\n"
-                "    return LANE_TRAPPED;\n}")
+    def trap_at(self) -> str:
+        return ("fn trap_at(code: u32, index: u32) {\n"
+                "    if (alive) {\n"
+                "        alive = false;\n"
+                "        atomicMin(&rt[TRAP_LANE], lane_id);\n"
+                "        atomicStore(&rt[TRAP_INFO + lane_id], (index << 4u) | code);\n"
+                "    }\n}")
 
     def main(self) -> str:
         w = CodeWriter(self.helpers, self.features)
@@ -289,6 +293,7 @@ class _StageBuilder:
     def after_segment(self, w: CodeWriter, cooperative: list[int]) -> None:
         """Retire a lane that ended or trapped; spill a lane that suspended at a cooperative step."""
         plan = self.plan
+        w.emit("if (!alive) { next = LANE_TRAPPED; }")
         with w.block("if (live && next >= LANE_TRAPPED)"):
             w.emit("live = false;")
             if self.multi_stage:
