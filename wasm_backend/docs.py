@@ -62,7 +62,9 @@ def backend_documentation() -> BackendDocumentation:
         return map_operation_supported(operation, ty)
 
     notes = (
-        "Compiled to WebAssembly with SIMD128 and run by wasmtime (natively) or the browser's engine.",
+        "Compiled to WebAssembly with SIMD128 and run by wasmtime (natively) or the browser's engine. Lane code "
+        "follows the shared lowering plan; straight-line programs whose instructions all have SIMD rules run four "
+        "lanes per step (SIMD lane mode), the rest one lane at a time.",
         "Transcendentals come from the vectorized math library (`wasm_backend.mathlib`); F16/BF16 use its F32 "
         "functions and round once to their format.",
         "ParallelReduce sums floats in binary64 (four f64x2 accumulators), within the contract's `count * eps`; "
