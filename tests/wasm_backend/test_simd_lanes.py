@@ -142,3 +142,40 @@ def test_random_straight_line_kernels_match_reference(seed, lanes):
     got, got_trap = _run(WasmBackend(), program, config, [a, b])
     assert want_trap is None and got_trap is None
     np.testing.assert_array_equal(got[1], want[1])
+
+
+GUARDED = """
+    mov_imm.u32 r20, {n}
+    set.{cond}.u32 p0, r255, r20
+    bra.{pred} @done
+    cvt.u64.u32 r1, r255
+    mov_imm.u64 r2, 4
+    mul.u64 r3, r1, r2
+    mov_imm.u64 r4, {a}
+    or.u64 r5, r3, r4
+    ldg.f32 r6, [r5 + 0]
+    add.f32 r6, r6, r6
+    stg.f32 [r5 + 0], r6
+done:
+    exit
+"""
+
+
+@pytest.mark.parametrize("cond, pred", [("ge", "p0"), ("lt", "!p0")])
+@pytest.mark.parametrize("n", [0, 3, 10, 61, 64, 1000])
+def test_kernels_guarding_their_spare_lanes_run_in_simd(cond, pred, n):
+    """LaunchConfig.linear leaves spare lanes; the guard sends them to the end and SIMD covers the rest."""
+    config = LaunchConfig.linear(64, 24)  # 72 lanes, 8 spare
+    data = np.arange(min(n, 72), dtype=np.float32) + 0.5
+
+    def program(handles):
+        return Program.from_text(GUARDED.format(n=n, cond=cond, pred=pred, a=handles[0] << 32))
+
+    compiled = compile_program(program([2]), program([2]).verify(), config)
+    assert compiled.simd == (n >= 4)
+    if data.size == 0:
+        data = np.zeros(1, dtype=np.float32)
+    want, want_trap = _run(CpuBackend(), program, config, [data])
+    got, got_trap = _run(WasmBackend(), program, config, [data])
+    assert got_trap == want_trap
+    np.testing.assert_array_equal(got[0], want[0])

@@ -41,7 +41,8 @@ from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
 from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
-from .simd_lanes import SIMD_DONE, SIMD_LANES, build_simd_function
+from .simd_function import build_simd_function
+from .simd_lanes import SIMD_DONE
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]
 
@@ -187,12 +188,12 @@ def _build_stage(m: ModuleContext, plan: LoweringPlan, state: LaneState, launch:
     return fb.index
 
 
-def _simd_first(m: ModuleContext, e, simd: int, entry_segment: int, config, gid: int) -> None:
-    """SIMD lane mode, then the lanes it leaves (fewer than four) through the scalar segment; on
-    SIMD_FALLBACK nothing ran and the stages below run every lane."""
+def _simd_first(m: ModuleContext, e, simd: tuple[int, int], entry_segment: int, config, gid: int) -> None:
+    """SIMD lane mode over its lanes, then the other lanes through the scalar segment; on SIMD_FALLBACK
+    nothing ran and the stages below run every lane."""
+    simd, covered = simd
     e.call(simd).i32(SIMD_DONE).op("i32.eq")
     with e.if_():
-        covered = config.total_threads - config.total_threads % SIMD_LANES
         e.i32(covered).set(gid)
         with e.block("tail_done"):
             with e.loop("tail"):
@@ -208,7 +209,7 @@ def _simd_first(m: ModuleContext, e, simd: int, entry_segment: int, config, gid:
 
 
 def _build_launch(m: ModuleContext, plan: LoweringPlan, launch: LaunchLayout, stage: int,
-                  coops: dict[int, int], simd: int | None, entry_segment: int, config) -> None:
+                  coops: dict[int, int], simd: tuple[int, int] | None, entry_segment: int, config) -> None:
     fb, e = m.define("launch", (), (ValType.I32,), export=True)
     g = m.global_index
     info = plan.info

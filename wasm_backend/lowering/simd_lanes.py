@@ -39,7 +39,8 @@ from .emitter import Emitter
 from .module_context import ModuleContext
 from .typemap import bank_of, type_info
 
-__all__ = ["build_simd_function", "SIMD_DONE", "SIMD_FALLBACK", "SIMD_LANES", "SIMD_RULES"]
+__all__ = ["SimdBuilder", "SimdUnsupported", "LaneRange", "LocalRecorder", "SIMD_DONE", "SIMD_FALLBACK",
+           "SIMD_LANES", "SIMD_RULES", "UNROLL"]
 
 SIMD_DONE = 0
 SIMD_FALLBACK = 1
@@ -77,6 +78,18 @@ class Vector:
     locals: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class LaneRange:
+    """A predicate that holds exactly for the lanes with GLOBAL_LANE_ID below ``bound`` (``below``) or at
+    or above it (not ``below``): what a guard like ``set.ge p0, r255, n`` computes."""
+
+    bound: int
+    below: bool
+
+    def inverted(self) -> "LaneRange":
+        return LaneRange(self.bound, not self.below)
+
+
 def _lanes(ty: Type) -> str:
     return {Type.F32: "f32x4", Type.F64: "f64x2", Type.I32: "i32x4", Type.U32: "i32x4", Type.I64: "i64x2",
             Type.U64: "i64x2"}[ty]
@@ -86,7 +99,7 @@ def _halves(ty: Type) -> int:
     return 2 if ty.bits == 64 else 1
 
 
-class _Locals:
+class LocalRecorder:
     """Records the locals the builder asks for; the function is defined (with the same locals, in
     order) only once the whole program turned out to have SIMD rules."""
 
@@ -101,7 +114,7 @@ class _Locals:
 class SimdBuilder:
     """Abstract interpretation of the straight-line code, writing the prologue and the step body."""
 
-    def __init__(self, m: ModuleContext, fb: _Locals, program, info, config) -> None:
+    def __init__(self, m: ModuleContext, fb: LocalRecorder, program, info, config, lanes: int) -> None:
         self.m = m
         self.fb = fb
         self.program = program
@@ -110,7 +123,10 @@ class SimdBuilder:
         self.pro = Emitter()    # once per launch (uniform values, checks, address set-up)
         self.body = Emitter()   # once per step of four lanes
         self.values: dict[tuple[int, object], tuple[Type, object]] = {}
-        self.lanes = config.total_threads - config.total_threads % SIMD_LANES
+        #: the lanes this function runs: 0 … lanes-1 (a multiple of SIMD_LANES)
+        self.lanes = lanes
+        #: with a lane-id guard: how many leading lanes reach the guarded code (simd_function)
+        self.guarded_lanes: int | None = None
         self.gid = fb.add_local(I32, "simd_gid")  # the step's first lane
         self.addresses: list[tuple[int, int]] = []  # (address local, bytes per step)
         self.stored = False
@@ -512,13 +528,42 @@ def _simd_stg(s: SimdBuilder, instr) -> None:
     s.stored = True
 
 
+#: condition -> (relation on the lane id, holds for the lanes below the bound)
+_RANGE_CONDITIONS = {"LT": (0, True), "LTU": (0, True), "LE": (1, True), "LEU": (1, True),
+                     "GE": (0, False), "GEU": (0, False), "GT": (1, False), "GTU": (1, False)}
+_MIRRORED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "LTU": "GTU", "LEU": "GEU", "GTU": "LTU",
+             "GEU": "LEU"}
+
+
+def _simd_setcc(s: SimdBuilder, instr) -> None:
+    """Only lane-id guards: (base + GLOBAL_LANE_ID) compared with a constant gives a LaneRange."""
+    ty = instr.ty
+    if ty not in _INT_TYPES:
+        raise SimdUnsupported(f"SETcc {ty.name}")
+    _, a = s.read("lhs")
+    _, b = s.read("rhs")
+    cond = instr.cond.name
+    if isinstance(a, Const) and isinstance(b, Affine):
+        a, b, cond = b, a, _MIRRORED.get(cond, cond)
+    if not (isinstance(a, Affine) and isinstance(b, Const) and isinstance(a.base, Const) and a.stride == 1
+            and cond in _RANGE_CONDITIONS):
+        raise SimdUnsupported("a predicate that is not a lane-id guard")
+    top = a.base.value + s.config.total_threads
+    limit = 1 << (ty.bits - 1 if ty.is_signed() and not cond.endswith("U") else ty.bits)
+    if a.base.value < 0 or top >= limit or b.value >= limit:
+        raise SimdUnsupported("a guard whose comparison could wrap")
+    shift, below = _RANGE_CONDITIONS[cond]
+    bound = max(0, b.value - a.base.value + shift)
+    s.values[("p", instr.pred.index)] = (None, LaneRange(bound, below))
+
+
 def _simd_nothing(s: SimdBuilder, instr) -> None:
     """MemFence orders nothing here."""
 
 
 SIMD_RULES = {
     "MOV_IMM": _simd_mov_imm, "MOV": _simd_mov, "CVT": _simd_cvt, "MAD": _simd_mad, "LDG": _simd_ldg,
-    "STG": _simd_stg, "MemFence": _simd_nothing,
+    "STG": _simd_stg, "MemFence": _simd_nothing, "SETcc": _simd_setcc,
     **{name: _int_binary(name) for name in ("AND", "OR", "XOR", "SHL")},
     **{name: _float_unary(name) for name in _FLOAT_UNARY},
 }
@@ -536,51 +581,3 @@ for _name in ("ADD", "SUB", "MUL"):
     SIMD_RULES[_name] = _arith(_name)
 for _name in ("DIV", "MIN", "MAX"):
     SIMD_RULES[_name] = _float_binary(_name)
-
-
-def build_simd_function(m: ModuleContext, plan, state, config) -> int | None:
-    """The SIMD function ``simd_lanes() -> SIMD_DONE / SIMD_FALLBACK`` of a qualifying program, or None."""
-    if state.sync or state.needs_record or config.total_threads < SIMD_LANES or state.specials - {
-            SpecialRegister.GLOBAL_LANE_ID}:
-        return None
-    body = plan.segments[0].body
-    if not (len(body) in (1, 2) and isinstance(body[-1], EndLane) and all(isinstance(x, Code) for x in body[:-1])):
-        return None
-    info = plan.info
-    if info.preset_types:
-        return None
-    local_types = _Locals()
-    s = SimdBuilder(m, local_types, info.program, info, config)
-    try:
-        if len(body) == 2:
-            s.run(range(body[0].start, body[0].end))
-    except SimdUnsupported:
-        return None
-    fb, e = m.define("simd_lanes", (), (I32,))
-    for valtype, name in local_types.types:
-        fb.add_local(valtype, name)
-    e.op("global.get", m.global_index("table_base")).set(s.table)
-    e.op("global.get", m.global_index("table_capacity")).set(s.capacity)
-    e.code += s.pro.code
-    e.i32(0).set(s.gid)
-
-    def step() -> None:
-        e.code += s.body.code  # position independent: no labels inside
-        for address, advance in s.addresses:
-            e.get(address).i32(advance).op("i32.add").set(address)
-        e.get(s.gid).i32(SIMD_LANES).op("i32.add").set(s.gid)
-
-    pairs_end = s.lanes - s.lanes % (UNROLL * SIMD_LANES)
-    with e.block("pairs_done"):
-        with e.loop("pairs"):
-            e.get(s.gid).i32(pairs_end).op("i32.ge_u").br_if("pairs_done")
-            for _ in range(UNROLL):
-                step()
-            e.br("pairs")
-    with e.block("done"):
-        with e.loop("steps"):
-            e.get(s.gid).i32(s.lanes).op("i32.ge_u").br_if("done")
-            step()
-            e.br("steps")
-    e.i32(SIMD_DONE)
-    return fb.index
