@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from atlas_web.isa.addresses import Address
 from atlas_web.isa.registers import FIRST_SPECIAL_REGISTER, SpecialRegister
 from atlas_web.isa.types import Type
-from atlas_web.lowering.structure import Code, EndLane
 
 from .. import layout
 from ..encoding.types import ValType
