@@ -56,9 +56,11 @@ def measure(ops: list[str], points: dict[str, int], seed: int, relaxed: bool = F
     return results
 
 
-#: op -> the f32 magnitudes (lo, hi) an exhaustive run covers, both signs (outside, results are 0, 1 or inf and
-#: the sweeps check them); ops not listed: every finite f32
-EXHAUSTIVE_RANGES = {"exp": (2.0 ** -30, 104.0), "sigmoid": (2.0 ** -30, 120.0), "tanh": (2.0 ** -30, 10.0)}
+#: op -> the f32 magnitudes (lo, hi) an exhaustive run covers, both signs (exp, sigmoid, tanh: outside, the
+#: results are 0, 1 or inf, which the sweeps check; log: 16 binades around 1, the others differ only in e*ln2);
+#: ops not listed: every finite f32
+EXHAUSTIVE_RANGES = {"exp": (2.0 ** -30, 104.0), "sigmoid": (2.0 ** -30, 120.0), "tanh": (2.0 ** -30, 10.0),
+                     "log": (2.0 ** -8, 2.0 ** 8)}
 
 
 def exhaustive_f32(ops: list[str], relaxed: bool, chunk: int = 1 << 24) -> None:
