@@ -399,11 +399,24 @@ try:  # the launch is submitted; waiting for its trap record or reading the buff
 except ExecutionFailed as error:
     result["read"] = str(error)
 state["driver"].compile("fn broken( {{")           # checked at the next await point
+from wasm_backend.encoding.module import ModuleBuilder
+from wasm_backend.errors import WasmInterfaceError
+from wasm_backend.runners.js_runner import JsRunner
+builder = ModuleBuilder("big")
+builder.add_memory(160)
+builder.add_data(bytes(9 << 20), offset=0)              # over the 8 MB of synchronous compilation
+state["big"] = builder.to_bytes()
+try:
+    JsRunner().compile(state["big"])
+    result["big"] = None
+except WasmInterfaceError as error:
+    result["big"] = str(error)
 """)
     assert not got["can_run_sync"]
     assert got["wasm"] == [3 * k for k in range(16)]
     assert got["driver"] and "run_sync" in got["driver"] and "JsWebGpuDriver.create()" in got["driver"]
     assert got["read"] and "run_sync" in got["read"] and "read_buffer_async" in got["read"]
+    assert got["big"] and "synchronously" in got["big"] and "run_sync" in got["big"] and "compile_async" in got["big"]
     later = run_python(demo_page, """
 from atlas_web import Type
 from webgpu_backend.errors import ShaderCompilationError
@@ -416,9 +429,12 @@ try:
 except ShaderCompilationError as error:
     result = {"deferred": [error.stage, error.line]}
 result["values"] = state["gpu"].copy_typed_from(state["handle"], Type.I32).tolist()   # run_sync works again
+from wasm_backend.runners.js_runner import JsRunner
+result["big"] = [JsRunner().compile(state["big"]).size, (await JsRunner().compile_async(state["big"])).size]
 driver.close()
 state["gpu"].close()
 del sync_test
 """)
     assert later["deferred"] is not None and later["deferred"][0] == "module"
     assert later["values"] == [3 * k for k in range(16)]
+    assert later["big"][0] == later["big"][1] > 9 << 20

@@ -10,7 +10,8 @@ keeps running). The synchronous ``compile`` blocks on the same promise with
 entered through ``runPythonAsync`` or a coroutine); elsewhere it falls back to
 ``new WebAssembly.Module``, which Chromium refuses on the page's main thread
 for modules over 8 MB: that refusal is reported as WasmInterfaceError saying
-to call ``compile_async`` (or ``execute_async``) or to run in a worker.
+how to get around it (a call through ``runPythonAsync`` or a coroutine,
+``compile_async`` first, or a worker).
 Import and export types come from the module's own type, import, function,
 memory and export sections (the JS API reports names and kinds only).
 
@@ -236,9 +237,10 @@ class JsRunner(WasmRunner):
         except JsException as exc:
             if exc.name == "RangeError":
                 raise WasmInterfaceError(
-                    f"the browser refuses to compile a module of {len(data)} bytes synchronously here "
-                    f"({exc.message}) and run_sync (JS Promise Integration) is not available in this call: "
-                    "await compile_async / execute_async, or run in a worker") from None
+                    f"the browser refuses to compile a module of {len(data)} bytes synchronously on the page's "
+                    f"thread ({exc.message}), and run_sync (JS Promise Integration) is not available in this "
+                    "call: call from runPythonAsync or a coroutine, compile it first with `await "
+                    "JsRunner.compile_async(...)` (cached by digest), or run in a worker") from None
             raise self._compile_error(exc) from None
         return self._describe(data, digest, native)
 
