@@ -56,8 +56,8 @@ class CompiledProgram:
     state: LaneStateLayout
     multi_stage: bool
     steps: dict[int, CooperativePlan]
-    #: the resume point every lane suspends at first when the first stage has no code (None otherwise)
-    entry_passes_to: int | None = None
+    #: stage id -> the resume point its lanes all suspend at, for stages with no code (never dispatched)
+    passes_to: dict[int, int] = field(default_factory=dict)
     #: stages with no code that only end every lane (never dispatched)
     empty_stages: frozenset[int] = frozenset()
     _shaders: dict[tuple, tuple[StageShader, ...]] = field(default_factory=dict, repr=False)
@@ -124,21 +124,26 @@ def compile_program(info, preset_types: dict) -> CompiledProgram:
             presets[vreg.id] = vreg
     multi_stage = len(plan.stages) > 1
     state = LaneStateLayout.build(plan, presets, multi_stage)
-    entry, empty = _trivial_stages(plan)
-    return CompiledProgram(info, plan, presets, state, multi_stage, _cooperative_plans(plan, state), entry, empty)
+    passes, empty = _trivial_stages(plan)
+    return CompiledProgram(info, plan, presets, state, multi_stage, _cooperative_plans(plan, state), passes, empty)
 
 
-def _trivial_stages(plan) -> tuple[int | None, frozenset[int]]:
-    """(the resume point the first stage only suspends at, the stages that only end their lanes):
-    dispatches the launcher leaves out."""
-    entry = None
-    first = plan.stages[0]
-    body = plan.segments[first.entry].body
-    if len(first.segments) == 1 and len(body) == 1 and isinstance(body[0], Suspend):
+def _trivial_stages(plan) -> tuple[dict[int, int], frozenset[int]]:
+    """(stage -> the resume point a stage with no code suspends every lane at, the stages that only
+    end their lanes): dispatches the launcher leaves out. A stage passes through only when skipping
+    it leaves the lane state as it would have been: at the start nothing is live (presets would be
+    spilled), later nothing the previous step wrote uniformly is live."""
+    passes = {}
+    for stage in plan.stages:
+        body = plan.segments[stage.entry].body
+        if len(stage.segments) != 1 or len(body) != 1 or not isinstance(body[0], Suspend):
+            continue
         resume = body[0].resume
-        if not any(not v.is_special for v in plan.boundaries[resume].spill) and resume in first.cooperative_exits:
-            entry = resume
+        spilled = {v.id for v in plan.boundaries[resume].spill if not v.is_special}
+        written = spilled if stage.id == 0 else {v.id for v in plan.boundaries[stage.entry].uniform} & spilled
+        if not written and resume in stage.cooperative_exits:
+            passes[stage.id] = resume
     empty = frozenset(stage.id for stage in plan.stages
                       if not stage.cooperative_exits and len(stage.segments) == 1
                       and plan.segments[stage.entry].body == (EndLane(),))
-    return entry, empty
+    return passes, empty

@@ -224,39 +224,45 @@ class Launcher:
             commands.clear()
 
         def sync():
+            """Submit, then (trap lane, what the last step recorded as reached; -1 when nothing ran since
+            the last sync, so the lanes are where that sync found them)."""
             last = len(slots) - 1
+            if last < 0:
+                return NO_TRAP, -1
             submit()
             data = yield _Read(self.rt, 0, 4 * (REACHED + MAX_STEPS))
             words = struct.unpack(f"<{REACHED + MAX_STEPS}I", bytes(data))
             self.driver.write_buffer(self.rt, 4 * REACHED, bytes(4 * MAX_STEPS))
-            return words[TRAP_LANE], words[REACHED + last] if last >= 0 else 0
+            return words[TRAP_LANE], words[REACHED + last]
 
         stage, expect = plan.stages[0], 0
-        known = compiled.entry_passes_to
-        if known is not None and compiled.state.total_slots > 1:
+        if 0 in compiled.passes_to and compiled.state.total_slots > 1:
             self.driver.clear_buffer(self.state, 0, 4 * compiled.state.total_slots * config.total_threads)
         while True:
-            if known is not None:
-                exits = (known,)     # the first stage has no code: every lane stands at this step
-            else:
-                if stage.id not in compiled.empty_stages:
-                    add({"expect": expect}, lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot)])
-                exits = stage.cooperative_exits
+            passing = compiled.passes_to.get(stage.id)
+            if passing is None and stage.id not in compiled.empty_stages:
+                add({"expect": expect}, lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot)])
+            exits = stage.cooperative_exits if passing is None else (passing,)
             if not exits:
                 break
             step = compiled.steps[exits[0]] if len(exits) == 1 else None
-            if known is None and step is not None and not step.host and len(slots) < MAX_STEPS - 2:
+            if step is not None and not step.host and len(slots) < MAX_STEPS - 2:
+                # the kernel runs where the stage's lanes reached it: after a stage left out, its guard
+                # is the one that stage would have checked
                 resume = step.resume + 1
                 operands = kernel_operands(self.memory, step, None)
-                self._add_kernel(add, step, operands, {"expect": resume, "resume": resume}, runtime)
+                guard = expect if passing is not None else resume
+                self._add_kernel(add, step, operands, {"expect": guard, "resume": resume}, runtime)
                 stage, expect = plan.stage_entered_at(step.resume), resume
                 continue
-            if known is None:
+            if passing is not None and stage.id == 0:
+                step = compiled.steps[passing]       # the first stage has no code: every lane stands there
+            else:
+                # where the lanes stopped (after a stage left out: whether the step before it ran at all)
                 trapped, reached = yield from sync()
                 if trapped != NO_TRAP or reached == 0:
                     break
-                step = compiled.steps[reached - 1]
-            known = None
+                step = compiled.steps[passing if passing is not None else reached - 1]
             lane0 = (yield from self._lane_zero(compiled, config, step)) if step.host else None
             stage = plan.stage_entered_at(step.resume)
             if step.kind in ("pool_alloc", "pool_free"):

@@ -164,7 +164,7 @@ class JsWebGpuDriver(GpuDriver):
         #: checks whose answer is a promise, kept until the next await point where run_sync cannot wait
         self._deferred: list[Callable[[], Awaitable[None]]] = []
         self._device_errors: list[str] = []
-        self._on_error = create_proxy(lambda event: self._device_errors.append(str(event.error.message)))
+        self._on_error = create_proxy(self._uncaptured)
         self._device.addEventListener("uncapturederror", self._on_error)
         self._device.lost.then(create_once_callable(self._lost))
 
@@ -172,6 +172,11 @@ class JsWebGpuDriver(GpuDriver):
     async def create(cls, optional_features: Sequence[str] = OPTIONAL_FEATURES) -> "JsWebGpuDriver":
         """A driver opened by awaiting navigator.gpu (works without run_sync); raises BackendUnavailable."""
         return cls(optional_features, _opened=await _open_device(optional_features))
+
+    def _uncaptured(self, event: Any) -> None:
+        """Keep an error no scope caught for the next read to raise (and keep it off the console)."""
+        event.preventDefault()
+        self._device_errors.append(str(event.error.message))
 
     def _lost(self, info: Any) -> None:
         if not self._closed:

@@ -8,7 +8,8 @@
 - sin, cos, tan: |x| < pi/4 directly; otherwise a Payne-Hanek reduction in integer arithmetic
   (the 24-bit significand times a 96-bit window of 2/pi), exact for every finite f32, then the
   quadrant's polynomial;
-- tanh, sigmoid, swish, gelu, pow, atan2 from the above, with the C special cases.
+- tanh, sigmoid, swish, atan2 from the above, with the C special cases (GELU and POW, which
+  need their argument in double-f32, are in ``lib_double``).
 
 Polynomial coefficients were fitted for relative error (weighted least squares on Chebyshev
 nodes, iterated towards minimax) by ``benchmarks/wgsl_accuracy.py --fit``. The constant parts of
@@ -325,22 +326,6 @@ fn swish_f32(x: f32) -> f32 {
 }"""
 
 
-@helper("gelu_f32", deps=("is_nan", "opaque_f32", "exp_f32", "exp_parts", "scale2"))
-def _gelu() -> str:
-    # where e^(-2z) dwarfs 1, x / (1 + e^(-2z)) = (x p) 2^k with e^(2z) = p 2^k, rounded once
-    return """
-fn gelu_f32(x: f32) -> f32 {
-    if (is_nan(x)) { return x; }
-    let u = 1.5957691669464111 * (x + 0.044714998453855515 * (x * x * x));
-    if (u < -20.0) {
-        if (u < -120.0) { return x * opaque_f32(0.0); }
-        let p = exp_parts(u);
-        return scale2(x * p.x, i32(p.y));
-    }
-    return x / (1.0 + exp_f32(-u));
-}"""
-
-
 @helper("is_odd_integer")
 def _is_odd_integer() -> str:
     return """
@@ -350,37 +335,6 @@ fn is_integer(y: f32) -> bool {
 
 fn is_odd_integer(y: f32) -> bool {
     return is_integer(y) && abs(y) < 16777216.0 && (bitcast<u32>(i32(y)) & 1u) == 1u;
-}"""
-
-
-@helper("pow_f32", deps=("is_nan", "quiet_nan", "is_odd_integer", "log_parts", "exp_f32"))
-def _pow() -> str:
-    return """
-// C pow(x, y)
-fn pow_f32(x: f32, y: f32) -> f32 {
-    let inf = bitcast<f32>(0x7f800000u);
-    if (y == 0.0 || x == 1.0) { return 1.0; }
-    if (is_nan(x) || is_nan(y)) { return quiet_nan(); }
-    let ax = abs(x);
-    let odd = is_odd_integer(y);
-    if (abs(y) == inf) {
-        if (ax == 1.0) { return 1.0; }
-        return select(0.0, inf, (ax > 1.0) == (y > 0.0));
-    }
-    if (ax == 0.0) {
-        let magnitude = select(0.0, inf, y < 0.0);
-        return select(magnitude, bitcast<f32>(bitcast<u32>(magnitude) | (bitcast<u32>(x) & 0x80000000u)), odd);
-    }
-    if (ax == inf) {
-        let magnitude = select(0.0, inf, y > 0.0);
-        return select(magnitude, bitcast<f32>(bitcast<u32>(magnitude) | (bitcast<u32>(x) & 0x80000000u)), odd);
-    }
-    if (x < 0.0 && !is_integer(y)) { return quiet_nan(); }
-    let p = log_parts(ax);
-    let l = p.y * 1.4426950216293335 + p.y * 1.925963033500011e-08;
-    let t = (y * p.x + y * l) * 0.6931471824645996;
-    let v = exp_f32(t);
-    return select(v, -v, x < 0.0 && odd);
 }"""
 
 

@@ -1,0 +1,114 @@
+"""ParallelMap, ParallelMapBinary and ParallelReduce kernels on WebGpuBackend against the reference,
+for every operation and type they accept: integers bit for bit, floats within the backend's
+documented ulp tolerance, float sums and products within count * eps (the contract's rule)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from atlas_web import LaunchConfig, ProgramBuilder
+from atlas_web.isa import (
+    COOPERATIVE_OPERATION_TYPES, STG, Address, BinaryMapOperation, MapOperation, ParallelMap, ParallelMapBinary,
+    ParallelReduce, ReduceOperation, Register, Type,
+)
+from atlas_web.isa.floats import round_float
+from tests.conformance.values import decode, encode, float_values, int_values, ulp_distance
+
+from .harness import run_on
+
+CONFIG = LaunchConfig.linear(4)
+
+
+def _values(ty: Type, n: int, seed: int) -> list:
+    return float_values(ty, n, seed) if ty.is_float() else int_values(ty, n, seed)
+
+
+def _cases(kind):
+    for op in kind:
+        for ty in sorted(COOPERATIVE_OPERATION_TYPES[op], key=lambda t: t.code):
+            if ty is not Type.F64:
+                yield pytest.param(op, ty, id=f"{op.name}-{ty.suffix}")
+
+
+def _compare(backend, op, ty: Type, want: bytes, got: bytes) -> None:
+    if not ty.is_float():
+        assert want == got
+        return
+    tolerance = backend.ulp_tolerance(op, ty)
+    for i, (w, g) in enumerate(zip(decode(ty, want), decode(ty, got))):
+        assert ulp_distance(w, g, ty) <= tolerance, f"element {i}: reference {w!r}, webgpu {g!r}"
+
+
+def _both(gpu_driver, build, buffers):
+    from atlas_web.reference import CpuBackend
+    from webgpu_backend import WebGpuBackend
+    expected = run_on(CpuBackend(), build, CONFIG, buffers)
+    backend = WebGpuBackend(driver=gpu_driver)
+    try:
+        got = run_on(backend, build, CONFIG, buffers)
+    finally:
+        backend.close()
+    assert got.trap == expected.trap
+    return backend, expected, got
+
+
+@pytest.mark.parametrize("op, ty", list(_cases(MapOperation)))
+def test_parallel_map(gpu_driver, op, ty):
+    count, size = 37, ty.size_bytes()
+    offset = size if size < 4 else 0     # 8- and 16-bit arrays that start inside a word
+    program = ProgramBuilder().add(ParallelMap(
+        dst_array=Address.BufferOffset(handle=3, offset=offset), src_array=Address.BufferOffset(handle=2, offset=0),
+        count=count, operation=op, ty=ty)).build()
+    buffers = [encode(ty, _values(ty, count, 11)), encode(ty, _values(ty, count + 2, 12))]
+    backend, expected, got = _both(gpu_driver, program, buffers)
+    _compare(backend, op, ty, expected.buffers[1], got.buffers[1])
+
+
+@pytest.mark.parametrize("op, ty", list(_cases(BinaryMapOperation)))
+def test_parallel_map_binary(gpu_driver, op, ty):
+    count = 4099 if ty in (Type.F32, Type.I32) else 41     # a vec4 body and a tail where the types allow it
+    program = ProgramBuilder().add(ParallelMapBinary(
+        dst_array=Address.BufferOffset(handle=4, offset=0), src_a=Address.BufferOffset(handle=2, offset=0),
+        src_b=Address.BufferOffset(handle=3, offset=0), count=count, operation=op, ty=ty)).build()
+    buffers = [encode(ty, _values(ty, count, 21)), encode(ty, _values(ty, count, 22)), bytes(ty.size_bytes() * count)]
+    backend, expected, got = _both(gpu_driver, program, buffers)
+    _compare(backend, op, ty, expected.buffers[2], got.buffers[2])
+
+
+@pytest.mark.parametrize("op, ty", list(_cases(ReduceOperation)))
+def test_parallel_reduce(gpu_driver, op, ty):
+    count = 100_003 if ty is Type.F32 and op is ReduceOperation.Sum else 301
+    values = _values(ty, count, 31)
+    if ty.is_float() and op in (ReduceOperation.Sum, ReduceOperation.Product):
+        values = [v for v in values if math.isfinite(v)]
+        if op is ReduceOperation.Product:     # magnitudes in [0.5, 1.5]: the product stays finite
+            values = [math.copysign(0.5 + min(abs(v), 1.0), v) for v in values]
+        values = [round_float(v, ty) for v in values]
+    program = ProgramBuilder().add(
+        ParallelReduce(dst=Register(1), src_array=Address.BufferOffset(handle=2, offset=0), count=len(values),
+                       operation=op, ty=ty)).add(
+        STG(dst=Address.BufferOffset(handle=3, offset=0), src=Register(1), ty=ty)).build()
+    buffers = [encode(ty, values), bytes(ty.size_bytes())]
+    backend, expected, got = _both(gpu_driver, program, buffers)
+    if ty.is_float() and op in (ReduceOperation.Sum, ReduceOperation.Product):
+        want, have = decode(ty, expected.buffers[1])[0], decode(ty, got.buffers[1])[0]
+        eps = {Type.F16: 2 ** -11, Type.BF16: 2 ** -8, Type.F32: 2 ** -24}[ty]
+        assert math.isclose(want, have, rel_tol=len(values) * eps, abs_tol=1e-30)
+    else:
+        _compare(backend, op, ty, expected.buffers[1], got.buffers[1])
+
+
+def test_reduce_result_feeds_later_lanes_and_empty_arrays_give_the_identity(gpu_driver):
+    program = ProgramBuilder().add(
+        ParallelReduce(dst=Register(1), src_array=Address.BufferOffset(handle=2, offset=0), count=0,
+                       operation=ReduceOperation.Max, ty=Type.I32)).add(
+        ParallelReduce(dst=Register(2), src_array=Address.BufferOffset(handle=2, offset=0), count=3,
+                       operation=ReduceOperation.Sum, ty=Type.U64)).add(
+        STG(dst=Address.BufferOffset(handle=3, offset=0), src=Register(1), ty=Type.I32)).add(
+        STG(dst=Address.BufferOffset(handle=3, offset=8), src=Register(2), ty=Type.U64)).build()
+    buffers = [encode(Type.U64, [1, 2, 2 ** 64 - 1]), bytes(16)]
+    _, expected, got = _both(gpu_driver, program, buffers)
+    assert got.buffers == expected.buffers
+    assert decode(Type.I32, got.buffers[1][:4]) == [-2 ** 31]
