@@ -109,6 +109,20 @@ def demo_page(demo):
     return demo[0]
 
 
+@pytest.fixture(scope="package")
+def backends_demo(browser, site_url):
+    """``(page, log)`` of a second demo page, for the tests of the compiled backends (test_browser_*): their
+    many runs (and the shader compilation logs WebGPU writes to the console) stay out of the first page."""
+    page, log = open_page(browser, site_url + "index.html", "window.atlasWeb && window.atlasWeb.ready")
+    yield page, log
+    page.close()
+
+
+@pytest.fixture(scope="package")
+def backends_page(backends_demo):
+    return backends_demo[0]
+
+
 def run_python(page, code: str, *, pyodide: str = "window.atlasWeb.pyodide"):
     """Run Python ``code`` (top-level await allowed) in the page's Pyodide and return the value it leaves
     in ``result``, passed through JSON."""

@@ -99,8 +99,9 @@ def _problems(case, want: Result, got: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("backend_name", ["wasm", "webgpu"])
-def test_conformance_subset_matches_the_native_reference(demo_page, artifacts, subset, expected, backend_name):
-    results = _run_in_browser(demo_page, backend_name, subset)
+def test_conformance_subset_matches_the_native_reference(backends_page, artifacts, subset, expected,
+                                                         backend_name):
+    results = _run_in_browser(backends_page, backend_name, subset)
     assert [r["name"] for r in results] == [case.name for case in subset]
     report = {case.name: _problems(case, want, got) for case, want, got in zip(subset, expected, results)}
     ran = [r["name"] for r in results if r["supported"] and r["error"] is None]
