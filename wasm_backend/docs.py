@@ -124,6 +124,16 @@ def _matrix(docs: list[BackendDocumentation]) -> list[str]:
     return lines
 
 
+def _compiles(doc: BackendDocumentation, op: str, ty: Type) -> bool:
+    """Whether ``doc``'s backend compiles ``op`` (an instruction or "Instruction.Operation") for ``ty``."""
+    from atlas_web.isa.instructions import INSTRUCTION_CLASSES
+    if "." in op:
+        instruction, name = op.split(".")
+        enum = dict(_OPERATIONS)[instruction]
+        return doc.supports_operation(enum[name], ty)
+    return doc.supports(INSTRUCTION_CLASSES[op].INFO, ty)
+
+
 def _ulp_text(value: float) -> str:
     if math.isinf(value):
         return "∞"
@@ -142,8 +152,8 @@ def _accuracy(doc: BackendDocumentation) -> list[str]:
     lines.append("| operation | " + " | ".join(t.suffix for t in _TYPES if t.is_float()) + " |")
     lines.append("|---|" + "---|" * sum(1 for t in _TYPES if t.is_float()))
     for op in sorted({op for op, _ty in doc.ulps}):
-        cells = [_ulp_text(doc.ulps[(op, t.name)]) if (op, t.name) in doc.ulps else "0"
-                 for t in _TYPES if t.is_float()]
+        cells = [_ulp_text(doc.ulps[(op, t.name)]) if (op, t.name) in doc.ulps
+                 else ("0" if _compiles(doc, op, t) else "–") for t in _TYPES if t.is_float()]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
     return lines
 
