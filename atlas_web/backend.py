@@ -22,7 +22,7 @@ from .isa.addresses import BOUNDARY_HANDLE, BufferHandle, PoolHandle
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction
 from .isa.opcodes import OpcodeInfo
 from .isa.types import Type
-from .launch import ExecutionParams, LaunchConfig
+from .launch import ExecutionParams, LaunchConfig, as_int
 
 __all__ = [
     "Backend", "API_VERSION", "LaunchConfig", "ExecutionParams", "BufferHandle", "PoolHandle",
@@ -282,10 +282,11 @@ class Backend(abc.ABC):
         that cannot be stored as ``ty`` or a missing ``ty``, or
         UnsupportedOperation for a type with no host array form.
         """
-        if isinstance(data_or_count, int) and not isinstance(data_or_count, bool):
-            if data_or_count < 0:
-                raise AllocationFailed(f"allocate_typed: count must be a non-negative int, got {data_or_count}")
-            return self.allocate_buffer(data_or_count * _checked_type(ty, "allocate_typed(count)").size_bytes())
+        count = as_int(data_or_count)
+        if count is not None:
+            if count < 0:
+                raise AllocationFailed(f"allocate_typed: count must be a non-negative int, got {count}")
+            return self.allocate_buffer(count * _checked_type(ty, "allocate_typed(count)").size_bytes())
         raw = typed_bytes(data_or_count, ty, "allocate_typed")
         handle = self.allocate_buffer(len(raw))
         self.copy_to_buffer(handle, raw)
@@ -310,22 +311,25 @@ class Backend(abc.ABC):
         exactly to ``"f"``). One copy (into the new array). Raises InvalidBuffer (bad handle, count,
         offset or range) or UnsupportedOperation for a type with no host array form."""
         code, dtype = typed_format(_checked_type(ty, "copy_typed_from"))
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        start = as_int(offset)
+        if start is None or start < 0:
             raise InvalidBuffer(f"copy_typed_from: offset must be a non-negative int, got {offset!r}")
         if count is None:
             size = self.buffer_size(handle)
-            if offset > size:
-                raise InvalidBuffer(f"copy_typed_from: offset {offset} is outside buffer {int(handle)} of {size} bytes")
-            count = (size - offset) // ty.size_bytes()
-        elif not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise InvalidBuffer(f"copy_typed_from: count must be a non-negative int, got {count!r}")
+            if start > size:
+                raise InvalidBuffer(f"copy_typed_from: offset {start} is outside buffer {int(handle)} of {size} bytes")
+            number = (size - start) // ty.size_bytes()
+        else:
+            number = as_int(count)  # type: ignore[assignment]
+            if number is None or number < 0:
+                raise InvalidBuffer(f"copy_typed_from: count must be a non-negative int, got {count!r}")
         np = _numpy()
         if np is not None:
-            out = np.empty(count, dtype=dtype)
-            self.copy_from_buffer(handle, out.view(np.uint8), offset)
+            out = np.empty(number, dtype=dtype)
+            self.copy_from_buffer(handle, out.view(np.uint8), start)
             return out
-        raw = bytearray(count * ty.size_bytes())
-        self.copy_from_buffer(handle, raw, offset)
+        raw = bytearray(number * ty.size_bytes())
+        self.copy_from_buffer(handle, raw, start)
         return _unpacked(raw, code)
 
     def close(self) -> None:  # noqa: B027 - an optional hook: the default has nothing to release

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -12,7 +13,7 @@ from .isa.types import Type
 
 __all__ = [
     "LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES", "check_budget",
-    "normalized_registers",
+    "normalized_registers", "as_int",
 ]
 
 #: lanes per block chosen by LaunchConfig.linear
@@ -23,14 +24,21 @@ DEFAULT_BUDGET = 1 << 24
 MAX_LANES = 1 << 31
 
 
-def _is_positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def as_int(value: object) -> int | None:
+    """``value`` as a Python int when it is an integer (NumPy integers included, bools not), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def _positive(method: str, name: str, value: object) -> int:
-    if not _is_positive_int(value):
+    number = as_int(value)
+    if number is None or number < 1:
         raise ExecutionFailed(f"LaunchConfig.{method}: {name} must be a positive int, got {value!r}")
-    return value  # type: ignore[return-value]
+    return number
 
 
 def _blocks(lanes: int, block: int) -> int:
@@ -39,14 +47,13 @@ def _blocks(lanes: int, block: int) -> int:
 
 
 def _dims(name: str, value: object) -> tuple[int, int, int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = (value, 1, 1)
+    if as_int(value) is not None:
+        value = (value,)
     if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
         raise ExecutionFailed(f"LaunchConfig.{name} must be 1 to 3 positive ints, got {value!r}")
-    dims = tuple(value) + (1,) * (3 - len(value))
-    for d in dims:
-        if not isinstance(d, int) or isinstance(d, bool) or d < 1 or d > 0xFFFFFFFF:
-            raise ExecutionFailed(f"LaunchConfig.{name} must be 1 to 3 ints in 1..2**32-1, got {value!r}")
+    dims = tuple(as_int(d) for d in value) + (1,) * (3 - len(value))
+    if not all(d is not None and 1 <= d <= 0xFFFFFFFF for d in dims):
+        raise ExecutionFailed(f"LaunchConfig.{name} must be 1 to 3 ints in 1..2**32-1, got {value!r}")
     return dims  # type: ignore[return-value]
 
 
@@ -64,9 +71,11 @@ class LaunchConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", _dims("grid", self.grid))
         object.__setattr__(self, "block", _dims("block", self.block))
-        sm = self.shared_memory
-        if not isinstance(sm, int) or isinstance(sm, bool) or not 0 <= sm <= 0xFFFFFFFF:
-            raise ExecutionFailed(f"LaunchConfig.shared_memory must be an int in 0..2**32-1, got {sm!r}")
+        sm = as_int(self.shared_memory)
+        if sm is None or not 0 <= sm <= 0xFFFFFFFF:
+            raise ExecutionFailed("LaunchConfig.shared_memory must be an int in 0..2**32-1, "
+                                  f"got {self.shared_memory!r}")
+        object.__setattr__(self, "shared_memory", sm)
         if self.total_threads > MAX_LANES:
             raise ExecutionFailed(f"a launch may have at most {MAX_LANES} lanes, this one has {self.total_threads}")
 
@@ -93,9 +102,10 @@ class LaunchConfig:
         """
         width = _positive("grid_2d", "width", width)
         height = _positive("grid_2d", "height", height)
-        if not (isinstance(block, (tuple, list)) and len(block) == 2 and all(_is_positive_int(b) for b in block)):
+        sizes = tuple(as_int(b) for b in block) if isinstance(block, (tuple, list)) else ()
+        if len(sizes) != 2 or not all(b is not None and b >= 1 for b in sizes):
             raise ExecutionFailed(f"LaunchConfig.grid_2d: block must be two positive ints, got {block!r}")
-        bx, by = min(width, block[0]), min(height, block[1])
+        bx, by = min(width, sizes[0]), min(height, sizes[1])  # type: ignore[type-var]
         return cls(grid=(_blocks(width, bx), _blocks(height, by), 1), block=(bx, by, 1), shared_memory=shared_memory)
 
     @property

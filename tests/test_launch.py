@@ -84,3 +84,15 @@ def test_execution_params_normalize_presets_like_immediates_into_a_read_only_cop
 def test_bad_execution_params_raise_naming_the_field(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def test_numpy_integers_are_accepted_where_ints_are():
+    np = pytest.importorskip("numpy")
+    assert LaunchConfig.linear(np.int64(300)).total_threads == 512
+    assert LaunchConfig.linear(300, block_size=np.int32(100)).grid == (3, 1, 1)
+    assert LaunchConfig.grid_2d(np.int64(4), np.uint8(4), (np.int64(2), 2)).grid == (2, 2, 1)
+    config = LaunchConfig(grid=(np.int32(2), 1), block=np.uint16(3), shared_memory=np.int64(16))
+    assert (config.grid, config.block, config.shared_memory) == ((2, 1, 1), (3, 1, 1), 16)
+    assert all(type(d) is int for d in config.grid + config.block) and type(config.shared_memory) is int
+    with pytest.raises(ExecutionFailed, match="must be a positive int"):
+        LaunchConfig.linear(np.bool_(True))

@@ -113,3 +113,10 @@ def test_numpy_object_arrays_need_ty():
         backend.allocate_typed(np.array([object()]), Type.F32)
     assert list(backend.copy_typed_from(backend.allocate_typed(np.array([1, 2.5], dtype=object), Type.F32),
                                         Type.F32)) == [1.0, 2.5]
+
+
+def test_a_numpy_integer_count_is_a_count():
+    backend = CpuBackend()
+    handle = backend.allocate_typed(np.int64(3), Type.F32)
+    assert backend.buffer_size(handle) == 12
+    assert list(backend.copy_typed_from(handle, Type.F32, count=np.int64(2), offset=np.int32(4))) == [0.0, 0.0]
