@@ -90,7 +90,10 @@ class Pool:
         Returns a new ``bytes`` (one copy). Raises InvalidBuffer when the range
         is not inside the bytes held.
         """
-        if length is None and isinstance(offset, int) and not isinstance(offset, bool):
+        if length is None and isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
+            if offset > self._length:
+                raise InvalidBuffer(f"Pool.read: offset {offset} is outside the {self._length} bytes held "
+                                    f"(capacity {self.capacity})")
             length = self._length - offset
         for name, value in (("offset", offset), ("length", length)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

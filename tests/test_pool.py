@@ -109,3 +109,11 @@ def test_clear_and_bytes():
     assert len(pool) == 0 and pool.read() == b"" and pool.total_written == 0
     pool.write(b"q")
     assert bytes(pool) == b"q" and "1/3" in repr(pool)
+
+
+def test_an_offset_past_the_bytes_held_is_named_when_no_length_is_given():
+    pool = Pool(8)
+    pool.write(b"abc")
+    assert pool.read(3) == b""
+    with pytest.raises(InvalidBuffer, match=r"Pool.read: offset 5 is outside the 3 bytes held \(capacity 8\)"):
+        pool.read(5)
