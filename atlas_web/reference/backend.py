@@ -7,6 +7,7 @@ and the static addresses of the launch were checked against live buffers.
 
 from __future__ import annotations
 
+import os
 import platform
 from typing import Any, Mapping
 
@@ -26,7 +27,7 @@ from .exec_state import LaneGeometry
 from .exec_store import MemoryStore
 from .executor import RULES, Prepared, prepare, run_program
 
-__all__ = ["CpuBackend", "MAX_REFERENCE_LANES", "MAX_SHARED_TOTAL"]
+__all__ = ["CpuBackend", "MAX_REFERENCE_LANES", "MAX_SHARED_TOTAL", "host_memory_bytes"]
 
 #: the most lanes one launch may have on the reference backend (its lane state lives in host memory)
 MAX_REFERENCE_LANES = 1 << 26
@@ -34,6 +35,15 @@ MAX_REFERENCE_LANES = 1 << 26
 MAX_SHARED_TOTAL = 1 << 31
 #: verified programs kept per backend (oldest dropped first)
 _PROGRAM_CACHE_SIZE = 256
+
+
+def host_memory_bytes() -> int | None:
+    """The host's physical memory in bytes, or None where ``os.sysconf`` cannot tell."""
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page_size if pages > 0 and page_size > 0 else None
 
 
 class CpuBackend(Backend):
@@ -176,13 +186,19 @@ class CpuBackend(Backend):
         return ty is None if not info.types else ty in info.types
 
     def device_info(self) -> dict:
-        """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``."""
+        """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``
+        and ``max_memory``: the memory limit, or the host's physical memory (None where the host does not
+        say), so ``init_backend_with_memory_check`` need not allocate (NumPy's zeros are lazy and would
+        accept any size)."""
+        host = host_memory_bytes()
+        limit = self._memory.limit
         return {
             "name": self.name,
             "device": platform.processor() or platform.machine() or "host CPU",
             "engine": f"NumPy {np.__version__}",
-            "memory_limit": self._memory.limit,
+            "memory_limit": limit,
             "memory_used": self._memory.used,
+            "max_memory": host if limit is None else min(limit, host if host is not None else limit),
         }
 
     def resonance_accumulator(self) -> list[float]:

@@ -179,3 +179,21 @@ def test_preset_registers_are_checked_like_immediates(backend):
                                ({r(250): (Type.U32, 1)}, "special register")):
         with pytest.raises(ProgramError, match=message):
             run(backend, program, 2, registers=registers)
+
+
+def test_max_memory_is_the_memory_limit_or_the_host_memory():
+    from atlas_web.reference.backend import host_memory_bytes
+    host = host_memory_bytes()
+    assert host is None or host > 0
+    assert CpuBackend(memory_limit=1 << 20).device_info()["max_memory"] == min(1 << 20, host or 1 << 20)
+    assert CpuBackend().device_info()["max_memory"] == host
+
+
+def test_memory_check_does_not_promise_more_than_the_host_has():
+    from atlas_web import init_backend_with_memory_check
+    from atlas_web.reference.backend import host_memory_bytes
+    host = host_memory_bytes()
+    assert host is not None, "this test needs a host that reports its memory (Linux does)"
+    with pytest.raises(AllocationFailed, match="max_memory"):
+        init_backend_with_memory_check("cpu", 2 * host)  # NumPy's lazy zeros would have accepted it
+    assert isinstance(init_backend_with_memory_check("cpu", 1 << 20), CpuBackend)
