@@ -86,16 +86,13 @@ def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type) -> int | flo
     return ty.wrap(value)
 
 
-def _check_register(info: OpcodeInfo, op: Operand, value: object) -> object:
-    if not isinstance(value, Register):
-        raise _fail(info, f"operand {op.name!r} must be a Register, got {value!r}")
-    return value
-
-
-def _check_predicate(info: OpcodeInfo, op: Operand, value: object) -> object:
-    if not isinstance(value, Predicate):
-        raise _fail(info, f"operand {op.name!r} must be a Predicate, got {value!r}")
-    return value
+def _instance_check(cls: type) -> Callable[[OpcodeInfo, Operand, object], object]:
+    """The check of an operand that must be a ``cls`` (Register, Predicate)."""
+    def check(info: OpcodeInfo, op: Operand, value: object) -> object:
+        if not isinstance(value, cls):
+            raise _fail(info, f"operand {op.name!r} must be a {cls.__name__}, got {value!r}")
+        return value
+    return check
 
 
 def _check_optional_predicate(info: OpcodeInfo, op: Operand, value: object) -> object:
@@ -145,8 +142,8 @@ def _check_enum(info: OpcodeInfo, op: Operand, value: object) -> object:
 #: OperandKind -> (info, operand, value) -> the value to store, or ProgramError naming the operand. IMM is
 #: normalized to the instruction's type separately (after the type fields are checked).
 _OPERAND_CHECKS: dict[OperandKind, Callable[[OpcodeInfo, Operand, object], object]] = {
-    OperandKind.REG: _check_register,
-    OperandKind.PRED: _check_predicate,
+    OperandKind.REG: _instance_check(Register),
+    OperandKind.PRED: _instance_check(Predicate),
     OperandKind.OPT_PRED: _check_optional_predicate,
     OperandKind.FLAG: _check_flag,
     OperandKind.LABEL: _check_label,
