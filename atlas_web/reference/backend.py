@@ -15,6 +15,7 @@ import numpy as np
 
 from ..atlas import NUM_CLASSES
 from ..backend import Backend
+from ..cache import ProgramCache
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
@@ -33,7 +34,7 @@ __all__ = ["CpuBackend", "MAX_REFERENCE_LANES", "MAX_SHARED_TOTAL", "host_memory
 MAX_REFERENCE_LANES = 1 << 26
 #: the most bytes of shared memory (all blocks together) one launch may have here
 MAX_SHARED_TOTAL = 1 << 31
-#: verified programs kept per backend (oldest dropped first)
+#: verified programs kept per backend (least recently used dropped first)
 _PROGRAM_CACHE_SIZE = 256
 
 
@@ -61,7 +62,7 @@ class CpuBackend(Backend):
         self.budget = check_budget(budget, "CpuBackend budget")
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
-        self._programs: dict[tuple, tuple[Any, Prepared]] = {}
+        self._programs = ProgramCache(_PROGRAM_CACHE_SIZE)  # (digest, preset types) -> (ProgramInfo, Prepared)
         # lane ids and special registers of the last launch shape (read-only, reused by the next launch)
         self._geometry: LaneGeometry | None = None
 
@@ -169,14 +170,11 @@ class CpuBackend(Backend):
         """The verifier's ProgramInfo and the executor's plans, cached by digest and preset register types."""
         preset_types = {reg: ty for reg, (ty, _value) in presets.items()}
         key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
-        cached = self._programs.get(key)
-        if cached is None:
+        def build() -> tuple[Any, Prepared]:
             from ..verify import verify
             info = verify(program, preset_types=preset_types)
-            cached = self._programs[key] = (info, prepare(program, info))
-            if len(self._programs) > _PROGRAM_CACHE_SIZE:
-                del self._programs[next(iter(self._programs))]
-        return cached
+            return info, prepare(program, info)
+        return self._programs.get_or_build(key, build)
 
     # ---- capabilities ------------------------------------------------------------
     def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
