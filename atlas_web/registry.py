@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
 from .backend import API_VERSION, Backend
-from .errors import AllocationFailed, AtlasError, BackendUnavailable
+from .errors import AllocationFailed, AtlasError, BackendUnavailable, UnsupportedOperation
 from .memory import MAX_ALLOCATION
 
 __all__ = [
@@ -308,13 +308,34 @@ def _label(preference: BackendPreference | str) -> str:
     return preference.name if isinstance(preference, BackendPreference) else repr(preference)
 
 
-def init_backend(preference: BackendPreference | str = BackendPreference.AUTO, **options: Any) -> Backend:
+def init_backend(preference: BackendPreference | str = BackendPreference.AUTO, *, program: Any = None,
+                 **options: Any) -> Backend:
     """Start a backend: AUTO tries webgpu, wasm, cpu (then other registered ones) and falls back when
     one fails to start; CPU/WASM/WEBGPU, or a registered name, start exactly that one.
 
-    Raises BackendUnavailable listing each backend tried and why it did not start.
+    With ``program`` (a Program), only a backend that supports every (instruction, type) pair of it
+    is returned (``Backend.supports``), so AUTO routes e.g. F64 programs past webgpu.
+
+    Raises BackendUnavailable listing each backend tried and why it did not start, or
+    UnsupportedOperation when backends started but none supports the program.
     """
-    return _first_that_starts(preference, lambda backend: None, options)[1]
+    if program is None:
+        return _first_that_starts(preference, lambda backend: None, options)[1]
+    try:
+        return _first_that_starts(preference, lambda backend: _unsupported_by(backend, program), options)[1]
+    except AllocationFailed as refused:  # every backend that started lacks some pair of the program
+        raise UnsupportedOperation("program", None, _label(preference), str(refused)) from None
+
+
+def _unsupported_by(backend: Backend, program: Any) -> str | None:
+    """None when ``backend`` supports every (instruction, type) of ``program``, else the first pair it lacks."""
+    for instr in program.instructions:
+        info = instr.INFO
+        for field_name in info.type_fields or (None,):
+            ty = getattr(instr, field_name) if field_name else None
+            if not backend.supports(info, ty):
+                return f"{info.name} on {getattr(ty, 'name', 'no type')} is not supported"
+    return None
 
 
 def _check_nbytes(nbytes: object) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
+from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
 from atlas_web.isa.types import Type
 
 from .emitter import CodeWriter, ShaderFeatures
@@ -96,7 +97,7 @@ class KernelSpec:
 def kernel_supported(operation: object, ty: Type) -> bool:
     """Whether a kernel exists for ``operation`` on ``ty`` (checked against the value rules)."""
     wt = TYPE_MAP.get(ty)
-    if wt is None:
+    if wt is None or ty not in COOPERATIVE_OPERATION_TYPES[operation]:
         return False
     from .rules import VALUE_RULES
     name = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}[operation]
