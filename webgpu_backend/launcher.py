@@ -223,16 +223,19 @@ class Launcher:
             slots.clear()
             commands.clear()
 
+        known_trap = [NO_TRAP]
+
         def sync():
             """Submit, then (trap lane, what the last step recorded as reached; -1 when nothing ran since
             the last sync, so the lanes are where that sync found them)."""
             last = len(slots) - 1
             if last < 0:
-                return NO_TRAP, -1
+                return known_trap[0], -1
             submit()
             data = yield _Read(self.rt, 0, 4 * (REACHED + MAX_STEPS))
             words = struct.unpack(f"<{REACHED + MAX_STEPS}I", bytes(data))
             self.driver.write_buffer(self.rt, 4 * REACHED, bytes(4 * MAX_STEPS))
+            known_trap[0] = words[TRAP_LANE]
             return words[TRAP_LANE], words[REACHED + last]
 
         stage, expect = plan.stages[0], 0

@@ -51,6 +51,12 @@ def run_on(backend, program, config: LaunchConfig, buffers: list[bytes], *, pres
     return Outcome(out, trap, resonance)
 
 
+def _listing(program) -> str:
+    labels = {index: name for name, index in program.labels.items()}
+    return "\n".join(f"{labels[i] + ': ' if i in labels else ''}{i}: {instr}"
+                     for i, instr in enumerate(program.instructions))
+
+
 def assert_matches_reference(driver, program, config: LaunchConfig, buffers: list[bytes], *, presets=None,
                              budget: int | None = None, compare_buffers: bool = True) -> Outcome:
     """Run on the reference and on a fresh WebGpuBackend: same trap and (unless told otherwise) same
@@ -61,11 +67,12 @@ def assert_matches_reference(driver, program, config: LaunchConfig, buffers: lis
         got = run_on(backend, program, config, buffers, presets=presets, budget=budget)
     finally:
         backend.close()
-    assert got.trap == expected.trap, f"trap: webgpu {got.trap}, reference {expected.trap}"
+    assert got.trap == expected.trap, f"trap: webgpu {got.trap}, reference {expected.trap}\n{_listing(program)}"
     if compare_buffers:
         for k, (want, have) in enumerate(zip(expected.buffers, got.buffers)):
             if want != have:
                 first = next(i for i in range(len(want)) if want[i] != have[i])
                 raise AssertionError(f"buffer {k} differs first at byte {first}: reference "
-                                     f"{want[first:first + 8].hex()}, webgpu {have[first:first + 8].hex()}")
+                                     f"{want[first:first + 8].hex()}, webgpu {have[first:first + 8].hex()}\n"
+                                     f"{_listing(program)}")
     return got
