@@ -26,9 +26,19 @@ __all__ = ["UNARY", "BINARY", "in_binary64", "sigmoid", "swish", "gelu"]
 _GELU_SCALE = math.sqrt(2.0 / math.pi)
 
 
+def _logistic_times(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """x / (1 + exp(-t)) in f64 without overflow: for t < 0 as x*exp(t) / (1 + exp(t)).
+
+    The plain form overflows exp(-t) to inf for t below about -709 and so returns 0 where the
+    true value is still a (subnormal) number.
+    """
+    e = np.exp(-np.abs(t))
+    return np.where(t >= 0, x / (1.0 + e), (x * e) / (1.0 + e))
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) in f64."""
-    return 1.0 / (1.0 + np.exp(-x))
+    """1 / (1 + exp(-x)) in f64 (evaluated without overflow for negative x)."""
+    return _logistic_times(np.ones_like(x), x)
 
 
 def swish(x: np.ndarray) -> np.ndarray:
@@ -39,7 +49,7 @@ def swish(x: np.ndarray) -> np.ndarray:
 def gelu(x: np.ndarray) -> np.ndarray:
     """The tanh form of GELU in f64, as x / (1 + exp(-2z))."""
     z = _GELU_SCALE * (x + 0.044715 * (x * x * x))
-    return x / (1.0 + np.exp(-2.0 * z))
+    return _logistic_times(x, 2.0 * z)
 
 
 def in_binary64(fn):

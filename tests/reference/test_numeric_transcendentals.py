@@ -43,8 +43,16 @@ def _periodic(fn):
     return lambda x: NAN if math.isinf(x) else fn(x)
 
 
+def _logistic_times(x: float, t: float) -> float:
+    """x / (1 + exp(-t)), for t < 0 as x*exp(t) / (1 + exp(t)) so exp never overflows."""
+    if t >= 0:
+        return x / (1.0 + _exp(-t))
+    e = _exp(t)
+    return (x * e) / (1.0 + e)
+
+
 def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + _exp(-x))
+    return NAN if math.isnan(x) else _logistic_times(1.0, x)
 
 
 def _gelu(x: float) -> float:
@@ -53,7 +61,7 @@ def _gelu(x: float) -> float:
     cube = x * x * x  # float multiplication overflows to inf instead of raising
     z = math.sqrt(2.0 / math.pi) * (x + 0.044715 * cube)
     # 0.5*x*(1 + tanh(z)) = x / (1 + exp(-2z)), without the cancellation for negative x
-    return x / (1.0 + _exp(-2.0 * z)) if not (math.isinf(x) and x < 0) else NAN
+    return _logistic_times(x, 2.0 * z) if not (math.isinf(x) and x < 0) else NAN
 
 
 ORACLES = {
