@@ -163,7 +163,7 @@ def write_module(table: dict[str, dict[str, float]], device: str, samples: int) 
 
 
 def _number(value: float) -> str:
-    return "math.inf" if math.isinf(value) else str(int(value))
+    return 'float("inf")' if math.isinf(value) else str(int(value))
 
 
 def fit_coefficients() -> None:

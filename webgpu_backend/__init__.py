@@ -28,7 +28,8 @@ from .resources import (
 )
 
 __all__ = [
-    "WebGpuBackend", "GpuDriver", "default_driver", "driver_class", "ShaderCompilationError", "BufferUsage", "BindingKind",
+    "WebGpuBackend", "GpuDriver", "default_driver", "driver_class", "ShaderCompilationError", "BufferUsage",
+    "BindingKind",
     "BindingSpec", "BufferBinding", "GpuBuffer", "ShaderModule", "ComputePipeline", "DispatchCommand",
     "split_workgroups", "REQUIRED_LIMITS", "OPTIONAL_FEATURES",
 ]

@@ -244,7 +244,8 @@ class WebGpuBackend(Backend):
             try:
                 out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
             except ProgramError as error:
-                raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
+                reason = error.reason.removeprefix("MOV_IMM: ")
+                raise ProgramError(f"ExecutionParams.registers[{reg}]: {reason}") from None
         return out
 
     def _compiled(self, program: Program, preset_types: dict) -> tuple[Any, CompiledProgram]:

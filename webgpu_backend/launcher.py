@@ -13,11 +13,19 @@ submitted without any read back.
 The procedure is a generator yielding read requests, so ``run`` (blocking reads) and
 ``run_async`` (awaited reads) share it. Raises AtlasTrap (a lane's or a cooperative step's
 trap), AllocationFailed (scratch memory), ExecutionFailed (limits).
+
+A launch that read nothing back and ran no host step is *recorded* (its buffer writes and
+clears, and its dispatches with their bind groups resolved) under (program digest, launch
+shape, presets, budget, memory and scratch generations); the same launch again replays the
+record (cached launches cost a buffer write or two and one submission of host time). The
+launch slots are written only when they differ from what the buffer holds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from atlas_web.errors import AtlasTrap, ExecutionFailed, TrapCode
@@ -28,7 +36,9 @@ from .host_steps import HostSteps, kernel_operands
 from .resources import BufferBinding, BufferUsage, DispatchCommand, as_layout, split_workgroups
 from .wgsl import FIRST_CHUNK_BINDING, KernelSpec, ShaderFeatures, kernel_layout, kernel_source
 from .wgsl.emitter import ENGINE_LIMIT_TRAP
-from .wgsl.cooperative import ELEMENTS_PER_INVOCATION, MAX_GROUPS, VECTOR_BINARY, WORKGROUP
+from .wgsl.cooperative import (
+    ELEMENTS_PER_INVOCATION, MAX_GROUPS, SNAPSHOT_LAYOUT, SNAPSHOT_SOURCE, VECTOR_BINARY, WORKGROUP,
+)
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS
 from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_LANE, pack_launch
@@ -41,6 +51,8 @@ _VECTOR_TYPES = ("F32", "U32", "I32")
 _MAX_BUDGET = 0xFFFFFFFE
 #: kernel binding -> the array operand bound there (3-5: array<u32> views, 7-9: vec4 views)
 _ROLES = {3: "dst", 4: "src_a", 5: "src_b", 7: "dst", 8: "src_a", 9: "src_b"}
+#: recorded launches kept per launcher
+_MAX_RECORDS = 64
 
 
 @dataclass
@@ -59,6 +71,32 @@ class _Read:
         self.buffer, self.offset, self.size = buffer, offset, size
 
 
+class _Recorder:
+    """The device operations of one launch, done at once and recorded for a replay:
+    ("write", buffer, offset, bytes), ("clear", buffer, offset, size), ("submit", resolved dispatches).
+    ``replayable`` turns False when the launch reads back or runs a host step."""
+
+    def __init__(self, launcher: "Launcher") -> None:
+        self.launcher = launcher
+        self.ops: list[tuple] = []
+        self.replayable = True
+
+    def write(self, buffer, offset: int, data: bytes) -> None:
+        self.ops.append(("write", buffer, offset, data))
+        self.launcher._write(buffer, offset, data)
+
+    def clear(self, buffer, offset: int, size: int) -> None:
+        self.ops.append(("clear", buffer, offset, size))
+        self.launcher.driver.clear_buffer(buffer, offset, size)
+
+    def dispatch(self, commands: list) -> None:
+        driver = self.launcher.driver
+        driver.dispatch_many(commands)              # checks everything, then submits
+        if self.replayable:
+            # the driver's own resolution (checked bindings, cached bind group), kept with the record
+            self.ops.append(("submit", [driver._resolve_dispatch(k, c) for k, c in enumerate(commands)]))
+
+
 class Launcher:
     """Scratch buffers, pipeline cache and the launch procedure of one WebGpuBackend."""
 
@@ -66,13 +104,25 @@ class Launcher:
         self.driver = driver
         self.memory = memory
         self.features = features
-        self.launch_slots = driver.create_buffer(MAX_STEPS * LAUNCH_SLOT_BYTES, BufferUsage.STORAGE | BufferUsage.COPY_DST)
+        self.launch_slots = driver.create_buffer(MAX_STEPS * LAUNCH_SLOT_BYTES,
+                                                 BufferUsage.STORAGE | BufferUsage.COPY_DST)
         self.rt = driver.create_buffer(4096, _STORAGE)
         self.state = driver.create_buffer(16, _STORAGE)
         self.partials = driver.create_buffer(MAX_GROUPS * 8, _STORAGE)
+        #: copies of source arrays that overlap their destination (per role)
+        self.snapshot_src_a = driver.create_buffer(16, _STORAGE)
+        self.snapshot_src_b = driver.create_buffer(16, _STORAGE)
         self.max_groups = driver.limit("maxComputeWorkgroupsPerDimension")
+        self.bind_alignment = driver.limit("minStorageBufferOffsetAlignment")
         self._pipelines: dict[tuple, object] = {}
         self.host = HostSteps(memory)
+        #: increases whenever a scratch buffer is replaced (recorded bind groups name the old one)
+        self.generation = 0
+        self._records: OrderedDict[tuple, tuple] = OrderedDict()
+        #: what the launch slots buffer holds from its start
+        self._slots_held = b""
+        #: scratch buffers replaced, still named by commands not yet submitted
+        self._retired: list = []
 
     # ---- scratch buffers -----------------------------------------------------------------------
     def _ensure(self, name: str, size: int) -> None:
@@ -83,8 +133,34 @@ class Launcher:
         if size > limit:
             raise ExecutionFailed(f"the launch needs {size} bytes of {name} scratch; maxStorageBufferBindingSize is "
                                   f"{limit} bytes (use fewer lanes)")
-        self.driver.destroy_buffer(buffer)
+        self._retired.append(buffer)     # destroyed once the commands naming it are submitted
         setattr(self, name, self.driver.create_buffer(max(size, 2 * buffer.size), _STORAGE))
+        self.generation += 1
+
+    def _destroy_retired(self) -> None:
+        for buffer in self._retired:
+            self.driver.destroy_buffer(buffer)
+        self._retired.clear()
+
+    def _write(self, buffer, offset: int, data: bytes) -> None:
+        if buffer is self.launch_slots:
+            if offset == 0 and self._slots_held[:len(data)] == data:
+                return                              # the device reads these slots only
+            held = bytearray(self._slots_held.ljust(offset + len(data), b"\0"))
+            held[offset:offset + len(data)] = data
+            self._slots_held = bytes(held)
+        self.driver.write_buffer(buffer, offset, data)
+
+    def _replay(self, ops: list) -> None:
+        driver = self.driver
+        for op in ops:
+            if op[0] == "write":
+                self._write(op[1], op[2], op[3])
+            elif op[0] == "clear":
+                driver.clear_buffer(op[1], op[2], op[3])
+            else:
+                driver._check_open()
+                driver._native_submit_dispatches(op[1])
 
     # ---- pipelines -----------------------------------------------------------------------------
     def _pipeline(self, key: tuple, source, layout: dict[int, str]):
@@ -131,32 +207,49 @@ class Launcher:
         vector = aligned and ty.name in _VECTOR_TYPES and (
             (kind == "binary" and (operation in VECTOR_BINARY or (ty.name == "F32" and operation.name == "Div")))
             or (kind == "reduce" and ty.name == "F32" and operation.name in ("Sum", "Product")))
-        fields = {"count": count, "dst": offsets.get("dst", 0), "src_a": offsets.get("src_a", 0),
-                  "src_b": offsets.get("src_b", 0)}
+        # each array bound at its own offset (the shader adds no base) where the device allows it
+        bound = all(byte % self.bind_alignment == 0 and buffer.size - byte >= 16
+                    for buffer, byte in operands.values())
+        fields = {"count": count}
+        if not bound:
+            fields.update(dst=offsets.get("dst", 0), src_a=offsets.get("src_a", 0), src_b=offsets.get("src_b", 0))
+        if kind in ("map", "binary") and vector:
+            # whole vec4s, then the tail kernel (the count % 4 elements left; it marks the step)
+            dispatches = [(KernelSpec(kind, operation, ty, False, bound, tail=True), _ROLES, (1, 1, 1))]
+            if count >= 4:
+                groups = -(-(count // 4) // WORKGROUP)
+                dispatches.insert(0, (KernelSpec(kind, operation, ty, True, bound), _ROLES,
+                                      split_workgroups(groups, self.max_groups)))
+            return dispatches, fields
         if kind in ("map", "binary"):
-            if vector:
-                invocations = -(-count // 4)
-            elif size >= 4:
+            if size >= 4:
                 invocations = count
             else:
                 invocations = -(-((offsets["dst"] & 3) + count * size) // 4)
             groups = max(1, -(-invocations // WORKGROUP))
-            spec = KernelSpec(kind, operation, ty, vector)
+            spec = KernelSpec(kind, operation, ty, vector, bound)
             return [(spec, _ROLES, split_workgroups(groups, self.max_groups))], fields
         per_group = WORKGROUP * (4 * ELEMENTS_PER_INVOCATION if vector else 1)
         groups = max(1, min(MAX_GROUPS, -(-count // per_group)))
         fields["groups"] = groups
-        return [(KernelSpec("reduce", operation, ty, vector), _ROLES, (groups, 1, 1)),
-                (KernelSpec("reduce_final", operation, ty, False), _ROLES, (1, 1, 1))], fields
+        return [(KernelSpec("reduce", operation, ty, vector, bound), _ROLES, (groups, 1, 1)),
+                (KernelSpec("reduce_final", operation, ty), _ROLES, (1, 1, 1))], fields
 
-    def _kernel_commands(self, dispatches: list, operands: dict, slot: int) -> list[DispatchCommand]:
+    def _kernel_commands(self, dispatches: list, step: CooperativePlan, operands: dict,
+                         slot: int) -> list[DispatchCommand]:
         launch = BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES)
+        # a bound array: its bytes rounded up to 16 (whole vec4s), within its chunk
+        span = max(16, -(-step.instr.count * step.instr.ty.size_bytes() // 16) * 16)
         commands = []
         for spec, roles, workgroups in dispatches:
+            # first in a submission the host knows that nothing trapped and where the lanes are
+            spec = dataclasses.replace(spec, guarded=slot > 0)
             bindings = {0: launch, 1: self.rt}
             for binding in kernel_layout(spec):
                 if binding in roles:
-                    bindings[binding] = operands[roles[binding]][0]
+                    buffer, byte = operands[roles[binding]]
+                    bindings[binding] = (BufferBinding(buffer, byte, min(buffer.size - byte, span))
+                                         if spec.bound else buffer)
                 elif binding == 6:
                     bindings[binding] = self.partials
             commands.append(DispatchCommand(self._kernel(spec), bindings, workgroups))
@@ -167,29 +260,59 @@ class Launcher:
                               kernel_layout(spec))
 
     # ---- the launch ----------------------------------------------------------------------------
+    def _record_key(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int) -> tuple:
+        return (compiled.digest, config, tuple(sorted(presets.items())), budget, self.memory.generation,
+                self.memory.table_entries, self.generation)
+
+    def _start(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int):
+        """(recorded outcome or None, record key, recorder, procedure)."""
+        key = self._record_key(compiled, config, presets, budget)
+        record = self._records.get(key)
+        if record is not None:
+            self._records.move_to_end(key)
+            self._replay(record[0])
+            return record[1], key, None, None
+        recorder = _Recorder(self)
+        return None, key, recorder, self._procedure(compiled, config, presets, budget, recorder)
+
+    def _keep(self, key: tuple, recorder: _Recorder, outcome: LaunchOutcome) -> LaunchOutcome:
+        # not when a scratch buffer was replaced during the launch: the record would name the old one
+        if recorder.replayable and key[-1] == self.generation:
+            self._records[key] = (recorder.ops, outcome)
+            if len(self._records) > _MAX_RECORDS:
+                self._records.popitem(last=False)
+        return outcome
+
     def run(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int) -> LaunchOutcome:
         """Run one launch, blocking on the reads it needs. Raises as the module docstring says."""
-        procedure = self._procedure(compiled, config, presets, budget)
+        outcome, key, recorder, procedure = self._start(compiled, config, presets, budget)
+        if outcome is not None:
+            return outcome
         try:
             request = next(procedure)
+            recorder.replayable = False
             while True:
                 request = procedure.send(self.driver.read_buffer(request.buffer, request.offset, request.size))
         except StopIteration as done:
-            return done.value
+            return self._keep(key, recorder, done.value)
 
     async def run_async(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict,
                         budget: int) -> LaunchOutcome:
         """As ``run``, awaiting the device instead of blocking the event loop."""
-        procedure = self._procedure(compiled, config, presets, budget)
+        outcome, key, recorder, procedure = self._start(compiled, config, presets, budget)
+        if outcome is not None:
+            return outcome
         try:
             request = next(procedure)
+            recorder.replayable = False
             while True:
                 data = await self.driver.read_buffer_async(request.buffer, request.offset, request.size)
                 request = procedure.send(data)
         except StopIteration as done:
-            return done.value
+            return self._keep(key, recorder, done.value)
 
-    def _procedure(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int):
+    def _procedure(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int,
+                   io: _Recorder):
         plan = compiled.plan
         shaders = compiled.stage_shaders(config, self.features, len(self.memory.chunks))
         may_trap = any(s.may_trap for s in shaders)
@@ -199,15 +322,15 @@ class Launcher:
         state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders)
         self._ensure("state", state_bytes)
         if wide_bytes:
-            self.driver.clear_buffer(self.state, wide_offset, wide_bytes)
+            io.clear(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)
         struct.pack_into("<I", header, 4 * TRAP_LANE, NO_TRAP)
         for key, words in presets.items():
             base = 4 * (runtime.uniforms + compiled.state.uniform_words[key])
             header[base:base + 4 * len(words)] = struct.pack(f"<{len(words)}I", *words)
-        self.driver.write_buffer(self.rt, 0, header)
+        io.write(self.rt, 0, header)
         if resonance:
-            self.driver.clear_buffer(self.rt, 4 * runtime.resonance, 4 * RES_WORDS)
+            io.clear(self.rt, 4 * runtime.resonance, 4 * RES_WORDS)
         common = {"budget": min(budget, _MAX_BUDGET), "lanes": config.total_threads}
         slots: list[bytes] = []
         commands: list = []
@@ -218,8 +341,9 @@ class Launcher:
 
         def submit():
             if commands:
-                self.driver.write_buffer(self.launch_slots, 0, b"".join(slots))
-                self.driver.dispatch_many(commands)
+                io.write(self.launch_slots, 0, b"".join(slots))
+                io.dispatch(commands)
+            self._destroy_retired()
             slots.clear()
             commands.clear()
 
@@ -234,13 +358,13 @@ class Launcher:
             submit()
             data = yield _Read(self.rt, 0, 4 * (REACHED + MAX_STEPS))
             words = struct.unpack(f"<{REACHED + MAX_STEPS}I", bytes(data))
-            self.driver.write_buffer(self.rt, 4 * REACHED, bytes(4 * MAX_STEPS))
+            io.write(self.rt, 4 * REACHED, bytes(4 * MAX_STEPS))
             known_trap[0] = words[TRAP_LANE]
             return words[TRAP_LANE], words[REACHED + last]
 
         stage, expect = plan.stages[0], 0
         if 0 in compiled.passes_to and compiled.state.total_slots > 1:
-            self.driver.clear_buffer(self.state, 0, 4 * compiled.state.total_slots * config.total_threads)
+            io.clear(self.state, 0, 4 * compiled.state.total_slots * config.total_threads)
         while True:
             passing = compiled.passes_to.get(stage.id)
             if passing is None and stage.id not in compiled.empty_stages:
@@ -269,6 +393,7 @@ class Launcher:
             lane0 = (yield from self._lane_zero(compiled, config, step)) if step.host else None
             stage = plan.stage_entered_at(step.resume)
             if step.kind in ("pool_alloc", "pool_free"):
+                io.replayable = False
                 self.host.pool_step(step, lane0, self.rt, 4 * runtime.uniforms, self.driver)
                 expect = 0   # nothing on the device records this step: the next stage runs unconditionally
             else:
@@ -293,10 +418,39 @@ class Launcher:
         return LaunchOutcome(runtime.resonance if resonance else None)
 
     def _add_kernel(self, add, step: CooperativePlan, operands: dict, fields: dict, runtime) -> None:
+        operands, snapshots = self._snapshots(step, operands)
         dispatches, kernel_fields = self._kernel_plan(step, operands)
         if step.result is not None:
             fields["result"] = runtime.uniforms + step.result[1]
-        add({**fields, **kernel_fields}, lambda slot: self._kernel_commands(dispatches, operands, slot))
+        add({**fields, **kernel_fields},
+            lambda slot: snapshots + self._kernel_commands(dispatches, step, operands, slot))
+
+    def _snapshots(self, step: CooperativePlan, operands: dict) -> tuple[dict, list[DispatchCommand]]:
+        """Sources overlapping the destination at another offset, copied to scratch first: the
+        operands the kernel reads instead, and the copy dispatches. Raises ExecutionFailed (scratch)."""
+        if "dst" not in operands:
+            return operands, []
+        nbytes = step.instr.count * step.instr.ty.size_bytes()
+        dst_buffer, dst = operands["dst"]
+        out, commands = dict(operands), []
+        for role in ("src_a", "src_b"):
+            if role not in operands:
+                continue
+            buffer, byte = operands[role]
+            if buffer is not dst_buffer or byte == dst or byte >= dst + nbytes or dst >= byte + nbytes:
+                continue
+            start = byte - byte % self.bind_alignment
+            size = min(buffer.size, -(-(byte + nbytes) // 4) * 4) - start
+            name = f"snapshot_{role}"
+            self._ensure(name, size)
+            copy = getattr(self, name)
+            groups = -(-size // 4 // WORKGROUP)
+            pipeline = self._pipeline(("snapshot",), SNAPSHOT_SOURCE, SNAPSHOT_LAYOUT)
+            commands.append(DispatchCommand(pipeline, {0: BufferBinding(buffer, start, size),
+                                                       1: BufferBinding(copy, 0, size)},
+                                            split_workgroups(groups, self.max_groups)))
+            out[role] = (copy, byte - start)
+        return out, commands
 
     def _lane_zero(self, compiled: CompiledProgram, config: LaunchConfig, step: CooperativePlan):
         """Lane 0's values of the registers ``step`` reads (path -> tuple of u32 words), read from lane state."""

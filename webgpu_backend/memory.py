@@ -6,9 +6,9 @@ Layout
     ``maxBufferSize``, whichever is smaller), so a shader binds all of memory with a handful
     of bindings and a register-held pointer ``(handle << 32) | offset`` is resolved on the
     device through the *device handle table*. Each chunk is an ``atlas_web.memory.ArenaAllocator``
-    (16-byte aligned, first fit, coalescing); a chunk starts small and grows (a new, larger
-    buffer and a device-side copy) up to the capacity; a new chunk is opened when no chunk can
-    hold an allocation, up to ``max_chunks``.
+    (aligned to max(16, minStorageBufferOffsetAlignment) bytes, first fit, coalescing); a chunk
+    starts small and grows (a new, larger buffer and a device-side copy) up to the capacity; a
+    new chunk is opened when no chunk can hold an allocation, up to ``max_chunks``.
 
 Device handle table
     One ``vec4<u32>`` per handle: ``(chunk, base byte offset, size, kind)`` with
@@ -38,7 +38,7 @@ from .resources import BufferUsage, GpuBuffer
 
 __all__ = [
     "GpuMemory", "Chunk", "KIND_NONE", "KIND_BUFFER", "KIND_POOL", "KIND_BOUNDARY", "KIND_CODES",
-    "TABLE_ENTRY_BYTES", "ARENA_ALIGNMENT", "DEFAULT_MAX_CHUNKS",
+    "TABLE_ENTRY_BYTES", "ARENA_ALIGNMENT", "MAX_ARENA_ALIGNMENT", "DEFAULT_MAX_CHUNKS",
 ]
 
 KIND_NONE = 0
@@ -49,8 +49,11 @@ KIND_BOUNDARY = 3
 KIND_CODES = {"buffer": KIND_BUFFER, "pool": KIND_POOL, "boundary": KIND_BOUNDARY}
 #: bytes of one device table entry: vec4<u32> (chunk, base, size, kind)
 TABLE_ENTRY_BYTES = 16
-#: alignment of every allocation inside a chunk (vec4 kernels read 16-byte aligned arrays)
+#: the least alignment of every allocation inside a chunk (vec4 kernels read 16-byte aligned arrays);
+#: a GpuMemory uses the device's minStorageBufferOffsetAlignment where that is larger (up to
+#: MAX_ARENA_ALIGNMENT), so kernels can bind each array at its own offset
 ARENA_ALIGNMENT = 16
+MAX_ARENA_ALIGNMENT = 256
 #: chunks a backend opens at most (each is one storage binding of every shader)
 DEFAULT_MAX_CHUNKS = 4
 #: first size of a chunk (it doubles as allocations need more, up to the capacity)
@@ -82,7 +85,10 @@ class GpuMemory:
         self.driver = driver
         device_cap = min(driver.limit("maxStorageBufferBindingSize"), driver.limit("maxBufferSize"))
         cap = device_cap if chunk_capacity is None else min(chunk_capacity, device_cap)
-        self.chunk_capacity = cap - cap % ARENA_ALIGNMENT
+        #: alignment of every allocation (and of every chunk size)
+        self.alignment = max(ARENA_ALIGNMENT, min(MAX_ARENA_ALIGNMENT,
+                                                  driver.limit("minStorageBufferOffsetAlignment")))
+        self.chunk_capacity = cap - cap % self.alignment
         if self.chunk_capacity < BOUNDARY_BYTES:
             raise AllocationFailed(f"a chunk of {self.chunk_capacity} bytes cannot hold the boundary memory "
                                    f"({BOUNDARY_BYTES} bytes)")
@@ -110,10 +116,10 @@ class GpuMemory:
     # ---- chunks ---------------------------------------------------------------------------------
     def _open_chunk(self, at_least: int) -> Chunk:
         index = len(self.chunks)
-        size = min(self.chunk_capacity, max(_INITIAL_CHUNK_BYTES, _round_up(at_least, ARENA_ALIGNMENT)))
+        size = min(self.chunk_capacity, max(_INITIAL_CHUNK_BYTES, _round_up(at_least, self.alignment)))
         buffer = self.driver.create_buffer(size, _CHUNK_USAGE)
         chunk = Chunk(index, buffer, None)  # type: ignore[arg-type]
-        chunk.arena = ArenaAllocator(0, size, limit=self.chunk_capacity, alignment=ARENA_ALIGNMENT,
+        chunk.arena = ArenaAllocator(0, size, limit=self.chunk_capacity, alignment=self.alignment,
                                      grow=lambda end, c=chunk: self._grow_chunk(c, end))
         self.chunks.append(chunk)
         self.generation += 1
@@ -171,7 +177,7 @@ class GpuMemory:
         if size > self.chunk_capacity:
             raise AllocationFailed(f"{kind} of {size} bytes asked; the webgpu backend holds at most "
                                    f"{self.chunk_capacity} bytes per allocation (one storage binding)")
-        rounded = _round_up(max(size, 1), ARENA_ALIGNMENT)
+        rounded = _round_up(max(size, 1), self.alignment)
         if self.memory_limit is not None and self.used + rounded > self.memory_limit:
             raise AllocationFailed(f"{kind} of {size} bytes asked; {self.memory_limit - self.used} bytes are left "
                                    f"of the backend's memory_limit of {self.memory_limit} bytes")
@@ -206,7 +212,7 @@ class GpuMemory:
         chunk = self.chunks[self.chunk_of.pop(alloc.handle)]
         chunk.arena.free(alloc.base)
         self._write_entry(alloc.handle, (0, 0, 0, KIND_NONE))
-        self.used -= _round_up(max(alloc.size, 1), ARENA_ALIGNMENT)
+        self.used -= _round_up(max(alloc.size, 1), self.alignment)
         return alloc
 
     def get(self, handle: object, kind: str | None = None) -> Allocation:

@@ -32,6 +32,12 @@ RES_ACCUM = _POINTER.format(stride=4, buffer=0, dst="r5") + """
     mov_imm.u32 r9, 96
     rem.u32 r10, r8, r9
     res.accum.f32 r10, r6
+"""
+
+#: the F64 accumulation on its own: a backend without F64 (webgpu) raises UnsupportedOperation
+#: here and still runs ResAccum on the other types
+RES_ACCUM_F64 = _POINTER.format(stride=4, buffer=0, dst="r5") + """
+    ldg.f32 r6, [r5 + 0]
     cvt.f64.f32 r11, r6
     mul.f64 r12, r11, r11
     cvt.u8.u32 r13, r255
@@ -83,6 +89,7 @@ def atlas_cases() -> list[Case]:
     floats = struct.pack(f"<{LANES}f", *[(i * 37 % 101) / 7.0 - 3.5 for i in range(LANES)])
     specs = [
         ("res_accum", RES_ACCUM, (Buffer(Type.F32, floats),)),
+        ("res_accum_f64", RES_ACCUM_F64, (Buffer(Type.F32, floats),)),
         ("phase", PHASE, (Buffer(Type.U8, bytes(16 * LANES), output=True), Buffer(Type.U8, bytes(16)))),
         ("class_operand_types", CLASS_TYPES, (Buffer(Type.U8, bytes(8 * LANES), output=True),)),
     ]
@@ -94,4 +101,4 @@ def atlas_cases() -> list[Case]:
 
 
 #: the cases whose resonance sums are compared
-RESONANCE_CASES = frozenset({"atlas.res_accum"})
+RESONANCE_CASES = frozenset({"atlas.res_accum", "atlas.res_accum_f64"})

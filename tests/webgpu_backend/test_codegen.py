@@ -67,7 +67,8 @@ def _library_module(features: ShaderFeatures) -> str:
             + "struct Launch { zero: u32, }\n@group(0) @binding(0) var<storage, read> launch: Launch;\n"
             "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;\n"
             "@group(0) @binding(2) var<storage, read_write> state: array<u32>;\n"
-            "var<private> lane_id: u32;\nconst WIDE_BASE: u32 = 0u;\nconst LANES: u32 = 1u;\nconst RESONANCE: u32 = 0u;\n"
+            "var<private> lane_id: u32;\nconst WIDE_BASE: u32 = 0u;\nconst LANES: u32 = 1u;\n"
+            "const RESONANCE: u32 = 0u;\n"
             + helpers.render()
             + "\n@compute @workgroup_size(1)\nfn main() { state[0] = u32(exp_f32(bitcast<f32>(state[1]))); }\n")
 
@@ -89,6 +90,23 @@ def test_every_kernel_source_passes_naga(gpu_driver, kind, enum):
             if kernel_supported(operation, ty):
                 gpu_driver.compile(kernel_source(KernelSpec(kind, operation, ty), features))
     assert kernel_layout(KernelSpec("binary", BinaryMapOperation.Add, Type.F32, True)).keys() >= {7, 8, 9}
+
+
+def test_kernel_variants_pass_naga(gpu_driver):
+    """Vector bodies, tails, arrays bound at their offsets, unguarded kernels and the snapshot copy."""
+    from webgpu_backend.wgsl.cooperative import SNAPSHOT_SOURCE
+    features = ShaderFeatures(shader_f16="shader-f16" in gpu_driver.features)
+    variants = [KernelSpec("binary", BinaryMapOperation.Add, Type.F32, True, True, False),
+                KernelSpec("binary", BinaryMapOperation.Mul, Type.I32, True, False, True),
+                KernelSpec("binary", BinaryMapOperation.Sub, Type.U32, False, True, False, tail=True),
+                KernelSpec("map", MapOperation.Neg, Type.I8, False, True, False),
+                KernelSpec("reduce", ReduceOperation.Sum, Type.F32, True, True, False)]
+    for spec in variants:
+        source = kernel_source(spec, features)
+        assert ("launch.src_a" in source) is not spec.bound and ("rt[TRAP_LANE]" in source) is spec.guarded
+        gpu_driver.compile(source)
+    assert 3 not in kernel_layout(variants[0]) and 3 in kernel_layout(variants[2])
+    gpu_driver.compile(SNAPSHOT_SOURCE)
 
 
 def test_a_kernel_for_an_operation_a_type_lacks_is_unsupported():

@@ -11,7 +11,9 @@ from atlas_web.isa import (
     MapOperation, MemFence, MemoryScope, ParallelMap, ParallelMapBinary, SETcc, Type,
 )
 from atlas_web.launch import LaunchConfig
-from tests.lowering.programs import GID, LANE_X, P, R, U32, U64, I32, add, imm, lane_slot_pointer, out_presets, program, store
+from tests.lowering.programs import (
+    GID, I32, LANE_X, U32, U64, P, R, add, imm, lane_slot_pointer, out_presets, program, store,
+)
 from tests.lowering.strategies import RandomLaunch, control_flow_launches
 
 from .harness import assert_matches_reference

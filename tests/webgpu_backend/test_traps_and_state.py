@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from atlas_web import ExecutionFailed, LaunchConfig, ProgramBuilder
+from atlas_web import ExecutionFailed, LaunchConfig
 from atlas_web.errors import TrapCode
 from atlas_web.isa import (
     BoundMap, CVT, DIV, LDG, MIRROR, MOV_IMM, NbrGet, PhaseAdv, PhaseGet, PhaseWrite, PoolLoad, REM, ResAccum,

@@ -8,8 +8,6 @@ worse than BUILTIN_LIMIT_ULP. TOLERANCE_ULP is what ulp_tolerance reports per op
 
 from __future__ import annotations
 
-import math
-
 __all__ = ["MEASURED", "IMPLEMENTATION", "TOLERANCE_ULP", "BUILTIN_LIMIT_ULP", "DEVICE", "SWEEP"]
 
 #: where the table was measured

@@ -10,13 +10,19 @@ Kernels, per (kind, operation, type, vector):
 * ``map`` / ``binary``: one invocation per element (8- to 32-bit words per element or more),
   or per destination word for 8- and 16-bit types (it assembles the word, so no two
   invocations write the same word); ``vector``: 4 elements of a 32-bit type per invocation
-  through ``vec4`` views (every array 16-byte aligned), the scalar path for the tail.
+  through ``vec4`` views (every array 16-byte aligned), then the scalar ``tail`` kernel (one
+  workgroup) for the count % 4 elements left.
 * ``reduce``: partial results of up to MAX_GROUPS workgroups of 256 (grid stride, then a tree
   in workgroup memory), then ``reduce_final``: one workgroup combines the partials, rounds
   once to the type and writes the uniform result word(s) of ``rt``. Floats accumulate in f32.
 
+A source array that overlaps the destination at another offset is first copied to scratch by
+the ``SNAPSHOT_SOURCE`` kernel (workgroups cannot wait for each other to finish reading).
+
 Every kernel first checks the launch guard (the previous step reached this one, nothing
-trapped) and marks its step as reached.
+trapped; left out first in a submission) and marks its step as reached. Array operands are
+bound at their own offsets where those meet the device's binding alignment (``bound``): with a
+run-time base offset lavapipe gives up contiguous vector loads (2-3x slower).
 """
 
 from __future__ import annotations
@@ -37,9 +43,9 @@ from .rules_word import sext, wrap
 from .runtime_layout import LAUNCH_STRUCT, NO_TRAP, REACHED, TRAP_LANE
 from .types import TYPE_MAP, WgslType
 
-__all__ = ["KernelSpec", "kernel_source", "KERNEL_LAYOUTS", "kernel_layout", "VECTOR_BINDINGS", "MAP_INSTRUCTIONS", "BINARY_INSTRUCTIONS",
-           "REDUCE_INSTRUCTIONS", "WORKGROUP", "MAX_GROUPS", "VECTOR_BINARY", "ELEMENTS_PER_INVOCATION",
-           "kernel_supported"]
+__all__ = ["KernelSpec", "kernel_source", "KERNEL_LAYOUTS", "kernel_layout", "VECTOR_BINDINGS", "MAP_INSTRUCTIONS",
+           "BINARY_INSTRUCTIONS", "REDUCE_INSTRUCTIONS", "WORKGROUP", "MAX_GROUPS", "VECTOR_BINARY",
+           "ELEMENTS_PER_INVOCATION", "kernel_supported", "SNAPSHOT_LAYOUT", "SNAPSHOT_SOURCE"]
 
 WORKGROUP = 256
 #: the most workgroups of a reduction's first pass
@@ -75,10 +81,27 @@ KERNEL_LAYOUTS = {
 VECTOR_BINDINGS = {"binary": (7, 8, 9), "reduce": (8,)}
 
 
+#: the snapshot kernel: copies the words of a source array that overlaps the destination at
+#: another offset (bound at binding 0) to scratch (binding 1) before the step's kernel, which
+#: then reads the copy: every element is computed from the values before the instruction, as
+#: the contract's read-everything-then-write order wants
+SNAPSHOT_LAYOUT = {0: "read-only-storage", 1: "storage"}
+SNAPSHOT_SOURCE = f"""@group(0) @binding(0) var<storage, read> source: array<u32>;
+@group(0) @binding(1) var<storage, read_write> copy: array<u32>;
+
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let i = gid.x + {WORKGROUP}u * nwg.x * (gid.y + nwg.y * gid.z);
+    if (i < arrayLength(&source)) {{ copy[i] = source[i]; }}
+}}"""
+
+
 def kernel_layout(spec: "KernelSpec") -> dict[int, str]:
     """The bind group layout of a kernel (binding -> WebGPU binding type)."""
     layout = dict(KERNEL_LAYOUTS[spec.kind])
     if spec.vector:
+        if spec.kind == "binary":      # whole vec4s only, through the vec4 views alone
+            layout = {b: t for b, t in layout.items() if b not in (3, 4, 5)}
         layout.update({b: "storage" for b in VECTOR_BINDINGS[spec.kind]})
     return layout
 
@@ -86,12 +109,20 @@ def kernel_layout(spec: "KernelSpec") -> dict[int, str]:
 @dataclass(frozen=True)
 class KernelSpec:
     """One kernel: ``kind`` ("map", "binary", "reduce", "reduce_final"), the cooperative
-    ``operation`` enum member, the element type, and whether it is the vec4 variant."""
+    ``operation`` enum member, the element type, and its variant: ``vector`` (vec4 body),
+    ``bound`` (each array is bound at its own offset, so the shader adds none: a run-time base
+    keeps lavapipe from using contiguous vector loads), ``guarded`` (check that nothing trapped
+    and the previous step reached this one; not needed first in a submission, where the host
+    knows both), ``tail`` (the scalar kernel of the count % 4 elements after a vector kernel's
+    whole vec4s: one workgroup)."""
 
     kind: str
     operation: object
     ty: Type
     vector: bool = False
+    bound: bool = False
+    guarded: bool = True
+    tail: bool = False
 
 
 def kernel_supported(operation: object, ty: Type) -> bool:
@@ -127,7 +158,7 @@ def _relu_dword(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 
 
 # ---- shared pieces ------------------------------------------------------------------------------
-def _header(features: ShaderFeatures, layout: dict[int, str], names: dict[int, str]) -> str:
+def _header(spec: KernelSpec, features: ShaderFeatures, layout: dict[int, str], names: dict[int, str]) -> str:
     lines = [features.enable_directives + LAUNCH_STRUCT,
              "@group(0) @binding(0) var<storage, read> launch: Launch;",
              "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
@@ -135,9 +166,15 @@ def _header(features: ShaderFeatures, layout: dict[int, str], names: dict[int, s
         if binding in layout:
             lines.append(f"@group(0) @binding({binding}) var<storage, read_write> {name};")
     lines.append(f"const TRAP_LANE: u32 = {TRAP_LANE}u;\nconst REACHED: u32 = {REACHED}u;")
-    lines.append("fn guard() -> bool {\n"
-                 f"    return atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u &&\n"
-                 "        (launch.expect == 0u || atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect);\n}")
+    if spec.guarded:
+        lines.append("fn guard() -> bool {\n"
+                     f"    return atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u &&\n"
+                     "        (launch.expect == 0u ||\n"
+                     "         atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect);\n}")
+    else:
+        lines.append("fn guard() -> bool { return true; }")
+    for role, field in (("dst", "dst"), ("a", "src_a"), ("b", "src_b")):
+        lines.append(f"fn base_{role}() -> u32 {{ return {'0u' if spec.bound else 'launch.' + field}; }}")
     if 4 in layout:
         lines.append("fn load_a(w: u32) -> u32 { return srca[w]; }")
     if 5 in layout:
@@ -159,40 +196,43 @@ def _bits(w: CodeWriter, wt: WgslType, expr: str) -> list[str]:
     return [f"{name}[{k}]" for k in range(wt.words)]
 
 
-def _invocation(w: CodeWriter) -> None:
-    w.emit(f"let i = gid.x + {WORKGROUP}u * nwg.x * (gid.y + nwg.y * gid.z);")
-    w.emit("if (i == 0u) { atomicStore(&rt[REACHED + launch.step], launch.resume); }")
+def _invocation(w: CodeWriter, spec: KernelSpec) -> None:
+    if spec.tail:
+        w.emit("let i = (launch.count & ~3u) + gid.x;")
+    else:
+        w.emit(f"let i = gid.x + {WORKGROUP}u * nwg.x * (gid.y + nwg.y * gid.z);")
+    w.emit("if (all(gid == vec3<u32>(0u))) { atomicStore(&rt[REACHED + launch.step], launch.resume); }")
 
 
 def _element(w: CodeWriter, spec: KernelSpec, wt: WgslType, index: str) -> str:
     """The result expression for element ``index``."""
-    a = w.temp(load_value(w, wt, "load_a", f"(launch.src_a + {index} * {wt.size}u)"), "a")
+    a = w.temp(load_value(w, wt, "load_a", f"(base_a() + {index} * {wt.size}u)"), "a")
     if spec.kind == "map":
         return value(w, MAP_INSTRUCTIONS[spec.operation], spec.ty, (a,))
-    b = w.temp(load_value(w, wt, "load_b", f"(launch.src_b + {index} * {wt.size}u)"), "b")
+    b = w.temp(load_value(w, wt, "load_b", f"(base_b() + {index} * {wt.size}u)"), "b")
     return value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
 
 
 def _elementwise_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
-    _invocation(w)
+    _invocation(w, spec)
     if wt.size >= 4:
         w.emit("if (i >= launch.count) { return; }")
         result = _element(w, spec, wt, "i")
         words = _bits(w, wt, result)
-        first = w.temp(f"(launch.dst >> 2u) + i * {wt.words}u")
+        first = w.temp(f"(base_dst() >> 2u) + i * {wt.words}u")
         for k, word in enumerate(words):
             w.emit(f"dstm[{first} + {k}u] = {word};")
         return
     per_word = 4 // wt.size
     mask = "0xffu" if wt.size == 1 else "0xffffu"
-    w.emit("let end = launch.dst + launch.count * " + f"{wt.size}u;")
-    w.emit("let word_byte = (launch.dst & ~3u) + i * 4u;")
+    w.emit("let end = base_dst() + launch.count * " + f"{wt.size}u;")
+    w.emit("let word_byte = (base_dst() & ~3u) + i * 4u;")
     w.emit("if (word_byte >= end) { return; }")
     word = w.var("u32", "dstm[word_byte >> 2u]", "word")
     with w.block(f"for (var j = 0u; j < {per_word}u; j = j + 1u)"):
         w.emit(f"let byte = word_byte + j * {wt.size}u;")
-        with w.block("if (byte >= launch.dst && byte < end)"):
-            w.emit(f"let e = (byte - launch.dst) / {wt.size}u;")
+        with w.block("if (byte >= base_dst() && byte < end)"):
+            w.emit(f"let e = (byte - base_dst()) / {wt.size}u;")
             bits = _bits(w, wt, _element(w, spec, wt, "e"))[0]
             w.emit("let shift = (byte & 3u) * 8u;")
             w.emit(f"{word} = ({word} & ~({mask} << shift)) | (({bits} & {mask}) << shift);")
@@ -200,19 +240,16 @@ def _elementwise_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
 
 
 def _vector_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
-    _invocation(w)
+    """Whole vec4s only: the count % 4 elements left are the ``tail`` kernel's (with a branch to
+    them here, llvmpipe's vectorized loop runs about 30% slower); that kernel marks the step."""
     load = (lambda e: f"bitcast<vec4<f32>>({e})") if wt.family == "float" else (lambda e: e)
     store = (lambda e: f"bitcast<vec4<u32>>({e})") if wt.family == "float" else (lambda e: e)
-    w.emit("let first = i * 4u;")
-    with w.block("if (first + 3u < launch.count)"):
-        a = w.temp(load(f"srca4[(launch.src_a >> 4u) + i]"), "a")
-        b = w.temp(load(f"srcb4[(launch.src_b >> 4u) + i]"), "b")
-        result = value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
-        w.emit(f"dstm4[(launch.dst >> 4u) + i] = {store(result)};")
-        w.emit("return;")
-    with w.block("for (var e = first; e < launch.count; e = e + 1u)"):
-        result = _element(w, spec, wt, "e")
-        w.emit(f"dstm[(launch.dst >> 2u) + e] = {_bits(w, wt, result)[0]};")
+    w.emit(f"let i = gid.x + {WORKGROUP}u * nwg.x * (gid.y + nwg.y * gid.z);")
+    w.emit("if (i >= (launch.count >> 2u)) { return; }")
+    a = w.temp(load("srca4[(base_a() >> 4u) + i]"), "a")
+    b = w.temp(load("srcb4[(base_b() >> 4u) + i]"), "b")
+    result = value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
+    w.emit(f"dstm4[(base_dst() >> 4u) + i] = {store(result)};")
 
 
 def _accumulator(wt: WgslType) -> tuple[WgslType, str]:
@@ -260,14 +297,14 @@ def _reduce_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
             w.emit("let vectors = launch.count / 4u;")
             w.emit("var acc4 = vec4<f32>(acc);")
             with w.block(f"for (var v = wid.x * {WORKGROUP}u + li; v < vectors; v = v + nwg.x * {WORKGROUP}u)"):
-                w.emit(f"acc4 = {combine('acc4', 'bitcast<vec4<f32>>(srca4[(launch.src_a >> 4u) + v])')};")
+                w.emit(f"acc4 = {combine('acc4', 'bitcast<vec4<f32>>(srca4[(base_a() >> 4u) + v])')};")
             w.emit(f"acc = {combine(combine('acc4.x', 'acc4.y'), combine('acc4.z', 'acc4.w'))};")
             w.emit("let tail_start = select(launch.count, vectors * 4u, wid.x == 0u && li == 0u);")
             loop = "for (var e = tail_start; e < launch.count; e = e + 1u)"
         else:
             loop = f"for (var e = wid.x * {WORKGROUP}u + li; e < launch.count; e = e + nwg.x * {WORKGROUP}u)"
         with w.block(loop):
-            element = w.temp(load_value(w, wt, "load_a", f"(launch.src_a + e * {wt.size}u)"), "x")
+            element = w.temp(load_value(w, wt, "load_a", f"(base_a() + e * {wt.size}u)"), "x")
             w.emit(f"acc = {combine('acc', element)};")
         _tree(w, combine)
         with w.block("if (li == 0u)"):
@@ -326,7 +363,7 @@ def kernel_source(spec: KernelSpec, features: ShaderFeatures) -> str:
         if spec.vector:
             _vector_main(w, spec, wt)
             extra = "\n".join(f"@group(0) @binding({b + 4}) var<storage, read_write> {n};"
-                              for b, n in _VECTOR_ROLE_NAMES.items() if b in layout)
+                              for b, n in _VECTOR_ROLE_NAMES.items() if b + 4 in layout)
         else:
             _elementwise_main(w, spec, wt)
         w.lines.insert(0, "    if (!guard()) { return; }")
@@ -339,6 +376,6 @@ def kernel_source(spec: KernelSpec, features: ShaderFeatures) -> str:
         extra = f"var<workgroup> scratch: array<{acc_wgsl}, {WORKGROUP}>;\nvar<workgroup> go: u32;"
         if spec.vector:
             extra += "\n@group(0) @binding(8) var<storage, read_write> srca4: array<vec4<u32>>;"
-    header = _header(features, layout, names)
+    header = _header(spec, features, layout, names)
     main = (f"@compute @workgroup_size({WORKGROUP})\nfn main({builtins}) {{\n{w.text()}\n}}")
     return "\n\n".join(part for part in (header, extra, helpers.render(), main) if part)

@@ -3,13 +3,13 @@
 Registers are module-scope ``var<private>`` variables, one per virtual register of the
 lowering plan (``r5_f32``, ``p3``), so segments of one stage (separate WGSL functions) share
 them and a lane keeps its registers across barriers; extended-integer registers are slots of
-the wide register file in memory instead (``wide_slot``, ``scratch``; see ``lib_wide``). Special registers are private variables
-set once when the lane starts. A trap is ``if (cond) { trap_at(code, index); }``: the lane
-records its first trap and stops being ``alive`` but does *not* return: an early return per
-check would nest every later instruction one level deeper, and Mesa's llvmpipe silently drops
-code nested beyond its limit (about 80 levels). A dead lane writes no memory (the accessors
-test ``alive``), leaves its loops at the next backward jump and is retired when its segment
-returns.
+the wide register file in memory instead (``wide_slot``, ``scratch``; see ``lib_wide``).
+Special registers are private variables set once when the lane starts. A trap is
+``if (cond) { trap_at(code, index); }``: the lane records its first trap and stops being
+``alive`` but does *not* return: an early return per check would nest every later
+instruction one level deeper, and Mesa's llvmpipe silently drops code nested beyond its
+limit (about 80 levels). A dead lane writes no memory (the accessors test ``alive``), leaves
+its loops at the next backward jump and is retired when its segment returns.
 
 ``ShaderResources`` records what the shader must declare because some rule used it: atomic
 views of memory (sub-word stores), shared memory, the Atlas neighbour table, phase, ResAccum.

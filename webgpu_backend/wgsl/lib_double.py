@@ -131,7 +131,8 @@ fn log2_df(ax: f32) -> vec2<f32> {
         + z * 0.26393142342567444)));
     let ln = two_sum(2.0 * s, opaque_f32(2.0 * sl + q));
     let l2 = two_prod(ln.x, 1.4426950216293335);
-    let l2lo = opaque_f32(l2.y + opaque_f32(opaque_f32(ln.x * 1.925963033500011e-08) + opaque_f32(ln.y * 1.4426950216293335)));
+    let l2lo = opaque_f32(l2.y + opaque_f32(opaque_f32(ln.x * 1.925963033500011e-08)
+        + opaque_f32(ln.y * 1.4426950216293335)));
     let whole = two_sum(f32(e), l2.x);
     return two_sum(whole.x, opaque_f32(whole.y + l2lo));
 }

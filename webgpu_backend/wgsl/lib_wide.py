@@ -7,8 +7,9 @@ slot numbers and loop over limbs in memory: a CPU adapter compiles a 4096-bit AD
 second this way, against minutes for ``array<u32, 128>`` variables (the compiler unrolls and
 scalarizes private arrays). Each helper is a family instantiated per limb count
 (``wide_add_4``); loop bounds are ``N ^ launch.zero``, unknown to the shader compiler, which
-otherwise unrolls loops of a few dozen limbs into seconds of compile time. A helper whose result limbs depend on other limbs (MUL, shifts, division)
-writes into a slot different from its operands; the rules give it a scratch slot.
+otherwise unrolls loops of a few dozen limbs into seconds of compile time. A helper whose
+result limbs depend on other limbs (MUL, shifts, division) writes into a slot different from
+its operands; the rules give it a scratch slot.
 """
 
 from __future__ import annotations

@@ -48,7 +48,9 @@ fn res_accum(class_id: u32, x: f32) {{
     let base = RESONANCE + class_id * {RES_STRIDE}u;
     if (magnitude >= 0x7f800000u) {{
         var flag = {RES_FLAG_NAN}u;
-        if (magnitude == 0x7f800000u) {{ flag = select({RES_FLAG_POS_INF}u, {RES_FLAG_NEG_INF}u, (bits >> 31u) != 0u); }}
+        if (magnitude == 0x7f800000u) {{
+            flag = select({RES_FLAG_POS_INF}u, {RES_FLAG_NEG_INF}u, (bits >> 31u) != 0u);
+        }}
         atomicOr(&rt[base], flag);
         return;
     }}

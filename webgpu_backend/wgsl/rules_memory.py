@@ -37,7 +37,8 @@ def load_value(ctx, wt: WgslType, load: str, byte: str) -> str:
     if wt.size == 1 or wt.size == 2:
         mask, lane_bits = ("0xffu", 3) if wt.size == 1 else ("0xffffu", 2)
         bits = f"(({load}({byte} >> 2u) >> (({byte} & {lane_bits}u) * 8u)) & {mask})"
-        return {"f16": f"{ctx.helper('f16_value')}({bits})", "bf16": f"bitcast<f32>({bits} << 16u)"}.get(wt.format, bits)
+        formats = {"f16": f"{ctx.helper('f16_value')}({bits})", "bf16": f"bitcast<f32>({bits} << 16u)"}
+        return formats.get(wt.format, bits)
     if wt.size == 4:
         word = f"{load}({byte} >> 2u)"
         return f"bitcast<f32>({word})" if wt.family == "float" else word

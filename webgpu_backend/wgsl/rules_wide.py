@@ -177,7 +177,8 @@ def _division(ctx, wt: WgslType, instr) -> None:
                 ctx.emit(f"{negate}({dst}u, {src}u);")
             with ctx.block("else"):
                 _copy(ctx, wt, dst, src)
-        ctx.emit(f"if (alive) {{ {_h(ctx, 'wide_divmod', wt)}({q}u, {r}u, {ta}u, {tb}u, {_divmod_scratch(ctx, wt)}u); }}")
+        divmod = _h(ctx, "wide_divmod", wt)
+        ctx.emit(f"if (alive) {{ {divmod}({q}u, {r}u, {ta}u, {tb}u, {_divmod_scratch(ctx, wt)}u); }}")
         ctx.emit(f"if ({na} != {nb}) {{ {negate}({q}u, {q}u); }}")
         ctx.emit(f"if ({na}) {{ {negate}({r}u, {r}u); }}")
     else:

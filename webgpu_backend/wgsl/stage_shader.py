@@ -14,11 +14,11 @@ past the launch return at once (uniformly). A stage guard skips a later stage wh
 trapped or the lanes did not suspend where this stage starts (the first stage always runs); in
 a stage with barriers one lane reads it and everyone gets it through ``workgroupUniformLoad``,
 so the barriers stay in uniform control flow. Barriers cost much compile time on CPU adapters
-(lavapipe splits the shader around each), so a stage without BarSync has none. With barriers the stage loop runs segment after
-segment: every live lane writes the resume point it suspended at, ``workgroupUniformLoad``
-(a workgroupBarrier) gives the block's agreed value; three rotating slots make the reset of
-the next slot race-free with one barrier per BarSync. Barriers therefore only ever stand in
-uniform control flow, whatever the program's branches.
+(lavapipe splits the shader around each), so a stage without BarSync has none. With barriers
+the stage loop runs segment after segment: every live lane writes the resume point it
+suspended at, ``workgroupUniformLoad`` (a workgroupBarrier) gives the block's agreed value;
+three rotating slots make the reset of the next slot race-free with one barrier per BarSync.
+Barriers therefore only ever stand in uniform control flow, whatever the program's branches.
 """
 
 from __future__ import annotations
@@ -141,7 +141,8 @@ class _StageBuilder:
             if key in self.state.uniform_words and vreg.id in self.state.wide_slots:
                 base, slot = self.state.uniform_words[key], self.state.wide_slots[vreg.id]
                 with w.block(f"for (var k = 0u; k < ({vreg_words(vreg)}u ^ launch.zero); k = k + 1u)"):
-                    w.emit(f"state[WIDE_BASE + ({slot}u + k) * LANES + lane_id] = atomicLoad(&rt[UNIFORMS + {base}u + k]);")
+                    w.emit(f"state[WIDE_BASE + ({slot}u + k) * LANES + lane_id] = "
+                           f"atomicLoad(&rt[UNIFORMS + {base}u + k]);")
             elif key in self.state.uniform_words:
                 base = self.state.uniform_words[key]
                 load_words(w, vreg, lambda k, b=base: f"atomicLoad(&rt[UNIFORMS + {b}u + {_k(k)}])")
@@ -255,6 +256,7 @@ class _StageBuilder:
         else:
             if self.multi_stage:
                 w.emit(f"{self.state_word(self.state.flags_slot)(0)} = 0u;")
+            self.zero_float_registers(w)
             self.reload(w, self.presets.values(), lambda v: ("preset", v.id))
         if self.shared_spill and entry.kind is not ResumeKind.ENTRY:
             self.shared_copy(w, load=True)
@@ -289,6 +291,17 @@ class _StageBuilder:
                 + "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,\n"
                 "        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {")
         return head + "\n" + w.text() + "\n}"
+
+    def zero_float_registers(self, w: CodeWriter) -> None:
+        """Float registers start at a zero the compiler cannot see: a register read before any
+        write is a constant 0 otherwise, and the shader compiler folds ``0 * x`` to 0 (the
+        contract wants NaN for an infinite or NaN ``x``)."""
+        for vreg in self.plan.registers.vregs:
+            if vreg.is_special or vreg.type is None or not vreg.type.is_float() or vreg.id in self.state.wide_slots:
+                continue
+            zero = "bitcast<f32>(launch.zero)"
+            wgsl = register_wgsl_type(vreg)
+            w.emit(f"{register_name(vreg)} = {zero if wgsl == 'f32' else f'{wgsl}({zero})'};")
 
     def after_segment(self, w: CodeWriter, cooperative: list[int]) -> None:
         """Retire a lane that ended or trapped; spill a lane that suspended at a cooperative step."""
