@@ -34,7 +34,8 @@ NOTES = (
     "FMA/FMS are computed exactly in integer arithmetic (WGSL's `fma` may round twice); MIN/MAX test NaN on "
     "the bits; products and constants that must not be fused or folded pass through a run-time XOR with zero.",
     "ParallelReduce accumulates floats in f32 in a tree (within the contract's `count * eps`); integer "
-    "reductions wrap exactly.",
+    "reductions wrap exactly. A source array that overlaps the destination at another offset is copied "
+    "first, so ParallelMap/ParallelMapBinary read every value as it was before the instruction.",
     "On Mesa's llvmpipe a lane may take at most 60000 backward jumps per dispatch (the engine ends longer "
     "loops silently); past that a launch raises `ExecutionFailed` instead of giving wrong results.",
 )
