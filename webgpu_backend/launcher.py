@@ -173,10 +173,9 @@ class Launcher:
                 del self._pipelines[next(iter(self._pipelines))]
         return pipeline
 
-    def _stage_layout(self, atomic: bool) -> dict[int, str]:
-        chunks = len(self.memory.chunks)
+    def _stage_layout(self) -> dict[int, str]:
         layout = {0: "read-only-storage", 1: "storage", 2: "read-only-storage", 3: "storage"}
-        for k in range(chunks * (2 if atomic else 1)):
+        for k in range(len(self.memory.chunks)):
             layout[FIRST_CHUNK_BINDING + k] = "storage"
         return layout
 
@@ -184,14 +183,12 @@ class Launcher:
         chunks = len(self.memory.chunks)
         shader = compiled.stage_shaders(config, self.features, chunks)[stage]
         key = ("stage", compiled.digest, config, chunks, stage, self.features)
-        pipeline = self._pipeline(key, shader.source, self._stage_layout(shader.atomic_memory))
+        pipeline = self._pipeline(key, shader.source, self._stage_layout())
         buffers = self.memory.chunk_buffers()
         bindings = {0: BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES), 1: self.rt,
                     2: self.memory.device_table, 3: self.state}
         for k, buffer in enumerate(buffers):
             bindings[FIRST_CHUNK_BINDING + k] = buffer
-            if shader.atomic_memory:
-                bindings[FIRST_CHUNK_BINDING + chunks + k] = buffer
         return DispatchCommand(pipeline, bindings, split_workgroups(config.num_blocks, self.max_groups))
 
     def _kernel_plan(self, step: CooperativePlan, operands: dict) -> tuple[list, dict]:
@@ -207,18 +204,17 @@ class Launcher:
         vector = aligned and ty.name in _VECTOR_TYPES and (
             (kind == "binary" and (operation in VECTOR_BINARY or (ty.name == "F32" and operation.name == "Div")))
             or (kind == "reduce" and ty.name == "F32" and operation.name in ("Sum", "Product")))
-        # each array bound at its own offset (the shader adds no base) where the device allows it
-        bound = all(byte % self.bind_alignment == 0 and buffer.size - byte >= 16
-                    for buffer, byte in operands.values())
+        bound, sources = self._binding_plan(operands, count * size)
         fields = {"count": count}
         if not bound:
             fields.update(dst=offsets.get("dst", 0), src_a=offsets.get("src_a", 0), src_b=offsets.get("src_b", 0))
         if kind in ("map", "binary") and vector:
             # whole vec4s, then the tail kernel (the count % 4 elements left; it marks the step)
-            dispatches = [(KernelSpec(kind, operation, ty, False, bound, tail=True), _ROLES, (1, 1, 1))]
+            dispatches = [(KernelSpec(kind, operation, ty, False, bound, tail=True, sources=sources), _ROLES,
+                           (1, 1, 1))]
             if count >= 4:
                 groups = -(-(count // 4) // WORKGROUP)
-                dispatches.insert(0, (KernelSpec(kind, operation, ty, True, bound), _ROLES,
+                dispatches.insert(0, (KernelSpec(kind, operation, ty, True, bound, sources=sources), _ROLES,
                                       split_workgroups(groups, self.max_groups)))
             return dispatches, fields
         if kind in ("map", "binary"):
@@ -227,13 +223,45 @@ class Launcher:
             else:
                 invocations = -(-((offsets["dst"] & 3) + count * size) // 4)
             groups = max(1, -(-invocations // WORKGROUP))
-            spec = KernelSpec(kind, operation, ty, vector, bound)
+            spec = KernelSpec(kind, operation, ty, vector, bound, sources=sources)
             return [(spec, _ROLES, split_workgroups(groups, self.max_groups))], fields
         per_group = WORKGROUP * (4 * ELEMENTS_PER_INVOCATION if vector else 1)
         groups = max(1, min(MAX_GROUPS, -(-count // per_group)))
         fields["groups"] = groups
         return [(KernelSpec("reduce", operation, ty, vector, bound), _ROLES, (groups, 1, 1)),
                 (KernelSpec("reduce_final", operation, ty), _ROLES, (1, 1, 1))], fields
+
+    def _binding_plan(self, operands: dict, nbytes: int) -> tuple[bool, tuple[str, str]]:
+        """(whether each array is bound at its own offset, KernelSpec.sources). Bound where every
+        offset meets the device's binding alignment: the shader then adds no base offset. A source
+        whose binding would alias a writable one (WebGPU forbids it) reads through that binding:
+        only at the same offset when bound, else with run-time offsets over whole chunks."""
+        if all(byte % self.bind_alignment == 0 and buffer.size - byte >= 16 for buffer, byte in operands.values()):
+            sources = self._sources(operands, -(-nbytes // 16) * 16, bound=True)
+            if sources is not None:
+                return True, sources
+        return False, self._sources(operands, nbytes, bound=False)
+
+    @staticmethod
+    def _sources(operands: dict, span: int, bound: bool) -> tuple[str, str] | None:
+        placed = [("dst", *operands["dst"])] if "dst" in operands else []
+        out = []
+        for role, key in (("a", "src_a"), ("b", "src_b")):
+            if key not in operands:
+                out.append("rw")
+                continue
+            buffer, byte = operands[key]
+            shared = [(name, at) for name, other, at in placed
+                      if other is buffer and (not bound or (at < byte + span and byte < at + span))]
+            if shared:
+                if bound and shared[0][1] != byte:
+                    return None
+                out.append(shared[0][0])
+                continue
+            writable = "dst" in operands and buffer is operands["dst"][0]
+            out.append("rw" if writable else "ro")
+            placed.append((role, buffer, byte))
+        return out[0], out[1]
 
     def _kernel_commands(self, dispatches: list, step: CooperativePlan, operands: dict,
                          slot: int) -> list[DispatchCommand]:

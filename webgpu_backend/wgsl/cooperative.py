@@ -70,15 +70,22 @@ REDUCE_INSTRUCTIONS = {ReduceOperation.Sum: "ADD", ReduceOperation.Product: "MUL
 VECTOR_BINARY = {BinaryMapOperation.Add, BinaryMapOperation.Sub, BinaryMapOperation.Mul}
 
 #: kind -> binding -> WebGPU binding type (0 launch, 1 rt, 3 dst, 4 src a, 5 src b, 6 partials;
-#: the vec4 views of dst, a and b at 7, 8, 9)
+#: the vec4 views of dst, a and b at 7, 8, 9); a source's type follows KernelSpec.sources
 KERNEL_LAYOUTS = {
     "map": {0: "read-only-storage", 1: "storage", 3: "storage", 4: "storage"},
     "binary": {0: "read-only-storage", 1: "storage", 3: "storage", 4: "storage", 5: "storage"},
-    "reduce": {0: "read-only-storage", 1: "storage", 4: "storage", 6: "storage"},
+    "reduce": {0: "read-only-storage", 1: "storage", 4: "read-only-storage", 6: "storage"},
     "reduce_final": {0: "read-only-storage", 1: "storage", 6: "storage"},
 }
 #: the extra vec4 bindings of the vector variants
 VECTOR_BINDINGS = {"binary": (7, 8, 9), "reduce": (8,)}
+#: binding -> (array name, element type)
+_ARRAYS = {3: ("dstm", "u32"), 4: ("srca", "u32"), 5: ("srcb", "u32"), 6: ("partials", "u32"),
+           7: ("dstm4", "vec4<u32>"), 8: ("srca4", "vec4<u32>"), 9: ("srcb4", "vec4<u32>")}
+#: source role -> its scalar binding; a role's vec4 view is 4 bindings further
+_SOURCE_BINDINGS = {"a": 4, "b": 5}
+#: KernelSpec.sources value -> the scalar binding a shared source reads through
+_SHARED = {"dst": 3, "a": 4}
 
 
 #: the snapshot kernel: copies the words of a source array that overlaps the destination at
@@ -99,11 +106,29 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 def kernel_layout(spec: "KernelSpec") -> dict[int, str]:
     """The bind group layout of a kernel (binding -> WebGPU binding type)."""
     layout = dict(KERNEL_LAYOUTS[spec.kind])
+    if spec.kind in ("map", "binary"):
+        for role, access in zip("ab", spec.sources):
+            binding = _SOURCE_BINDINGS[role]
+            if binding in layout:
+                if access in _SHARED:
+                    del layout[binding]
+                else:
+                    layout[binding] = "read-only-storage" if access == "ro" else "storage"
     if spec.vector:
+        scalar = dict(layout)
         if spec.kind == "binary":      # whole vec4s only, through the vec4 views alone
             layout = {b: t for b, t in layout.items() if b not in (3, 4, 5)}
-        layout.update({b: "storage" for b in VECTOR_BINDINGS[spec.kind]})
+        layout.update({b: scalar[b - 4] for b in VECTOR_BINDINGS[spec.kind] if b - 4 in scalar})
     return layout
+
+
+def _array(spec: "KernelSpec", role: str, vector: bool = False) -> str:
+    """The array a source role reads (its own binding's, or the one it shares)."""
+    access = dict(zip("ab", spec.sources)).get(role, "rw")
+    if access == "a" and role != "a":
+        return _array(spec, "a", vector)
+    binding = _SHARED.get(access, _SOURCE_BINDINGS[role])
+    return _ARRAYS[binding + 4 * vector][0]
 
 
 @dataclass(frozen=True)
@@ -111,7 +136,10 @@ class KernelSpec:
     """One kernel: ``kind`` ("map", "binary", "reduce", "reduce_final"), the cooperative
     ``operation`` enum member, the element type, and its variant: ``vector`` (vec4 body),
     ``bound`` (each array is bound at its own offset, so the shader adds none: a run-time base
-    keeps lavapipe from using contiguous vector loads), ``guarded`` (check that nothing trapped
+    keeps lavapipe from using contiguous vector loads), ``sources`` (per source a, b: "ro" its
+    own read-only binding, "rw" its own writable one (the destination's buffer at another
+    range), "dst"/"a" read through that role's binding: WebGPU forbids aliasing bindings of a
+    buffer where one is writable), ``guarded`` (check that nothing trapped
     and the previous step reached this one; not needed first in a submission, where the host
     knows both), ``tail`` (the scalar kernel of the count % 4 elements after a vector kernel's
     whole vec4s: one workgroup)."""
@@ -123,6 +151,7 @@ class KernelSpec:
     bound: bool = False
     guarded: bool = True
     tail: bool = False
+    sources: tuple[str, str] = ("rw", "rw")
 
 
 def kernel_supported(operation: object, ty: Type) -> bool:
@@ -158,13 +187,14 @@ def _relu_dword(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 
 
 # ---- shared pieces ------------------------------------------------------------------------------
-def _header(spec: KernelSpec, features: ShaderFeatures, layout: dict[int, str], names: dict[int, str]) -> str:
+def _header(spec: KernelSpec, features: ShaderFeatures, layout: dict[int, str]) -> str:
     lines = [features.enable_directives + LAUNCH_STRUCT,
              "@group(0) @binding(0) var<storage, read> launch: Launch;",
              "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
-    for binding, name in names.items():
+    for binding, (name, element) in _ARRAYS.items():
         if binding in layout:
-            lines.append(f"@group(0) @binding({binding}) var<storage, read_write> {name};")
+            access = "read" if layout[binding] == "read-only-storage" else "read_write"
+            lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{element}>;")
     lines.append(f"const TRAP_LANE: u32 = {TRAP_LANE}u;\nconst REACHED: u32 = {REACHED}u;")
     if spec.guarded:
         lines.append("fn guard() -> bool {\n"
@@ -175,10 +205,10 @@ def _header(spec: KernelSpec, features: ShaderFeatures, layout: dict[int, str], 
         lines.append("fn guard() -> bool { return true; }")
     for role, field in (("dst", "dst"), ("a", "src_a"), ("b", "src_b")):
         lines.append(f"fn base_{role}() -> u32 {{ return {'0u' if spec.bound else 'launch.' + field}; }}")
-    if 4 in layout:
-        lines.append("fn load_a(w: u32) -> u32 { return srca[w]; }")
-    if 5 in layout:
-        lines.append("fn load_b(w: u32) -> u32 { return srcb[w]; }")
+    if spec.kind == "reduce" or (spec.kind in ("map", "binary") and not spec.vector):   # scalar reads
+        lines.append(f"fn load_a(w: u32) -> u32 {{ return {_array(spec, 'a')}[w]; }}")
+        if spec.kind == "binary":
+            lines.append(f"fn load_b(w: u32) -> u32 {{ return {_array(spec, 'b')}[w]; }}")
     return "\n".join(lines)
 
 
@@ -246,8 +276,8 @@ def _vector_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
     store = (lambda e: f"bitcast<vec4<u32>>({e})") if wt.family == "float" else (lambda e: e)
     w.emit(f"let i = gid.x + {WORKGROUP}u * nwg.x * (gid.y + nwg.y * gid.z);")
     w.emit("if (i >= (launch.count >> 2u)) { return; }")
-    a = w.temp(load("srca4[(base_a() >> 4u) + i]"), "a")
-    b = w.temp(load("srcb4[(base_b() >> 4u) + i]"), "b")
+    a = w.temp(load(f"{_array(spec, 'a', True)}[(base_a() >> 4u) + i]"), "a")
+    b = w.temp(load(f"{_array(spec, 'b', True)}[(base_b() >> 4u) + i]"), "b")
     result = value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
     w.emit(f"dstm4[(base_dst() >> 4u) + i] = {store(result)};")
 
@@ -344,10 +374,6 @@ def _result_words(w: CodeWriter, wt: WgslType, expr: str) -> list[str]:
     return [f"{name}[{k}]" for k in range(wt.words)]
 
 
-_ROLE_NAMES = {3: "dstm: array<u32>", 4: "srca: array<u32>", 5: "srcb: array<u32>", 6: "partials: array<u32>"}
-_VECTOR_ROLE_NAMES = {3: "dstm4: array<vec4<u32>>", 4: "srca4: array<vec4<u32>>", 5: "srcb4: array<vec4<u32>>"}
-
-
 def kernel_source(spec: KernelSpec, features: ShaderFeatures) -> str:
     """The WGSL of a cooperative kernel. Raises UnsupportedOperation for an operation or type without rules."""
     wt = TYPE_MAP.get(spec.ty)
@@ -356,26 +382,19 @@ def kernel_source(spec: KernelSpec, features: ShaderFeatures) -> str:
     helpers = HelperSet()
     w = CodeWriter(helpers, features)
     layout = kernel_layout(spec)
-    names = dict(_ROLE_NAMES)
     extra = ""
     if spec.kind in ("map", "binary"):
         builtins = "@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>"
         if spec.vector:
             _vector_main(w, spec, wt)
-            extra = "\n".join(f"@group(0) @binding({b + 4}) var<storage, read_write> {n};"
-                              for b, n in _VECTOR_ROLE_NAMES.items() if b + 4 in layout)
         else:
             _elementwise_main(w, spec, wt)
         w.lines.insert(0, "    if (!guard()) { return; }")
     else:
         builtins = ("@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,\n"
                     "        @builtin(num_workgroups) nwg: vec3<u32>")
-        if spec.kind == "reduce_final":
-            names.pop(4)
         acc_wgsl = _reduce_main(w, spec, wt)
         extra = f"var<workgroup> scratch: array<{acc_wgsl}, {WORKGROUP}>;\nvar<workgroup> go: u32;"
-        if spec.vector:
-            extra += "\n@group(0) @binding(8) var<storage, read_write> srca4: array<vec4<u32>>;"
-    header = _header(spec, features, layout, names)
+    header = _header(spec, features, layout)
     main = (f"@compute @workgroup_size({WORKGROUP})\nfn main({builtins}) {{\n{w.text()}\n}}")
     return "\n\n".join(part for part in (header, extra, helpers.render(), main) if part)

@@ -139,7 +139,7 @@ fn log2_df(ax: f32) -> vec2<f32> {
 
 // C pow(x, y)
 fn pow_f32(x: f32, y: f32) -> f32 {
-    let inf = bitcast<f32>(0x7f800000u);
+    let inf = bitcast<f32>(0x7f800000u ^ launch.zero);
     if (y == 0.0 || x == 1.0) { return 1.0; }
     if (is_nan(x) || is_nan(y)) { return quiet_nan(); }
     let ax = abs(x);

@@ -6,7 +6,10 @@ Mesa's compiler applies "inexact" algebraic rules (``x - x -> 0``, ``x * 0.0 -> 
 -> fused). NaN tests therefore look at the bits, constants and products that must not be
 folded or fused pass through ``opaque_f32`` (an XOR with ``launch.zero``, a runtime 0 the
 compiler cannot see), and FMA is computed exactly in integer arithmetic (lavapipe's ``fma``
-rounds twice).
+rounds twice). Comparisons and MIN/MAX order the bits (``float_key``): WGSL lets a device flush
+subnormals to zero, and SwiftShader does so in comparisons. Without shader-f16, f16 rounding
+is integer code too (``f16_bits``/``f16_value``): ``pack2x16float`` of a value outside f16's
+finite range is indeterminate (SwiftShader gives NaN for infinities).
 
 Formats for ``round_top``: 0 = f32 (24 bits), 1 = f16 (11 bits), 2 = bf16 (8 bits).
 """
@@ -55,23 +58,37 @@ fn quiet_nan() -> f32 {
 }"""
 
 
-@helper("fmin", deps=("is_nan", "quiet_nan"))
+@helper("float_key")
+def _float_key() -> str:
+    # an i32 ordered as the (non-NaN) floats are, -0 and +0 equal, subnormals exact
+    return """
+fn float_key(x: f32) -> i32 {
+    let b = bitcast<i32>(x);
+    return select(b, -(b & 0x7fffffff), b < 0);
+}"""
+
+
+@helper("fmin", deps=("is_nan", "quiet_nan", "float_key"))
 def _fmin() -> str:
     return """
 fn fmin(a: f32, b: f32) -> f32 {
     if (is_nan(a) || is_nan(b)) { return quiet_nan(); }
-    if (a == b) { return bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)); }
-    return select(b, a, a < b);
+    let ka = float_key(a);
+    let kb = float_key(b);
+    if (ka == kb) { return bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)); }
+    return select(b, a, ka < kb);
 }"""
 
 
-@helper("fmax", deps=("is_nan", "quiet_nan"))
+@helper("fmax", deps=("is_nan", "quiet_nan", "float_key"))
 def _fmax() -> str:
     return """
 fn fmax(a: f32, b: f32) -> f32 {
     if (is_nan(a) || is_nan(b)) { return quiet_nan(); }
-    if (a == b) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); }
-    return select(b, a, a > b);
+    let ka = float_key(a);
+    let kb = float_key(b);
+    if (ka == kb) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); }
+    return select(b, a, ka > kb);
 }"""
 
 
@@ -93,11 +110,11 @@ fn round_f16_native(x: f32) -> f32 {
 }"""
 
 
-@helper("round_f16_packed")
+@helper("round_f16_packed", deps=("f16_bits", "f16_value"))
 def _round_f16_packed() -> str:
     return """
 fn round_f16_packed(x: f32) -> f32 {
-    return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x;
+    return f16_value(f16_bits(x));
 }"""
 
 
@@ -115,9 +132,31 @@ fn round_bf16(x: f32) -> f32 {
 
 @helper("f16_bits")
 def _f16_bits() -> str:
+    # round to nearest even in integer arithmetic; NaN keeps its top payload bits (as NumPy does)
     return """
 fn f16_bits(x: f32) -> u32 {
-    return pack2x16float(vec2<f32>(x, 0.0)) & 0xffffu;
+    let b = bitcast<u32>(x);
+    let sign = (b >> 16u) & 0x8000u;
+    let mag = b & 0x7fffffffu;
+    if (mag >= 0x7f800000u) {
+        let payload = (mag & 0x007fffffu) >> 13u;
+        return sign | 0x7c00u | select(payload, 1u, payload == 0u && mag != 0x7f800000u);
+    }
+    if (mag >= 0x477ff000u) { return sign | 0x7c00u; }
+    if (mag < 0x33000000u) { return sign; }
+    var scaled: u32;
+    var shift: u32;
+    if (mag < 0x38800000u) {
+        scaled = (mag & 0x007fffffu) | 0x00800000u;
+        shift = 126u - (mag >> 23u);
+    } else {
+        scaled = mag - 0x38000000u;
+        shift = 13u;
+    }
+    let kept = scaled >> shift;
+    let rest = scaled & ((1u << shift) - 1u);
+    let half = 1u << (shift - 1u);
+    return sign | (kept + select(0u, 1u, rest > half || (rest == half && (kept & 1u) == 1u)));
 }"""
 
 
@@ -125,7 +164,12 @@ fn f16_bits(x: f32) -> u32 {
 def _f16_value() -> str:
     return """
 fn f16_value(bits: u32) -> f32 {
-    return unpack2x16float(bits & 0xffffu).x;
+    let sign = (bits & 0x8000u) << 16u;
+    let exponent = (bits >> 10u) & 0x1fu;
+    let mantissa = bits & 0x3ffu;
+    if (exponent == 0x1fu) { return bitcast<f32>(sign | 0x7f800000u | (mantissa << 13u)); }
+    if (exponent == 0u) { return bitcast<f32>(sign | bitcast<u32>(f32(mantissa) * 5.9604644775390625e-08)); }
+    return bitcast<f32>(sign | ((exponent + 112u) << 23u) | (mantissa << 13u));
 }"""
 
 

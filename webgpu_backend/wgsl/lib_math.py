@@ -76,7 +76,7 @@ def _exp() -> str:
     return """
 fn exp_f32(x: f32) -> f32 {
     if (is_nan(x)) { return x; }
-    if (x > 88.72283935546875) { return bitcast<f32>(0x7f800000u); }
+    if (x > 88.72283935546875) { return bitcast<f32>(0x7f800000u ^ launch.zero); }
     if (x < -103.97208404541016) { return 0.0; }
     let p = exp_parts(x);
     return scale2(p.x, i32(p.y));
@@ -120,8 +120,8 @@ fn log_is_special(x: f32) -> bool {
 
 fn log_special(x: f32) -> f32 {
     let b = bitcast<u32>(x);
-    if (is_nan(x) || (b > 0x80000000u)) { return bitcast<f32>(0x7fc00000u); }
-    if ((b & 0x7fffffffu) == 0u) { return bitcast<f32>(0xff800000u); }
+    if (is_nan(x) || (b > 0x80000000u)) { return bitcast<f32>(0x7fc00000u ^ launch.zero); }
+    if ((b & 0x7fffffffu) == 0u) { return bitcast<f32>(0xff800000u ^ launch.zero); }
     return x;
 }"""
 
@@ -234,7 +234,7 @@ def _sin() -> str:
     return """
 fn sin_f32(x: f32) -> f32 {
     let a = abs(x);
-    if (is_nan(x) || a == bitcast<f32>(0x7f800000u)) { return bitcast<f32>(0x7fc00000u); }
+    if (is_nan(x) || a == bitcast<f32>(0x7f800000u ^ launch.zero)) { return bitcast<f32>(0x7fc00000u ^ launch.zero); }
     if (a < 0.785398006439209) { return sin_poly(x); }
     let red = reduce_half_pi(a);
     var v: f32;
@@ -253,7 +253,7 @@ def _cos() -> str:
     return """
 fn cos_f32(x: f32) -> f32 {
     let a = abs(x);
-    if (is_nan(x) || a == bitcast<f32>(0x7f800000u)) { return bitcast<f32>(0x7fc00000u); }
+    if (is_nan(x) || a == bitcast<f32>(0x7f800000u ^ launch.zero)) { return bitcast<f32>(0x7fc00000u ^ launch.zero); }
     if (a < 0.785398006439209) { return cos_poly(a); }
     let red = reduce_half_pi(a);
     switch red.q {
@@ -270,7 +270,7 @@ def _tan() -> str:
     return """
 fn tan_f32(x: f32) -> f32 {
     let a = abs(x);
-    if (is_nan(x) || a == bitcast<f32>(0x7f800000u)) { return bitcast<f32>(0x7fc00000u); }
+    if (is_nan(x) || a == bitcast<f32>(0x7f800000u ^ launch.zero)) { return bitcast<f32>(0x7fc00000u ^ launch.zero); }
     var r = a;
     var q = 0u;
     if (a >= 0.785398006439209) {
@@ -330,7 +330,7 @@ fn swish_f32(x: f32) -> f32 {
 def _is_odd_integer() -> str:
     return """
 fn is_integer(y: f32) -> bool {
-    return floor(y) == y && abs(y) < bitcast<f32>(0x7f800000u);
+    return floor(y) == y && abs(y) < bitcast<f32>(0x7f800000u ^ launch.zero);
 }
 
 fn is_odd_integer(y: f32) -> bool {
@@ -372,7 +372,7 @@ fn atan2_f32(y: f32, x: f32) -> f32 {
     if (is_nan(x) || is_nan(y)) { return quiet_nan(); }
     let sign = bitcast<u32>(y) & 0x80000000u;
     let x_negative = (bitcast<u32>(x) & 0x80000000u) != 0u;
-    let inf = bitcast<f32>(0x7f800000u);
+    let inf = bitcast<f32>(0x7f800000u ^ launch.zero);
     var a: f32;
     if (y == 0.0) {
         a = select(0.0, 3.1415927410125732, x_negative);

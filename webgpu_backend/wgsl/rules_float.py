@@ -146,10 +146,12 @@ _UNORDERED = {Condition.LTU: "<", Condition.LEU: "<=", Condition.GTU: ">", Condi
 
 @compare_rule("float")
 def _compare(w: CodeWriter, wt: WgslType, cond: Condition, a: str, b: str) -> str:
-    a, b = _distinct(w, a, b)
+    # ordered on the bits (float_key): a device may flush subnormals to zero in float comparisons
     nan = f"({w.helper('is_nan')}({a}) || {w.helper('is_nan')}({b}))"
+    key = w.helper("float_key")
+    ka, kb = f"{key}({a})", f"{key}({b})"
     if cond is Condition.NE:
-        return f"({nan} || {a} != {b})"
+        return f"({nan} || {ka} != {kb})"
     if cond in _ORDERED:
-        return f"(!{nan} && {a} {_ORDERED[cond]} {b})"
-    return f"({nan} || {a} {_UNORDERED[cond]} {b})"
+        return f"(!{nan} && {ka} {_ORDERED[cond]} {kb})"
+    return f"({nan} || {ka} {_UNORDERED[cond]} {kb})"

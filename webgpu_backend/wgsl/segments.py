@@ -17,6 +17,13 @@ Statements (``atlas_web.lowering.structure``) are rendered by a table keyed by t
   to the end of the switch.
 * A BranchTest of a LOOP first decrements the count register (the LOOP's side effect runs
   exactly once, where its test is evaluated).
+
+Every rule returns the WGSL *behaviors* of what it emitted (the specification's behavior
+analysis: NEXT, BREAK, CONTINUE, RETURN), so nothing is emitted where WGSL deems it unreachable
+(browsers print a warning for such code): statements after one without NEXT are dead and left
+out, and a Loop's closing ``break`` or the segment's final return only follow a body that can
+complete. A Loop that never breaks gets ``if (launch.zero != 0u) { break; }`` first (never
+taken), since naga insists on a return after a loop that ends a function.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ from .runtime_layout import LANE_ENDED
 __all__ = ["render_segment", "STATEMENT_RULES", "NO_LABEL"]
 
 NO_LABEL = 0xFFFFFFFF
+#: WGSL statement behaviors
+NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"
+_FALLS = frozenset({NEXT})
 
 
 class _Scope:
@@ -58,9 +68,15 @@ class _Renderer:
         self.escapes: dict[int, set[int]] = {}
 
     # ---- helpers ------------------------------------------------------------------------------
-    def statements(self, body) -> None:
+    def statements(self, body) -> frozenset:
+        """Render ``body`` in order; returns its behaviors. Statements after one that cannot
+        complete are unreachable and left out."""
+        behaviors = _FALLS
         for stmt in body:
-            STATEMENT_RULES[type(stmt)](self, stmt)
+            if NEXT not in behaviors:
+                break
+            behaviors = (behaviors - _FALLS) | STATEMENT_RULES[type(stmt)](self, stmt)
+        return behaviors
 
     def test(self, test: BranchTest) -> str:
         """The condition of a BranchTest (true when the branch jumps, unless negated)."""
@@ -77,44 +93,64 @@ class _Renderer:
                 jumps = f"!{jumps}"
         return f"!({jumps})" if test.negated else f"({jumps})"
 
-    def construct(self, kind: str, label: int, body) -> None:
+    def construct(self, kind: str, label: int, body) -> frozenset:
         ctx = self.ctx
         escaping = _escaping_labels(body, label)
         if kind == "block":
             with ctx.block("switch 0u"):
                 with ctx.block("default:"):
                     self.scope = _Scope(kind, label, self.scope)
-                    self.statements(body)
+                    inner = self.statements(body)
                     self.scope = self.scope.parent
+            # a switch completes where its body does or breaks
+            behaviors = (inner - {BREAK}) | _FALLS if BREAK in inner else inner
         else:
             with ctx.block("loop"):
+                first = len(ctx.lines)
                 self.scope = _Scope(kind, label, self.scope)
-                self.statements(body)
+                inner = self.statements(body)
                 self.scope = self.scope.parent
-                ctx.emit("break;")
-        if escaping:
-            self.after_escape(escaping)
+                if NEXT in inner:
+                    ctx.emit("break;")
+                    inner = (inner - _FALLS) | {BREAK}
+                if BREAK not in inner:
+                    # a loop left only by returning: naga wants a return after it at the end of a
+                    # function, Tint calls that return unreachable; a break that never runs (zero is
+                    # 0) makes the loop complete for both
+                    ctx.lines.insert(first, "    " * ctx.level + "if (launch.zero != 0u) { break; }")
+                    inner = inner | {BREAK}
+            # a loop completes where it breaks
+            behaviors = (inner - {BREAK, CONTINUE}) | _FALLS if BREAK in inner else inner - {NEXT, CONTINUE}
+        if escaping and NEXT in behaviors:
+            behaviors = (behaviors - _FALLS) | self.after_escape(escaping)
+        return frozenset(behaviors)
 
-    def after_escape(self, escaping: set[int]) -> None:
-        """The check after a construct some Br left by setting ``brk``."""
+    def after_escape(self, escaping: set[int]) -> frozenset:
+        """The check after a construct some Br left by setting ``brk``; returns its behaviors."""
         ctx = self.ctx
         outer = self.scope.innermost_loop() if self.scope is not None else None
+        behaviors = {NEXT}
         with ctx.block("if (brk != NO_LABEL)"):
             if outer is not None and outer.label in escaping:
                 resume = "continue;" if outer.kind == "loop" else "break;"
                 with ctx.block(f"if (brk == {outer.label}u)"):
                     ctx.emit("brk = NO_LABEL;")
                     ctx.emit(resume)
+                behaviors.add(CONTINUE if outer.kind == "loop" else BREAK)
             if outer is not None and escaping - {outer.label}:
                 ctx.emit("break;")
+                behaviors.add(BREAK)
+        return frozenset(behaviors)
 
-    def branch(self, label: int, crossed: int) -> None:
+    def branch(self, label: int, crossed: int) -> frozenset:
         target = self._find(label)
-        if crossed == 0:
-            self.ctx.emit("continue;" if target.kind == "loop" else "break;")
-        else:
+        if crossed == 0 and target.kind == "loop":
+            self.ctx.emit("continue;")
+            return frozenset({CONTINUE})
+        if crossed != 0:
             self.ctx.emit(f"brk = {label}u;")
-            self.ctx.emit("break;")
+        self.ctx.emit("break;")
+        return frozenset({BREAK})
 
     def _find(self, label: int) -> _Scope:
         scope = self.scope
@@ -137,7 +173,7 @@ def _escaping_labels(body, own: int) -> set[int]:
     return targets - defined
 
 
-def _code(r: _Renderer, stmt: Code) -> None:
+def _code(r: _Renderer, stmt: Code) -> frozenset:
     ctx = r.ctx
     for index in range(stmt.start, stmt.end):
         ctx.at(index)
@@ -147,39 +183,44 @@ def _code(r: _Renderer, stmt: Code) -> None:
             raise unsupported(instr.INFO.name, instr.type)
         ctx.emit(f"// {index}: {str(instr)}")
         rule(ctx, instr)
+    return frozenset({NEXT, RETURN})
 
 
-def _block(r: _Renderer, stmt: Block) -> None:
-    r.construct("block", stmt.label, stmt.body)
+def _block(r: _Renderer, stmt: Block) -> frozenset:
+    return r.construct("block", stmt.label, stmt.body)
 
 
-def _loop(r: _Renderer, stmt: Loop) -> None:
-    r.construct("loop", stmt.label, stmt.body)
+def _loop(r: _Renderer, stmt: Loop) -> frozenset:
+    return r.construct("loop", stmt.label, stmt.body)
 
 
-def _if(r: _Renderer, stmt: If) -> None:
+def _if(r: _Renderer, stmt: If) -> frozenset:
     ctx = r.ctx
     condition = r.test(stmt.test)
     r.scope = _Scope("if", None, r.scope)
     with ctx.block(f"if {condition}"):
-        r.statements(stmt.then)
+        behaviors = r.statements(stmt.then)
     if stmt.orelse:
         with ctx.block("else"):
-            r.statements(stmt.orelse)
+            behaviors = behaviors | r.statements(stmt.orelse)
+    else:
+        behaviors = behaviors | _FALLS
     r.scope = r.scope.parent
+    return behaviors
 
 
-def _br(r: _Renderer, stmt: Br) -> None:
-    r.branch(stmt.label, stmt.crossed)
+def _br(r: _Renderer, stmt: Br) -> frozenset:
+    return r.branch(stmt.label, stmt.crossed)
 
 
-def _br_if(r: _Renderer, stmt: BrIf) -> None:
+def _br_if(r: _Renderer, stmt: BrIf) -> frozenset:
     condition = r.test(stmt.test)
     with r.ctx.block(f"if {condition}"):
-        r.branch(stmt.label, stmt.crossed)
+        behaviors = r.branch(stmt.label, stmt.crossed)
+    return behaviors | _FALLS
 
 
-def _count_jump(r: _Renderer, stmt: CountJump) -> None:
+def _count_jump(r: _Renderer, stmt: CountJump) -> frozenset:
     ctx = r.ctx
     ctx.emit("jumps = jumps + 1u;")
     ctx.at(stmt.index)
@@ -188,32 +229,41 @@ def _count_jump(r: _Renderer, stmt: CountJump) -> None:
         ctx.emit("dispatch_jumps = dispatch_jumps + 1u;")
         ctx.trap(ENGINE_LIMIT_TRAP, f"dispatch_jumps > {ctx.features.loop_limit}u")
     ctx.emit("if (!alive) { return LANE_TRAPPED; }")
+    return frozenset({NEXT, RETURN})
 
 
-def _end_lane(r: _Renderer, stmt: EndLane) -> None:
+def _end_lane(r: _Renderer, stmt: EndLane) -> frozenset:
     r.ctx.emit("return LANE_ENDED;")
+    return frozenset({RETURN})
 
 
-def _suspend(r: _Renderer, stmt: Suspend) -> None:
+def _suspend(r: _Renderer, stmt: Suspend) -> frozenset:
     r.ctx.emit(f"return {stmt.resume}u;")
+    return frozenset({RETURN})
 
 
-def _dispatch(r: _Renderer, stmt: Dispatch) -> None:
+def _dispatch(r: _Renderer, stmt: Dispatch) -> frozenset:
     ctx = r.ctx
     case = f"case{stmt.label}"
     ctx.emit(f"var {case}: u32 = {stmt.entry}u;")
+    cases = frozenset(_FALLS)                      # the empty default case
     with ctx.block("loop"):
+        ctx.emit("if (launch.zero != 0u) { break; }")     # never taken (see the module docstring)
         r.scope = _Scope("dispatch", stmt.label, r.scope)
         with ctx.block(f"switch {case}"):
             for k, body in enumerate(stmt.cases):
                 with ctx.block(f"case {k}u:"):
-                    r.statements(body)
+                    cases = cases | r.statements(body)
             ctx.emit("default: {}")
         r.scope = r.scope.parent
+    # the switch breaks to the end of the loop body, which repeats: the loop only ends by returning
+    # (or, for WGSL's analysis, by the break that never runs)
+    return frozenset(cases - {BREAK, CONTINUE}) | _FALLS
 
 
-def _goto(r: _Renderer, stmt: Goto) -> None:
+def _goto(r: _Renderer, stmt: Goto) -> frozenset:
     r.ctx.emit(f"case{stmt.label} = {stmt.case}u;")
+    return _FALLS
 
 
 #: statement class -> renderer
@@ -231,7 +281,7 @@ def render_segment(ctx: LaneContext, segment) -> str:
     uses_brk = any(isinstance(s, (Br, BrIf)) and s.crossed > 0 for s in walk(segment.body))
     if uses_brk:
         ctx.emit("var brk: u32 = NO_LABEL;")
-    renderer.statements(segment.body)
-    ctx.emit(f"return 0x{LANE_ENDED:08x}u;")
+    if NEXT in renderer.statements(segment.body):
+        ctx.emit(f"return 0x{LANE_ENDED:08x}u;")
     body = ctx.text()
     return f"fn segment_{segment.resume.id}() -> u32 {{\n{body}\n}}"

@@ -2,12 +2,13 @@
 
 Bindings (group 0)::
 
-    0  launch  uniform      this dispatch's Launch slot
+    0  launch  storage, ro  this dispatch's Launch slot
     1  rt      storage      runtime words (trap record, steps reached, uniforms, ResAccum, trap info)
     2  dtable  storage, ro  the device handle table
     3  state   storage      lane state (multi-stage programs; a placeholder otherwise)
-    4 …        storage      chunk k as array<u32> (mem<k>), then, when 8/16-bit stores exist,
-                            the same chunks as array<atomic<u32>> (mema<k>)
+    4 …        storage      chunk k (mem<k>): array<u32>, or array<atomic<u32>> when 8/16-bit
+                            stores exist (then every access is atomic: WebGPU forbids a second,
+                            aliasing binding of a buffer next to a writable one)
 
 The block index is rebuilt from a dispatch split over up to three dimensions; workgroups
 past the launch return at once (uniformly). A stage guard skips a later stage when an earlier step
@@ -91,15 +92,19 @@ def _memory_accessors(chunks: int, atomic: bool) -> str:
             return "    " + body(0)
         cases = "".join(f"        case {k}u: {{ {body(k)} }}\n" for k in range(1, chunks))
         return f"    switch current_chunk {{\n{cases}        default: {{ {body(0)} }}\n    }}"
+    if atomic:     # the chunks are atomic arrays: every access is atomic (one binding per chunk)
+        load, store = (lambda k: f"return atomicLoad(&mem{k}[w]);"), (lambda k: f"atomicStore(&mem{k}[w], v);")
+    else:
+        load, store = (lambda k: f"return mem{k}[w];"), (lambda k: f"mem{k}[w] = v;")
     parts = [
-        "fn mem_load(w: u32) -> u32 {\n" + dispatch(lambda k: f"return mem{k}[w];") + "\n}",
-        "fn mem_store(w: u32, v: u32) {\n    if (!alive) { return; }\n" + dispatch(lambda k: f"mem{k}[w] = v;") + "\n}",
+        "fn mem_load(w: u32) -> u32 {\n" + dispatch(load) + "\n}",
+        "fn mem_store(w: u32, v: u32) {\n    if (!alive) { return; }\n" + dispatch(store) + "\n}",
     ]
     if atomic:
         parts.append("fn mem_and(w: u32, v: u32) {\n    if (!alive) { return; }\n"
-                     + dispatch(lambda k: f"atomicAnd(&mema{k}[w], v);") + "\n}")
+                     + dispatch(lambda k: f"atomicAnd(&mem{k}[w], v);") + "\n}")
         parts.append("fn mem_or(w: u32, v: u32) {\n    if (!alive) { return; }\n"
-                     + dispatch(lambda k: f"atomicOr(&mema{k}[w], v);") + "\n}")
+                     + dispatch(lambda k: f"atomicOr(&mem{k}[w], v);") + "\n}")
     return "\n\n".join(parts)
 
 
@@ -179,12 +184,11 @@ class _StageBuilder:
                  "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
                  "@group(0) @binding(2) var<storage, read> dtable: array<vec4<u32>>;",
                  "@group(0) @binding(3) var<storage, read_write> state: array<u32>;"]
+        # one binding per chunk (WebGPU forbids binding a buffer twice where one binding is writable)
+        element = "atomic<u32>" if self.resources.atomic_memory else "u32"
         for k in range(self.chunks):
-            lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + k}) var<storage, read_write> mem{k}: array<u32>;")
-        if self.resources.atomic_memory:
-            for k in range(self.chunks):
-                lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + self.chunks + k}) "
-                             f"var<storage, read_write> mema{k}: array<atomic<u32>>;")
+            lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + k}) var<storage, read_write> "
+                         f"mem{k}: array<{element}>;")
         return "\n".join(lines)
 
     def constants(self) -> str:

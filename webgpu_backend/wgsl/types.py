@@ -83,5 +83,10 @@ def u32_literal(value: int) -> str:
 
 
 def f32_literal(bits: int) -> str:
-    """An f32 with IEEE bits ``bits``, exactly (``bitcast<f32>(0x...u)``: NaN payloads and -0 kept)."""
+    """An f32 with IEEE bits ``bits``, exactly (``bitcast<f32>(0x...u)``: NaN payloads and -0 kept).
+
+    Infinities and NaNs XOR the bits with ``launch.zero`` (function scope only): WGSL makes a
+    constant expression that evaluates to one an error (Tint, in browsers, enforces it)."""
+    if (bits >> 23) & 0xFF == 0xFF:
+        return f"bitcast<f32>({u32_literal(bits)} ^ launch.zero)"
     return f"bitcast<f32>({u32_literal(bits)})"
