@@ -132,3 +132,50 @@ def test_auto_selection_routes_a_program_to_a_backend_that_supports_all_of_it():
         chosen.close()
     with pytest.raises(UnsupportedOperation, match="F64"):
         init_backend("webgpu", program=f64)
+
+
+_CONSTANT_NON_FINITE = __import__("re").compile(r"bitcast<f32>\(0x(?:7f8|7fc|ff8|ffc)[0-9a-f]{5}u\)")
+
+
+def _browser_problems(source: str) -> list[str]:
+    """What Tint (browsers) refuses or warns about and naga lets pass: constant infinities/NaNs
+    (an error there) and statements after a return/break/continue in the same block (a warning)."""
+    problems = [f"constant non-finite {m}" for m in _CONSTANT_NON_FINITE.findall(source)]
+    lines = [line for line in source.splitlines() if line.strip() and not line.strip().startswith("//")]
+    for line, after in zip(lines, lines[1:]):
+        ends = line.strip().startswith(("return", "break;", "continue;")) and line.strip().endswith(";")
+        if ends and not after.strip().startswith("}"):
+            problems.append(f"unreachable after {line.strip()!r}: {after.strip()!r}")
+    return problems
+
+
+def test_generated_wgsl_has_nothing_browsers_refuse_or_warn_about():
+    """Stage shaders of the conformance control-flow, trap and lane cases and every kernel variant."""
+    from atlas_web.verify import verify
+    from tests.conformance.control_cases import control_cases
+    from tests.conformance.lane_cases import lane_cases
+    from tests.conformance.trap_cases import trap_cases
+    from webgpu_backend.compiler import compile_program
+    features = ShaderFeatures(shader_f16=False)
+    checked = 0
+    cases = [*control_cases(), *trap_cases(), *(c for c in lane_cases() if c.ty in (Type.F32, Type.F16, Type.U8))]
+    for case in cases:
+        program = case.program([2 + k for k in range(len(case.buffers))])
+        try:
+            compiled = compile_program(verify(program), {})
+            shaders = compiled.stage_shaders(case.config, features, 1)
+        except UnsupportedOperation:
+            continue
+        for shader in shaders:
+            source = shader.source() if callable(shader.source) else shader.source
+            assert not _browser_problems(source), (case.name, _browser_problems(source)[:3])
+            checked += 1
+    for op in (BinaryMapOperation.Min, BinaryMapOperation.Add, BinaryMapOperation.Pow):
+        for spec in (KernelSpec("binary", op, Type.F32), KernelSpec("binary", op, Type.F16, sources=("ro", "dst"))):
+            assert not _browser_problems(kernel_source(spec, features))
+    for op in ReduceOperation:
+        assert not _browser_problems(kernel_source(KernelSpec("reduce_final", op, Type.F32), features))
+    assert checked > 100
+    assert _browser_problems("fn f() -> f32 {\n    return 1.0;\n    return bitcast<f32>(0x7f800000u);\n}") == [
+        "constant non-finite bitcast<f32>(0x7f800000u)",
+        "unreachable after 'return 1.0;': 'return bitcast<f32>(0x7f800000u);'"]
