@@ -41,7 +41,7 @@ from .wgsl.cooperative import (
 )
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS
-from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_LANE, pack_launch
+from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAPS, pack_launch
 
 __all__ = ["Launcher", "LaunchOutcome"]
 
@@ -352,7 +352,7 @@ class Launcher:
         if wide_bytes:
             io.clear(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)
-        struct.pack_into("<I", header, 4 * TRAP_LANE, NO_TRAP)
+        header[4 * TRAPS:4 * (TRAPS + MAX_STEPS)] = b"\xff" * (4 * MAX_STEPS)     # NO_TRAP
         for key, words in presets.items():
             base = 4 * (runtime.uniforms + compiled.state.uniform_words[key])
             header[base:base + 4 * len(words)] = struct.pack(f"<{len(words)}I", *words)
@@ -387,8 +387,9 @@ class Launcher:
             data = yield _Read(self.rt, 0, 4 * (REACHED + MAX_STEPS))
             words = struct.unpack(f"<{REACHED + MAX_STEPS}I", bytes(data))
             io.write(self.rt, 4 * REACHED, bytes(4 * MAX_STEPS))
-            known_trap[0] = words[TRAP_LANE]
-            return words[TRAP_LANE], words[REACHED + last]
+            # the earliest step that trapped (no later step ran), its lowest lane
+            known_trap[0] = next((lane for lane in words[TRAPS:TRAPS + last + 1] if lane != NO_TRAP), NO_TRAP)
+            return known_trap[0], words[REACHED + last]
 
         stage, expect = plan.stages[0], 0
         if 0 in compiled.passes_to and compiled.state.total_slots > 1:

@@ -98,26 +98,12 @@ def _problems(case, want: Result, got: dict) -> list[str]:
     return problems
 
 
-#: Known webgpu defect (open in the WebGPU issue): a trap in a stage after the first may be reported for a higher
-#: lane in Chromium, because a workgroup that starts after another workgroup of the same dispatch trapped skips the
-#: stage (its guard reads the trap word this dispatch is writing). For these cases the browser run must still trap
-#: with the reference's code at the reference's instruction; the lane is compared natively (tests/conformance).
-LANE_RACE_IN_BROWSER = {"webgpu": {"handle.stale_pool"}}
-
-
-def _without_lane_race(backend_name: str, name: str, want, got, problems: list[str]) -> list[str]:
-    if name not in LANE_RACE_IN_BROWSER.get(backend_name, ()) or want.trap is None or not got.get("trap"):
-        return problems
-    return [] if list(got["trap"])[:2] == list(want.trap)[:2] else problems
-
-
 @pytest.mark.parametrize("backend_name", ["wasm", "webgpu"])
 def test_conformance_subset_matches_the_native_reference(backends_page, artifacts, subset, expected,
                                                          backend_name):
     results = _run_in_browser(backends_page, backend_name, subset)
     assert [r["name"] for r in results] == [case.name for case in subset]
-    report = {case.name: _without_lane_race(backend_name, case.name, want, got, _problems(case, want, got))
-              for case, want, got in zip(subset, expected, results)}
+    report = {case.name: _problems(case, want, got) for case, want, got in zip(subset, expected, results)}
     ran = [r["name"] for r in results if r["supported"] and r["error"] is None]
     (artifacts / f"conformance-{backend_name}.json").write_text(json.dumps({
         "cases": len(subset), "ran": len(ran), "unsupported": [r["name"] for r in results if not r["supported"]],

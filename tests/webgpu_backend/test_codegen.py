@@ -103,7 +103,7 @@ def test_kernel_variants_pass_naga(gpu_driver):
                 KernelSpec("reduce", ReduceOperation.Sum, Type.F32, True, True, False)]
     for spec in variants:
         source = kernel_source(spec, features)
-        assert ("launch.src_a" in source) is not spec.bound and ("rt[TRAP_LANE]" in source) is spec.guarded
+        assert ("launch.src_a" in source) is not spec.bound and ("rt[TRAPS" in source) is spec.guarded
         gpu_driver.compile(source)
     assert 3 not in kernel_layout(variants[0]) and 3 in kernel_layout(variants[2])
     gpu_driver.compile(SNAPSHOT_SOURCE)

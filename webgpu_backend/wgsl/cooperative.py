@@ -40,7 +40,7 @@ from .rules_float import finish
 from .rules_lane import literal
 from .rules_memory import load_value
 from .rules_word import sext, wrap
-from .runtime_layout import LAUNCH_STRUCT, NO_TRAP, REACHED, TRAP_LANE
+from .runtime_layout import GUARD_WGSL, LAUNCH_STRUCT, REACHED, TRAPS
 from .types import TYPE_MAP, WgslType
 
 __all__ = ["KernelSpec", "kernel_source", "KERNEL_LAYOUTS", "kernel_layout", "VECTOR_BINDINGS", "MAP_INSTRUCTIONS",
@@ -195,12 +195,9 @@ def _header(spec: KernelSpec, features: ShaderFeatures, layout: dict[int, str]) 
         if binding in layout:
             access = "read" if layout[binding] == "read-only-storage" else "read_write"
             lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{element}>;")
-    lines.append(f"const TRAP_LANE: u32 = {TRAP_LANE}u;\nconst REACHED: u32 = {REACHED}u;")
+    lines.append(f"const TRAPS: u32 = {TRAPS}u;\nconst REACHED: u32 = {REACHED}u;")
     if spec.guarded:
-        lines.append("fn guard() -> bool {\n"
-                     f"    return atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u &&\n"
-                     "        (launch.expect == 0u ||\n"
-                     "         atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect);\n}")
+        lines.append(f"fn guard() -> bool {{\n    return {GUARD_WGSL};\n}}")
     else:
         lines.append("fn guard() -> bool { return true; }")
     for role, field in (("dst", "dst"), ("a", "src_a"), ("b", "src_b")):

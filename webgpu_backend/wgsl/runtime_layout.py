@@ -20,15 +20,18 @@ for every step and table size, and would turn ``zero`` into a constant the compi
 
 ``rt`` words::
 
-    TRAP_LANE                      lowest global lane that trapped (atomicMin; NO_TRAP when none)
+    TRAPS + k                      lowest global lane that trapped in step k (atomicMin; NO_TRAP: none)
     REACHED + k                    resume point + 1 where the lanes of step k suspended (0: all ended)
     UNIFORMS ...                   presets and the results of cooperative steps (uniform values)
     RESONANCE ...                  the ResAccum fixed-point sums (rules_atlas)
     TRAP_INFO + lane               (instruction index << 4) | trap code of a lane that trapped
 
-A lane that traps does ``atomicMin(TRAP_LANE, lane)`` and writes its own TRAP_INFO word; after
-the submission the host reads TRAP_LANE and then that lane's word, so the report is the lowest
-lane's first trap without any lock. Standard library only.
+A lane that traps does ``atomicMin(TRAPS + step, lane)`` and writes its own TRAP_INFO word; after
+the submission the host takes the first step with a trap, its lane and then that lane's word, so
+the report is the earliest trapping stage's lowest lane's first trap without any lock. A step
+runs only when the step before it did not trap (``guard``): it reads that step's word, never
+the word its own dispatch is writing, so every workgroup of a trapping stage runs it whole.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from dataclasses import dataclass
 from .rules_atlas import RES_WORDS
 
 __all__ = [
-    "LAUNCH_STRUCT", "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAP_LANE", "REACHED", "NO_TRAP", "LANE_ENDED",
-    "LANE_TRAPPED", "RuntimeLayout", "LAUNCH_FIELDS", "pack_launch",
+    "LAUNCH_STRUCT", "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAPS", "REACHED", "NO_TRAP", "LANE_ENDED",
+    "LANE_TRAPPED", "RuntimeLayout", "LAUNCH_FIELDS", "pack_launch", "GUARD_WGSL",
 ]
 
 #: bytes of one dispatch's ``launch`` uniform slot (WebGPU's largest minUniformBufferOffsetAlignment)
@@ -50,14 +53,19 @@ MAX_STEPS = 60
 LAUNCH_FIELDS = ("zero", "budget", "table_entries", "step", "expect", "lanes", "dst", "src_a", "src_b", "count",
                  "result", "groups", "resume")
 
-TRAP_LANE = 0
-REACHED = 4
+TRAPS = 4
+REACHED = TRAPS + MAX_STEPS
 NO_TRAP = 0xFFFFFFFF
 #: what a segment function returns when the lane ended, or trapped (resume point ids are below)
 LANE_ENDED = 0xFFFFFFFF
 LANE_TRAPPED = 0xFFFFFFFE
 
 LAUNCH_STRUCT = "struct Launch {\n" + "".join(f"    {name}: u32,\n" for name in LAUNCH_FIELDS) + "}"
+
+#: whether this dispatch's step runs: first in its submission (the host checked), or the step
+#: before it neither trapped nor failed to reach it (``expect`` 0: it need not reach it)
+GUARD_WGSL = (f"(launch.step == 0u || (atomicLoad(&rt[TRAPS + launch.step - 1u]) == 0x{NO_TRAP:08x}u && "
+              "(launch.expect == 0u || atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect)))")
 
 
 def pack_launch(**fields: int) -> bytes:
@@ -96,7 +104,7 @@ class RuntimeLayout:
 
     def wgsl_constants(self) -> str:
         """The WGSL constants generated code uses to address ``rt``."""
-        return (f"const TRAP_LANE: u32 = {TRAP_LANE}u;\nconst REACHED: u32 = {REACHED}u;\n"
+        return (f"const TRAPS: u32 = {TRAPS}u;\nconst REACHED: u32 = {REACHED}u;\n"
                 f"const UNIFORMS: u32 = {self.uniforms}u;\nconst RESONANCE: u32 = {self.resonance}u;\n"
                 f"const TRAP_INFO: u32 = {self.trap_info_base}u;\nconst LANE_ENDED: u32 = 0x{LANE_ENDED:08x}u;\n"
                 f"const LANE_TRAPPED: u32 = 0x{LANE_TRAPPED:08x}u;")

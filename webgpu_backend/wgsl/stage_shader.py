@@ -35,7 +35,7 @@ from .lane_context import LaneContext, ShaderResources, register_name, register_
 from .lane_state import LaneStateLayout, load_words, store_words, vreg_words
 from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
-from .runtime_layout import LAUNCH_STRUCT, NO_TRAP, RuntimeLayout
+from .runtime_layout import GUARD_WGSL, LAUNCH_STRUCT, RuntimeLayout
 from .segments import NO_LABEL, render_segment
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
@@ -224,7 +224,7 @@ class _StageBuilder:
         return ("fn trap_at(code: u32, index: u32) {\n"
                 "    if (alive) {\n"
                 "        alive = false;\n"
-                "        atomicMin(&rt[TRAP_LANE], lane_id);\n"
+                "        atomicMin(&rt[TRAPS + launch.step], lane_id);\n"
                 "        atomicStore(&rt[TRAP_INFO + lane_id], (index << 4u) | code);\n"
                 "    }\n}")
 
@@ -240,8 +240,7 @@ class _StageBuilder:
             w.emit(f"{special_name(index)} = {specials[index]};")
         barriers = len(stage.segments) > 1 or self.shared_spill
         if entry.kind is not ResumeKind.ENTRY or stage.id != 0:
-            guard = (f"atomicLoad(&rt[TRAP_LANE]) == 0x{NO_TRAP:08x}u && (launch.expect == 0u || "
-                     "atomicLoad(&rt[REACHED + launch.step - 1u]) == launch.expect)")
+            guard = GUARD_WGSL
             if barriers:
                 w.emit(f"if (li == 0u) {{ stage_go = select(0u, 1u, {guard}); }}")
                 w.emit("if (workgroupUniformLoad(&stage_go) == 0u) { return; }")
