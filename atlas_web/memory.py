@@ -32,6 +32,11 @@ class Allocation:
     base: int = 0
 
 
+def _is_handle(value: object) -> bool:
+    """Whether ``value`` can be a handle: an int (BufferHandle, PoolHandle included) that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class HandleTable:
     """Live allocations by handle. The boundary memory is entry 1 from the start."""
 
@@ -58,8 +63,15 @@ class HandleTable:
         return alloc
 
     def get(self, handle: object, kind: str | None = None) -> Allocation:
-        """The live allocation of ``handle`` (of ``kind`` when given); raises InvalidBuffer."""
-        alloc = self._live.get(handle) if isinstance(handle, int) else None
+        """The live allocation of ``handle`` (of ``kind`` when given).
+
+        Raises InvalidBuffer naming the handle when it is not an int (a bool is not a handle, though
+        ``True == 1``), names no live allocation, or names one of another kind.
+        """
+        if not _is_handle(handle):
+            raise InvalidBuffer(f"handle {handle!r} is not a handle: handles are ints, "
+                                f"got {type(handle).__name__}")
+        alloc = self._live.get(handle)
         if alloc is None:
             raise InvalidBuffer(f"handle {handle!r} names no live buffer or pool")
         if kind is not None and alloc.kind != kind and not (kind == "buffer" and alloc.kind == "boundary"):
@@ -67,8 +79,8 @@ class HandleTable:
         return alloc
 
     def lookup(self, handle: int) -> Allocation | None:
-        """The live allocation of ``handle`` or None (for device-side checks)."""
-        return self._live.get(handle)
+        """The live allocation of ``handle`` or None (for device-side checks; None for a non-int or bool)."""
+        return self._live.get(handle) if _is_handle(handle) else None
 
     def remove(self, handle: object, kind: str) -> Allocation:
         """Forget a live allocation of ``kind``; raises InvalidBuffer (also for the boundary memory)."""
