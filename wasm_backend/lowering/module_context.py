@@ -1,9 +1,12 @@
 """ModuleContext: one program module being assembled (imports, globals, functions, runtime helpers).
 
-Every module imports the backend's linear memory as ("env", "memory") and, when the program has
-pool instructions or cooperative maps that may need a scratch copy, the host functions
-``env.pool_alloc(size) -> handle`` (0: exhausted), ``env.pool_free(handle) -> status`` (0: freed,
-1: not a live pool) and ``env.scratch(bytes) -> address``. Globals mirror the runtime header for the
+Every module imports the backend's linear memory as ("env", "memory") (declared ``shared``, up to
+4 GiB, when the module is compiled for a runner with shared memories) and, when the program has
+pool instructions or cooperative maps that may need a scratch copy or may run on several threads,
+the host functions ``env.pool_alloc(size) -> handle`` (0: exhausted), ``env.pool_free(handle) ->
+status`` (0: freed, 1: not a live pool), ``env.scratch(bytes) -> address`` and
+``env.parallel_map(instruction, dst, src_a, src_b, count)`` (runs the exported
+``map_kernel_<instruction>`` over chunks of ``0 .. count`` on the runner's threads). Globals mirror the runtime header for the
 duration of a launch (see ``layout``).
 
 Runtime helpers (the trap routine, f16/bf16 rounding, fmod, the extended-integer library, the math
@@ -16,7 +19,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..encoding.module import FunctionBuilder, ModuleBuilder
-from ..encoding.types import ValType
+from ..encoding.types import MAX_PAGES, ValType
 from .emitter import Emitter
 
 __all__ = ["ModuleContext", "HELPERS", "runtime_helper", "GLOBALS", "HOST_IMPORTS"]
@@ -35,6 +38,7 @@ HOST_IMPORTS: dict[str, tuple[tuple[ValType, ...], tuple[ValType, ...]]] = {
     "pool_alloc": ((ValType.I32,), (ValType.I32,)),
     "pool_free": ((ValType.I32,), (ValType.I32,)),
     "scratch": ((ValType.I32,), (ValType.I32,)),
+    "parallel_map": ((ValType.I32,) * 5, ()),
 }
 
 
@@ -49,15 +53,20 @@ def runtime_helper(name: str):
 
 
 class ModuleContext:
-    """Builds one module; ``host_imports`` names the HOST_IMPORTS the module needs."""
+    """Builds one module; ``host_imports`` names the HOST_IMPORTS the module needs; ``shared_memory``
+    declares the imported memory shared (it must match the runner's memory)."""
 
-    def __init__(self, name: str, host_imports: tuple[str, ...] = ()) -> None:
+    def __init__(self, name: str, host_imports: tuple[str, ...] = (), *, shared_memory: bool = False) -> None:
         self.builder = ModuleBuilder(name)
         self.imports: dict[str, int] = {}
         for imp in host_imports:
             params, results = HOST_IMPORTS[imp]
             self.imports[imp] = self.builder.import_function("env", imp, params, results, as_name=f"host.{imp}")
-        self.builder.import_memory("env", "memory", 1)
+        self.shared_memory = shared_memory
+        if shared_memory:
+            self.builder.import_memory("env", "memory", 1, MAX_PAGES, shared=True)
+        else:
+            self.builder.import_memory("env", "memory", 1)
         self.globals = {name: self.builder.add_global(vt, value, mutable=True, name=name)
                         for name, (vt, value) in GLOBALS.items()}
         self._helpers: dict[str, int] = {}
@@ -97,10 +106,12 @@ class ModuleContext:
 
     def math_library(self):
         """The module's ``wasm_backend.mathlib.MathLibrary`` (created on first use; it adds the math
-        functions a program calls to this module)."""
+        functions a program calls to this module). Its polynomial steps use relaxed SIMD ``relaxed_madd``:
+        fused on hosts with FMA (wasmtime and V8 alike), two roundings elsewhere; every function keeps
+        its published bound in both forms (tests/wasm_mathlib checks both)."""
         if self._math is None:
             from ..mathlib.library import MathLibrary
-            self._math = MathLibrary(self.builder)
+            self._math = MathLibrary(self.builder, relaxed_simd=True)
         return self._math
 
     def data_at(self, offset: int, data: bytes) -> None:

@@ -120,8 +120,9 @@ def exp_f32_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     c = EXP_CONSTANTS["f32"]
     x = kb.let(x)
     result = kb.variable()
-    kb.emit(kb.le(kb.abs(x), FAST_LIMIT_F32))
-    kb.w.i32x4_all_true()
+    # the bits of |x| compared as integers: all lanes at most FAST_LIMIT_F32 (NaN's bits are above)
+    kb.emit(kb.igt_s(kb.and_(x, kb.iconst(0x7FFF_FFFF)), kb.iconst(_bits(FAST_LIMIT_F32, "f32"))))
+    kb.w.v128_any_true().i32_eqz()
     with kb.w.if_():
         r, t = _reduce_f32(kb, x)
         p = horner(kb, (1.0, 1.0) + coefficients("EXP_Q", "f32"), r)
