@@ -12,18 +12,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from atlas_web.backend import Backend, resolve_op
 from atlas_web.errors import ExecutionFailed, InvalidBuffer, ProgramError
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
 from atlas_web.isa.floats import float_to_bits
-from atlas_web.isa.instructions import MOV_IMM
 from atlas_web.isa.opcodes import OpcodeInfo
-from atlas_web.isa.registers import Register
 from atlas_web.isa.types import Type
-from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.program import Program
 
 from .compiler import CompiledProgram, compile_program
@@ -43,12 +41,6 @@ _PROGRAM_CACHE_SIZE = 256
 _OPERATION_NAMES = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}
 #: bindings a stage shader needs besides the memory chunks (launch, rt, device table, lane state)
 _RUNTIME_BINDINGS = 3
-
-
-def _check_budget(budget: object, what: str) -> int:
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
-        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
-    return budget
 
 
 def _byte_view(out: Any, what: str) -> memoryview:
@@ -83,7 +75,7 @@ class WebGpuBackend(Backend):
 
     def __init__(self, *, driver: Any = None, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
                  chunk_capacity: int | None = None, max_chunks: int | None = None) -> None:
-        self.budget = _check_budget(budget, "WebGpuBackend budget")
+        self.budget = check_budget(budget, "WebGpuBackend budget")
         if driver is None:
             from .drivers import default_driver
             driver = default_driver()
@@ -174,16 +166,19 @@ class WebGpuBackend(Backend):
 
     # ---- execution ---------------------------------------------------------------------------
     def _prepare(self, program: Any, params: ExecutionParams):
+        """The compiled program, launch shape, preset words and budget of a launch.
+
+        ExecutionParams checked its config (a LaunchConfig), budget and register presets (normalized
+        like MOV_IMM immediates) when it was made; only the device's limits are checked here.
+        """
         if not isinstance(params, ExecutionParams):
             raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
         if not isinstance(program, Program):
             raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
         config = params.config
-        if not isinstance(config, LaunchConfig):
-            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(config).__name__}")
         self._check_shape(config)
-        budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
-        presets = self._normalized_presets(params.registers)
+        budget = self.budget if params.budget is None else params.budget
+        presets = params.registers
         info, compiled = self._compiled(program, {reg: ty for reg, (ty, _) in presets.items()})
         from atlas_web.verify import verify_launch
         verify_launch(info, config, self._memory.table)
@@ -229,24 +224,6 @@ class WebGpuBackend(Backend):
                                   "the device's maxComputeWorkgroupStorageSize leaves for programs")
         if config.num_blocks > limits["maxComputeWorkgroupsPerDimension"] ** 3:
             raise ExecutionFailed(f"{config.num_blocks} blocks exceed what the device can dispatch")
-
-    @staticmethod
-    def _normalized_presets(registers: object) -> dict[Register, tuple[Type, Any]]:
-        if not isinstance(registers, Mapping):
-            raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
-        out = {}
-        for reg, entry in registers.items():
-            if not isinstance(reg, Register):
-                raise ProgramError(f"ExecutionParams.registers: key {reg!r} is not a Register")
-            if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
-                raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
-            ty, value = entry
-            try:
-                out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
-            except ProgramError as error:
-                reason = error.reason.removeprefix("MOV_IMM: ")
-                raise ProgramError(f"ExecutionParams.registers[{reg}]: {reason}") from None
-        return out
 
     def _compiled(self, program: Program, preset_types: dict) -> tuple[Any, CompiledProgram]:
         key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))

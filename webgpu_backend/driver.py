@@ -2,10 +2,11 @@
 
 ``GpuDriver`` is written once, engine-neutral: its public methods check their
 arguments against the device limits, keep the module, pipeline and bind group
-caches, and call a few small abstract hooks (``_native_*``) that an engine
-implements: wgpu-py natively (drivers/wgpu_native.py), ``navigator.gpu`` in
-the browser. Limits use WebGPU's camelCase names (``maxStorageBufferBindingSize``)
-whatever the engine calls them.
+caches, record dispatches (one compute pass each, in one command encoder) and
+call a few small abstract hooks (``_native_*``) that an engine implements:
+wgpu-py natively (drivers/wgpu_native.py), ``navigator.gpu`` in the browser
+(drivers/js_webgpu.py). Limits use WebGPU's camelCase names
+(``maxStorageBufferBindingSize``) whatever the engine calls them.
 
 Errors: AllocationFailed (a buffer over ``maxBufferSize`` or out of memory),
 InvalidBuffer (a destroyed or foreign buffer, a range outside one, a buffer
@@ -19,16 +20,19 @@ from __future__ import annotations
 import abc
 import hashlib
 from collections import OrderedDict
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from atlas_web.errors import AllocationFailed, ExecutionFailed, InvalidBuffer
+from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed, InvalidBuffer
 
 from .resources import (
     ALL_USAGES, BindingSpec, BufferBinding, BufferUsage, ComputePipeline, DispatchCommand, GpuBuffer, ShaderModule,
     as_layout, check_buffer,
 )
 
-__all__ = ["GpuDriver", "REQUIRED_LIMITS", "OPTIONAL_FEATURES", "limit_name", "ResolvedBinding", "EncodedDispatch"]
+__all__ = [
+    "GpuDriver", "REQUIRED_LIMITS", "OPTIONAL_FEATURES", "COMPUTE_STAGE", "limit_name", "ResolvedBinding",
+    "EncodedDispatch", "layout_entries", "bind_group_entries",
+]
 
 #: the limits every driver reports (WebGPU names)
 REQUIRED_LIMITS = (
@@ -44,6 +48,9 @@ OPTIONAL_FEATURES = ("shader-f16",)
 
 #: copies and queue writes move whole 4-byte words (WebGPU's COPY_BUFFER_ALIGNMENT)
 COPY_ALIGNMENT = 4
+
+#: WebGPU's GPUShaderStage.COMPUTE (wgpu-py's ShaderStage.COMPUTE has the same value)
+COMPUTE_STAGE = 0x4
 
 #: (pipeline, engine bind group, workgroups) of one checked dispatch, as the engine hook receives it
 EncodedDispatch = tuple[ComputePipeline, Any, tuple[int, int, int]]
@@ -74,6 +81,19 @@ def _byte_view(data: Any) -> memoryview:
     if not view.contiguous:
         view = memoryview(view.tobytes())
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def layout_entries(layout: Sequence[BindingSpec]) -> list[dict[str, Any]]:
+    """The ``entries`` of a bind group layout descriptor (WebGPU's shape, which wgpu-py takes too):
+    one buffer binding visible to the compute stage per spec."""
+    return [{"binding": spec.binding, "visibility": COMPUTE_STAGE, "buffer": {"type": spec.kind.value}}
+            for spec in layout]
+
+
+def bind_group_entries(bindings: Sequence[ResolvedBinding]) -> list[dict[str, Any]]:
+    """The ``entries`` of a bind group descriptor for checked ``bindings`` (engine buffers, offsets, sizes)."""
+    return [{"binding": b.binding, "resource": {"buffer": b.buffer.native, "offset": b.offset, "size": b.size}}
+            for b in bindings]
 
 
 class ResolvedBinding(tuple):
@@ -117,7 +137,20 @@ class GpuDriver(abc.ABC):
         self._modules: OrderedDict[str, ShaderModule] = OrderedDict()
         self._pipelines: OrderedDict[tuple, ComputePipeline] = OrderedDict()
         self._bind_groups: OrderedDict[tuple, Any] = OrderedDict()
+        self._features: frozenset[str] = frozenset()
+        self._limits: dict[str, int] = {}
         self._closed = False
+
+    def _adopt_device(self, features: Iterable[str], limits: Mapping[str, int]) -> None:
+        """Keep the opened device's features and limits (WebGPU names; limits copied).
+
+        Raises BackendUnavailable when the device does not report one of REQUIRED_LIMITS.
+        """
+        self._features = frozenset(str(name) for name in features)
+        self._limits = dict(limits)
+        missing = [name for name in REQUIRED_LIMITS if name not in self._limits]
+        if missing:
+            raise BackendUnavailable(f"the {self.engine} device reports no {', '.join(missing)}")
 
     # ---- the device -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -127,14 +160,14 @@ class GpuDriver(abc.ABC):
         DiscreteGPU, IntegratedGPU, unknown) and ``engine``."""
 
     @property
-    @abc.abstractmethod
     def features(self) -> frozenset[str]:
         """The device's enabled features, WebGPU names (``"shader-f16"``)."""
+        return self._features
 
     @property
-    @abc.abstractmethod
     def limits(self) -> Mapping[str, int]:
         """The device's limits by WebGPU camelCase name; holds at least REQUIRED_LIMITS."""
+        return self._limits
 
     def limit(self, name: str) -> int:
         """One device limit by WebGPU name; raises ExecutionFailed for an unknown name."""
@@ -340,6 +373,16 @@ class GpuDriver(abc.ABC):
         if encoded:
             self._native_submit_dispatches(encoded)
 
+    def _native_submit_dispatches(self, dispatches: Sequence[EncodedDispatch]) -> None:
+        """Record checked dispatches as one compute pass each, in order, in ONE command encoder and
+        submit it once (the launcher replays recorded dispatches through here). Raises ExecutionFailed
+        when the engine refuses them."""
+        def record(encoder: Any) -> None:
+            for pipeline, bind_group, workgroups in dispatches:
+                self._native_compute_pass(encoder, pipeline.native, bind_group, workgroups)
+
+        self._native_submit(record, "the dispatch")
+
     @abc.abstractmethod
     def submit_and_wait(self) -> None:
         """Block until every submitted command has finished on the GPU."""
@@ -516,8 +559,17 @@ class GpuDriver(abc.ABC):
         """The engine's bind group for ``pipeline``'s layout with checked ``bindings``."""
 
     @abc.abstractmethod
-    def _native_submit_dispatches(self, dispatches: Sequence[EncodedDispatch]) -> None:
-        """Encode (pipeline, bind group, workgroups) as one compute pass each; submit once."""
+    def _native_submit(self, record: Callable[[Any], None], what: str) -> None:
+        """Make a command encoder, let ``record(encoder)`` record into it, finish it and submit it.
+
+        Raises ExecutionFailed saying ``what`` the engine refused (``"the dispatch"``, ``"the copy"``).
+        """
+
+    @abc.abstractmethod
+    def _native_compute_pass(self, encoder: Any, pipeline: Any, bind_group: Any,
+                             workgroups: tuple[int, int, int]) -> None:
+        """Record one compute pass into ``encoder``: the engine's ``pipeline`` with ``bind_group`` at group 0,
+        dispatching ``workgroups`` (x, y, z)."""
 
     @abc.abstractmethod
     def _native_close(self) -> None:

@@ -34,25 +34,23 @@ Reads copy once out of the mapped staging buffer into a new ``bytes``.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 import js
 from pyodide.ffi import JsException, can_run_sync, create_once_callable, create_proxy, run_sync, to_js
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed
 
-from ..driver import OPTIONAL_FEATURES, REQUIRED_LIMITS, EncodedDispatch, GpuDriver, ResolvedBinding
+from ..driver import OPTIONAL_FEATURES, GpuDriver, ResolvedBinding, bind_group_entries, layout_entries
 from ..errors import ShaderCompilationError
 from ..resources import BindingSpec, ComputePipeline, ShaderModule
+from .staging import StagingPool
 
 __all__ = ["JsWebGpuDriver", "adapter_limits", "compilation_errors"]
 
 #: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST: the staging buffers reads go through
 _STAGING_USAGE = 0x0001 | 0x0008
 _MAP_READ = 0x0001
-_COMPUTE_STAGE = 0x4
-#: smallest staging buffer; larger ones are rounded up to a power of two
-_MIN_STAGING = 1 << 16
 #: idle staging memory kept for reuse
 _MAX_POOLED_STAGING = 64 << 20
 #: why a synchronous wait cannot happen here (the messages of BackendUnavailable and ExecutionFailed end with it)
@@ -80,38 +78,6 @@ def compilation_errors(info: Any) -> list[tuple[str, int | None, int | None]]:
             line = int(message.lineNum) or None
             errors.append((str(message.message), line, (int(message.linePos) or None) if line else None))
     return errors
-
-
-class _StagingPool:
-    """MAP_READ buffers reused across reads, so a small readback allocates nothing."""
-
-    def __init__(self, device: Any, max_buffer_size: int) -> None:
-        self._device = device
-        self._max_buffer_size = max_buffer_size
-        self._free: list[tuple[int, Any]] = []
-
-    def take(self, size: int) -> tuple[int, Any]:
-        fitting = [entry for entry in self._free if entry[0] >= size]
-        if fitting:
-            entry = min(fitting, key=lambda e: e[0])
-            self._free.remove(entry)
-            return entry
-        padded = max(_MIN_STAGING, 1 << (size - 1).bit_length())
-        if padded > self._max_buffer_size:
-            padded = size
-        return padded, self._device.createBuffer(_js({"size": padded, "usage": _STAGING_USAGE,
-                                                       "label": "atlas-staging"}))
-
-    def give_back(self, entry: tuple[int, Any]) -> None:
-        self._free.append(entry)
-        self._free.sort(key=lambda e: e[0])
-        while sum(e[0] for e in self._free) > _MAX_POOLED_STAGING:
-            self._free.pop()[1].destroy()
-
-    def clear(self) -> None:
-        for _, buffer in self._free:
-            buffer.destroy()
-        self._free.clear()
 
 
 async def _open_device(optional_features: Sequence[str]) -> tuple[Any, Any, list[str]]:
@@ -155,12 +121,9 @@ class JsWebGpuDriver(GpuDriver):
             _opened = run_sync(_open_device(optional_features))
         self._adapter, self._device, _ = _opened
         self._queue = self._device.queue
-        self._features = frozenset(str(name) for name in self._device.features.keys())
-        self._limits = adapter_limits(self._device.limits)
-        missing = [name for name in REQUIRED_LIMITS if name not in self._limits]
-        if missing:
-            raise BackendUnavailable(f"the WebGPU device reports no {', '.join(missing)}")
-        self._staging = _StagingPool(self._device, self._limits["maxBufferSize"])
+        self._adopt_device(self._device.features.keys(), adapter_limits(self._device.limits))
+        self._staging = StagingPool(self._create_staging, lambda buffer: buffer.destroy(),
+                                    max_buffer_size=self.limit("maxBufferSize"), max_pooled_bytes=_MAX_POOLED_STAGING)
         #: checks whose answer is a promise, kept until the next await point where run_sync cannot wait
         self._deferred: list[Callable[[], Awaitable[None]]] = []
         self._device_errors: list[str] = []
@@ -193,14 +156,6 @@ class JsWebGpuDriver(GpuDriver):
         out["adapter_type"] = "CPU" if getattr(info, "isFallbackAdapter", False) else "unknown"
         out["engine"] = f"{self.engine} ({_browser()})"
         return out
-
-    @property
-    def features(self) -> frozenset[str]:
-        return self._features
-
-    @property
-    def limits(self) -> Mapping[str, int]:
-        return self._limits
 
     def submit_and_wait(self) -> None:
         self._check_open()
@@ -271,11 +226,13 @@ class JsWebGpuDriver(GpuDriver):
         finally:
             proxy.destroy()
 
+    def _create_staging(self, size: int) -> Any:
+        return self._device.createBuffer(_js({"size": size, "usage": _STAGING_USAGE, "label": "atlas-staging"}))
+
     def _copy_to_staging(self, native: Any, offset: int, size: int) -> tuple[int, Any]:
         staging = self._staging.take(size)
-        encoder = self._device.createCommandEncoder()
-        encoder.copyBufferToBuffer(native, offset, staging[1], 0, size)
-        self._queue.submit(_js([encoder.finish()]))
+        self._native_submit(lambda encoder: encoder.copyBufferToBuffer(native, offset, staging[1], 0, size),
+                            f"reading {size} bytes back")
         return staging
 
     def _native_read(self, native: Any, offset: int, size: int) -> memoryview:
@@ -300,14 +257,11 @@ class JsWebGpuDriver(GpuDriver):
 
     def _native_copy(self, source: Any, source_offset: int, destination: Any, destination_offset: int,
                      size: int) -> None:
-        encoder = self._device.createCommandEncoder()
-        encoder.copyBufferToBuffer(source, source_offset, destination, destination_offset, size)
-        self._queue.submit(_js([encoder.finish()]))
+        self._native_submit(lambda encoder: encoder.copyBufferToBuffer(
+            source, source_offset, destination, destination_offset, size), "the copy")
 
     def _native_clear(self, native: Any, offset: int, size: int) -> None:
-        encoder = self._device.createCommandEncoder()
-        encoder.clearBuffer(native, offset, size)
-        self._queue.submit(_js([encoder.finish()]))
+        self._native_submit(lambda encoder: encoder.clearBuffer(native, offset, size), "the clear")
 
     def _native_compile(self, source: str, label: str) -> Any:
         # the scope takes the validation error of bad WGSL (else it would surface as uncaptured later);
@@ -332,12 +286,10 @@ class JsWebGpuDriver(GpuDriver):
 
     def _native_create_pipeline(self, module: ShaderModule, entry_point: str,
                                 layout: tuple[BindingSpec, ...]) -> tuple[Any, Any]:
-        entries = [{"binding": spec.binding, "visibility": _COMPUTE_STAGE, "buffer": {"type": spec.kind.value}}
-                   for spec in layout]
         label = f"{module.native.label}:{entry_point}"
         self._device.pushErrorScope("validation")
         try:
-            group_layout = self._device.createBindGroupLayout(_js({"entries": entries}))
+            group_layout = self._device.createBindGroupLayout(_js({"entries": layout_entries(layout)}))
             pipeline_layout = self._device.createPipelineLayout(_js({"bindGroupLayouts": [group_layout]}))
             pipeline = self._device.createComputePipeline(_js({
                 "label": label, "layout": pipeline_layout,
@@ -358,26 +310,27 @@ class JsWebGpuDriver(GpuDriver):
         return pipeline, group_layout
 
     def _native_create_bind_group(self, pipeline: ComputePipeline, bindings: tuple[ResolvedBinding, ...]) -> Any:
-        entries = [{"binding": b.binding, "resource": {"buffer": b.buffer.native, "offset": b.offset, "size": b.size}}
-                   for b in bindings]
         try:
             return self._device.createBindGroup(_js({"layout": pipeline.native_bind_group_layout,
-                                                     "entries": entries}))
+                                                     "entries": bind_group_entries(bindings)}))
         except JsException as exc:
             raise ExecutionFailed(f"binding buffers to {pipeline.entry_point!r} failed: {exc.message}") from None
 
-    def _native_submit_dispatches(self, dispatches: Sequence[EncodedDispatch]) -> None:
+    def _native_submit(self, record: Callable[[Any], None], what: str) -> None:
         encoder = self._device.createCommandEncoder()
         try:
-            for pipeline, bind_group, (x, y, z) in dispatches:
-                compute_pass = encoder.beginComputePass()
-                compute_pass.setPipeline(pipeline.native)
-                compute_pass.setBindGroup(0, bind_group)
-                compute_pass.dispatchWorkgroups(x, y, z)
-                compute_pass.end()
+            record(encoder)
             self._queue.submit(_js([encoder.finish()]))
         except JsException as exc:
-            raise ExecutionFailed(f"the dispatch was refused by WebGPU: {exc.message}") from None
+            raise ExecutionFailed(f"{what} was refused by WebGPU: {exc.message}") from None
+
+    def _native_compute_pass(self, encoder: Any, pipeline: Any, bind_group: Any,
+                             workgroups: tuple[int, int, int]) -> None:
+        compute_pass = encoder.beginComputePass()
+        compute_pass.setPipeline(pipeline)
+        compute_pass.setBindGroup(0, bind_group)
+        compute_pass.dispatchWorkgroups(*workgroups)
+        compute_pass.end()
 
     def _native_close(self) -> None:
         self._staging.clear()

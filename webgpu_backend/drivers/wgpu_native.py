@@ -6,16 +6,18 @@ engine (``drivers.default_driver`` does that choice).
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import wgpu
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed
 
-from ..driver import OPTIONAL_FEATURES, REQUIRED_LIMITS, EncodedDispatch, GpuDriver, ResolvedBinding, limit_name
+from ..driver import OPTIONAL_FEATURES, GpuDriver, ResolvedBinding, bind_group_entries, layout_entries, limit_name
 from ..errors import ShaderCompilationError
 from ..resources import BindingSpec, BufferUsage, ComputePipeline, ShaderModule
+from .staging import StagingPool
 
 __all__ = ["WgpuNativeDriver", "available_adapters", "rank_adapter", "naga_location"]
 
@@ -24,8 +26,6 @@ _ADAPTER_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CP
 _BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
 
 _STAGING_USAGE = wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
-#: smallest staging buffer; larger ones are rounded up to a power of two
-_MIN_STAGING = 1 << 16
 #: idle staging memory kept for reuse
 _MAX_POOLED_STAGING = 256 << 20
 
@@ -60,40 +60,6 @@ def naga_location(message: str) -> tuple[int | None, int | None]:
     return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 
 
-class _StagingPool:
-    """MAP_READ buffers reused across reads, so a small readback allocates nothing."""
-
-    def __init__(self, device: Any, max_buffer_size: int) -> None:
-        self._device = device
-        self._max_buffer_size = max_buffer_size
-        self._free: list[Any] = []
-
-    def take(self, size: int) -> Any:
-        fitting = [b for b in self._free if b.size >= size]
-        if fitting:
-            buffer = min(fitting, key=lambda b: b.size)
-            self._free.remove(buffer)
-            return buffer
-        padded = max(_MIN_STAGING, 1 << (size - 1).bit_length())
-        if padded > self._max_buffer_size:
-            padded = size
-        try:
-            return self._device.create_buffer(size=padded, usage=_STAGING_USAGE, label="atlas-staging")
-        except (wgpu.GPUError, MemoryError) as exc:
-            raise ExecutionFailed(f"no staging memory for reading {size} bytes back: {_first_line(exc)}") from exc
-
-    def give_back(self, buffer: Any) -> None:
-        self._free.append(buffer)
-        self._free.sort(key=lambda b: b.size)
-        while sum(b.size for b in self._free) > _MAX_POOLED_STAGING:
-            self._free.pop().destroy()
-
-    def clear(self) -> None:
-        for buffer in self._free:
-            buffer.destroy()
-        self._free.clear()
-
-
 class WgpuNativeDriver(GpuDriver):
     """A GpuDriver on one wgpu-py device.
 
@@ -118,12 +84,10 @@ class WgpuNativeDriver(GpuDriver):
             device = self._adapter.info["device"]
             raise BackendUnavailable(f"wgpu could not create a device on {device!r}: {exc}") from exc
         self._queue = self._device.queue
-        self._features = frozenset(str(f) for f in self._device.features)
-        self._limits = {limit_name(k): int(v) for k, v in self._device.limits.items() if isinstance(v, int)}
-        missing = [name for name in REQUIRED_LIMITS if name not in self._limits]
-        if missing:
-            raise BackendUnavailable(f"the wgpu device reports no {', '.join(missing)}")
-        self._staging = _StagingPool(self._device, self._limits["maxBufferSize"])
+        self._adopt_device(self._device.features,
+                           {limit_name(k): int(v) for k, v in self._device.limits.items() if isinstance(v, int)})
+        self._staging = StagingPool(self._create_staging, lambda buffer: buffer.destroy(),
+                                    max_buffer_size=self.limit("maxBufferSize"), max_pooled_bytes=_MAX_POOLED_STAGING)
         self._fence = self._device.create_buffer(size=4, usage=_STAGING_USAGE, label="atlas-fence")
 
     @staticmethod
@@ -145,22 +109,12 @@ class WgpuNativeDriver(GpuDriver):
         out["engine"] = f"{self.engine} (wgpu-py {wgpu.__version__})"
         return out
 
-    @property
-    def features(self) -> frozenset[str]:
-        return self._features
-
-    @property
-    def limits(self) -> Mapping[str, int]:
-        return self._limits
-
     def submit_and_wait(self) -> None:
         # wgpu-py 0.32's on_submitted_work_done passes a callback of the wrong C type (TypeError),
         # so wait on a fence instead: the queue runs in order, so once a clear submitted now has
         # finished (its buffer maps), every earlier submission has finished too.
         self._check_open()
-        encoder = self._device.create_command_encoder()
-        encoder.clear_buffer(self._fence, 0, 4)
-        self._queue.submit([encoder.finish()])
+        self._native_submit(lambda encoder: encoder.clear_buffer(self._fence, 0, 4), "waiting for the GPU")
         try:
             self._fence.map_sync(wgpu.MapMode.READ, 0, 4)
             self._fence.unmap()
@@ -180,47 +134,54 @@ class WgpuNativeDriver(GpuDriver):
     def _native_write(self, native: Any, offset: int, data: memoryview) -> None:
         self._queue.write_buffer(native, offset, data)
 
-    def _copy_to_staging(self, native: Any, offset: int, size: int) -> Any:
+    def _create_staging(self, size: int) -> Any:
+        try:
+            return self._device.create_buffer(size=size, usage=_STAGING_USAGE, label="atlas-staging")
+        except (wgpu.GPUError, MemoryError) as exc:
+            raise ExecutionFailed(f"no staging memory for reading {size} bytes back: {_first_line(exc)}") from exc
+
+    def _copy_to_staging(self, native: Any, offset: int, size: int) -> tuple[int, Any]:
         staging = self._staging.take(size)
-        encoder = self._device.create_command_encoder()
-        encoder.copy_buffer_to_buffer(native, offset, staging, 0, size)
-        self._queue.submit([encoder.finish()])
+        self._native_submit(lambda encoder: encoder.copy_buffer_to_buffer(native, offset, staging[1], 0, size),
+                            f"reading {size} bytes back")
         return staging
+
+    @contextlib.contextmanager
+    def _reading(self, staging: tuple[int, Any], size: int) -> Iterator[None]:
+        """Destroy ``staging`` and raise ExecutionFailed when the block (mapping or reading it) fails."""
+        try:
+            yield
+        except Exception as exc:
+            staging[1].destroy()
+            raise ExecutionFailed(f"reading {size} bytes back from the GPU failed: {_first_line(exc)}") from exc
+
+    def _unmapped_copy(self, staging: tuple[int, Any], size: int) -> memoryview:
+        """The first ``size`` bytes of the mapped ``staging`` (a copy); the buffer goes back to the pool."""
+        with self._reading(staging, size):
+            data = staging[1].read_mapped(0, size, copy=True)
+            staging[1].unmap()
+        self._staging.give_back(staging)
+        return data
 
     def _native_read(self, native: Any, offset: int, size: int) -> memoryview:
         staging = self._copy_to_staging(native, offset, size)
-        try:
-            staging.map_sync(wgpu.MapMode.READ, 0, size)
-            data = staging.read_mapped(0, size, copy=True)
-            staging.unmap()
-        except Exception as exc:
-            staging.destroy()
-            raise ExecutionFailed(f"reading {size} bytes back from the GPU failed: {_first_line(exc)}") from exc
-        self._staging.give_back(staging)
-        return data
+        with self._reading(staging, size):
+            staging[1].map_sync(wgpu.MapMode.READ, 0, size)
+        return self._unmapped_copy(staging, size)
 
     async def _native_read_async(self, native: Any, offset: int, size: int) -> memoryview:
         staging = self._copy_to_staging(native, offset, size)
-        try:
-            await staging.map_async(wgpu.MapMode.READ, 0, size)
-            data = staging.read_mapped(0, size, copy=True)
-            staging.unmap()
-        except Exception as exc:
-            staging.destroy()
-            raise ExecutionFailed(f"reading {size} bytes back from the GPU failed: {_first_line(exc)}") from exc
-        self._staging.give_back(staging)
-        return data
+        with self._reading(staging, size):
+            await staging[1].map_async(wgpu.MapMode.READ, 0, size)
+        return self._unmapped_copy(staging, size)
 
     def _native_copy(self, source: Any, source_offset: int, destination: Any, destination_offset: int,
                      size: int) -> None:
-        encoder = self._device.create_command_encoder()
-        encoder.copy_buffer_to_buffer(source, source_offset, destination, destination_offset, size)
-        self._queue.submit([encoder.finish()])
+        self._native_submit(lambda encoder: encoder.copy_buffer_to_buffer(
+            source, source_offset, destination, destination_offset, size), "the copy")
 
     def _native_clear(self, native: Any, offset: int, size: int) -> None:
-        encoder = self._device.create_command_encoder()
-        encoder.clear_buffer(native, offset, size)
-        self._queue.submit([encoder.finish()])
+        self._native_submit(lambda encoder: encoder.clear_buffer(native, offset, size), "the clear")
 
     def _native_compile(self, source: str, label: str) -> Any:
         try:
@@ -233,10 +194,8 @@ class WgpuNativeDriver(GpuDriver):
 
     def _native_create_pipeline(self, module: ShaderModule, entry_point: str,
                                 layout: tuple[BindingSpec, ...]) -> tuple[Any, Any]:
-        entries = [{"binding": spec.binding, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": spec.kind.value}} for spec in layout]
         try:
-            group_layout = self._device.create_bind_group_layout(entries=entries)
+            group_layout = self._device.create_bind_group_layout(entries=layout_entries(layout))
             pipeline_layout = self._device.create_pipeline_layout(bind_group_layouts=[group_layout])
             pipeline = self._device.create_compute_pipeline(
                 layout=pipeline_layout, compute={"module": module.native, "entry_point": entry_point})
@@ -248,25 +207,27 @@ class WgpuNativeDriver(GpuDriver):
         return pipeline, group_layout
 
     def _native_create_bind_group(self, pipeline: ComputePipeline, bindings: tuple[ResolvedBinding, ...]) -> Any:
-        entries = [{"binding": b.binding, "resource": {"buffer": b.buffer.native, "offset": b.offset, "size": b.size}}
-                   for b in bindings]
         try:
-            return self._device.create_bind_group(layout=pipeline.native_bind_group_layout, entries=entries)
+            return self._device.create_bind_group(layout=pipeline.native_bind_group_layout,
+                                                  entries=bind_group_entries(bindings))
         except wgpu.GPUError as exc:
             raise ExecutionFailed(f"binding buffers to {pipeline.entry_point!r} failed: {_first_line(exc)}") from exc
 
-    def _native_submit_dispatches(self, dispatches: Sequence[EncodedDispatch]) -> None:
+    def _native_submit(self, record: Callable[[Any], None], what: str) -> None:
         encoder = self._device.create_command_encoder()
         try:
-            for pipeline, bind_group, (x, y, z) in dispatches:
-                compute_pass = encoder.begin_compute_pass()
-                compute_pass.set_pipeline(pipeline.native)
-                compute_pass.set_bind_group(0, bind_group)
-                compute_pass.dispatch_workgroups(x, y, z)
-                compute_pass.end()
+            record(encoder)
             self._queue.submit([encoder.finish()])
         except wgpu.GPUError as exc:
-            raise ExecutionFailed(f"the dispatch was refused by wgpu: {_first_line(exc)}") from exc
+            raise ExecutionFailed(f"{what} was refused by wgpu: {_first_line(exc)}") from exc
+
+    def _native_compute_pass(self, encoder: Any, pipeline: Any, bind_group: Any,
+                             workgroups: tuple[int, int, int]) -> None:
+        compute_pass = encoder.begin_compute_pass()
+        compute_pass.set_pipeline(pipeline)
+        compute_pass.set_bind_group(0, bind_group)
+        compute_pass.dispatch_workgroups(*workgroups)
+        compute_pass.end()
 
     def _native_close(self) -> None:
         self._staging.clear()
