@@ -7,6 +7,12 @@ Programs: verified once per (digest, preset register types), compiled and instan
 
 Copies: ``copy_to_*``/``copy_from_*`` copy once; ``buffer_view`` is a zero-copy NumPy view valid until
 the linear memory grows (any allocation may grow it).
+
+Threads: natively the memory is shared and a ParallelMap/ParallelMapBinary of at least
+``PARALLEL_MAP_THRESHOLD`` elements over disjoint (or exactly aliased) arrays runs its kernel in
+chunks on ``threads`` threads (the launching thread and ``threads - 1`` workers of the runner;
+``env.parallel_map``); results are bit-identical for every thread count. In the browser the runner
+has one thread and every map runs on it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
 from .host_bytes import source_bytes, target_bytes
+from .lowering.coop_map import PARALLEL_MAP_THRESHOLD
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -40,6 +47,8 @@ from .tolerances import ulp_tolerance_of
 __all__ = ["WasmBackend"]
 
 _MAX_BUDGET = (1 << 63) - 1
+#: the most threads a backend accepts
+MAX_THREADS = 64
 _OPERATIONS = {"ParallelMap": tuple(MapOperation), "ParallelMapBinary": tuple(BinaryMapOperation),
                "ParallelReduce": tuple(ReduceOperation)}
 
@@ -48,6 +57,15 @@ def _check_budget(budget: object, what: str) -> int:
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
         raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
     return budget
+
+
+def _check_threads(threads: object) -> int | None:
+    if threads is None:
+        return None
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+        raise ExecutionFailed(f"WasmBackend threads must be an int in 1..{MAX_THREADS} or None (the host's "
+                              f"CPU count, at most 8), got {threads!r}")
+    return threads
 
 
 class _Loaded:
@@ -69,18 +87,22 @@ class WasmBackend(Backend):
     ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it per launch).
     ``memory_limit``: the most bytes the linear memory may grow to (default and ceiling 4 GiB).
     ``runner``: the runner name (default: the platform's, wasmtime natively). ``cache_size``: compiled
-    programs kept. Raises ExecutionFailed / AllocationFailed for bad arguments, BackendUnavailable when
-    no runner can start.
+    programs kept. ``threads``: threads large maps run on, the launching thread included (None: the
+    host's CPU count, at most 8; 1: no worker threads); runners without threads (the browser's) run
+    on one whatever is asked. Raises ExecutionFailed / AllocationFailed for bad arguments,
+    BackendUnavailable when no runner can start.
     """
 
     name = "wasm"
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None, runner: str | None = None,
-                 cache_size: int = 256) -> None:
+                 cache_size: int = 256, threads: int | None = None) -> None:
         from .runners import create_runner
         self.budget = _check_budget(budget, "WasmBackend budget")
-        options = {"budgeted": False} if runner in (None, "wasmtime") else {}
+        threads = _check_threads(threads)
+        options = {"budgeted": False, "threads": threads} if runner in (None, "wasmtime") else {}
         self._runner = create_runner(runner, **options)
+        self._parallel_dispatches = 0
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
         self._memory = DeviceMemory(self._runner, limit)
         self._cache_size = cache_size
@@ -213,10 +235,17 @@ class WasmBackend(Backend):
         return info
 
     def _load(self, program: Program, info: Any, config: LaunchConfig, digest: str, preset_key: tuple) -> _Loaded:
-        compiled = compile_program(program, info, config, name=f"atlas_{digest[:16]}")
-        module = self._runner.compile(compiled.wasm)
-        imports = {"env": {name: getattr(self, f"_host_{name}") for name in compiled.host_imports}}
-        instance = self._runner.instantiate(module, memory=self._memory.memory, imports=imports)
+        runner = self._runner
+        compiled = compile_program(program, info, config, name=f"atlas_{digest[:16]}",
+                                   shared_memory=runner.shared_memory, parallel=runner.threads > 1)
+        module = runner.compile(compiled.wasm)
+        instance_cell: list = []
+        host = {name: getattr(self, f"_host_{name}") for name in compiled.host_imports if name != "parallel_map"}
+        if "parallel_map" in compiled.host_imports:
+            host["parallel_map"] = lambda index, dst, a, b, count: self._parallel_map(
+                instance_cell[0], compiled, index, dst, a, b, count)
+        instance = runner.instantiate(module, memory=self._memory.memory, imports={"env": host})
+        instance_cell.append(instance)
         presets = [(reg, ty, compiled.launch.presets[reg.index]) for reg, ty in info.preset_types.items()]
         names = tuple(instr.INFO.name for instr in program.instructions)
         loaded = _Loaded(compiled, instance, self._runner.bind(instance, "launch"), presets, names)
@@ -279,6 +308,19 @@ class WasmBackend(Backend):
         self._memory.free(alloc.handle, "pool")
         return 0
 
+    def _parallel_map(self, instance, compiled, index: int, dst: int, src_a: int, src_b: int, count: int) -> None:
+        """``env.parallel_map``: run map ``index``'s kernel over ``0 .. count`` in one chunk per thread, each
+        starting at a multiple of the elements per vector chunk (so results equal one call's)."""
+        export, per_chunk = compiled.parallel_maps[index]
+        count &= 0xFFFFFFFF
+        threads = self._runner.threads
+        step = -(-count // threads)
+        step = -(-step // per_chunk) * per_chunk
+        operands = (dst & 0xFFFFFFFF, src_a & 0xFFFFFFFF, src_b & 0xFFFFFFFF)
+        chunks = [(*operands, lo, min(lo + step, count)) for lo in range(0, count, step)]
+        self._parallel_dispatches += 1
+        self._runner.parallel_call(instance, export, chunks)
+
     def _host_scratch(self, nbytes: int) -> int:
         base = self._memory.scratch(nbytes & 0xFFFFFFFF, "overlapping operand copy")
         self._scratch.append(base)
@@ -309,7 +351,8 @@ class WasmBackend(Backend):
 
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
-        ``compiled_programs``."""
+        ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_threshold`` (the
+        fewest elements a map needs to run on them), ``parallel_dispatches`` (maps that did so far)."""
         engine = self._runner.engine_name
         return {
             "name": self.name,
@@ -321,6 +364,9 @@ class WasmBackend(Backend):
             "max_memory": self._memory.limit - layout.ARENA_START - self._memory.arena.size_of(
                 self._memory.get(1).base),
             "compiled_programs": len(self._loaded),
+            "threads": self._runner.threads,
+            "parallel_map_threshold": PARALLEL_MAP_THRESHOLD,
+            "parallel_dispatches": self._parallel_dispatches,
         }
 
     def resonance_accumulator(self) -> list[float]:
@@ -330,7 +376,8 @@ class WasmBackend(Backend):
         return list(self._memory.access.unpack(f"<{NUM_CLASSES}d", layout.RES_SUMS))
 
     def close(self) -> None:
-        """Drop compiled programs and instances (the backend's memory stays while referenced)."""
+        """Drop compiled programs and instances and stop the worker threads (the backend's memory stays while
+        referenced; a later large map starts them again)."""
         self._loaded.clear()
         self._verified_programs.clear()
         self._runner.close()

@@ -3,7 +3,8 @@
 The host keeps the authoritative ``HandleTable`` (atlas_web.memory); every change is mirrored into
 the device handle table in linear memory (see ``layout``), which generated code reads. Buffers and
 pools are ranges of the arena (``ArenaAllocator``, 16-byte aligned, first fit with coalescing); the
-memory grows on demand in 64 KiB pages up to ``limit`` bytes.
+memory grows on demand in 64 KiB pages up to ``limit`` bytes. It is a shared memory where the runner
+has them (``WasmRunner.shared_memory``: natively), so worker threads can run map kernels on it.
 
 Copies: ``write``/``read_into``/``read`` copy once between host buffers and linear memory, through
 ``access`` (memory_access: a NumPy view natively, the runner's copies in the browser, where the memory
@@ -53,7 +54,9 @@ class DeviceMemory:
             raise AllocationFailed(f"memory_limit of {limit} bytes asked; the backend needs at least "
                                    f"{first_pages * PAGE_SIZE} bytes (runtime header and boundary memory)")
         self.runner = runner
-        self.memory: WasmMemory = runner.create_memory(first_pages, limit_pages)
+        # shared where the runner can share (its threads run map kernels on it); a shared memory is reserved
+        # up to its maximum and never moves, so views taken before a growth stay valid
+        self.memory: WasmMemory = runner.create_memory(first_pages, limit_pages, shared=runner.shared_memory)
         #: byte access to the memory (pack, unpack, fill, move, write, read_into, read)
         self.access = memory_access(runner, self.memory)
         self.limit = limit_pages * PAGE_SIZE

@@ -7,10 +7,17 @@ compile cache and the memory bounds checks are written once here; an engine
 implements the ``_``-prefixed hooks.
 
 Memory model. A module may import one linear memory; ``instantiate`` creates
-it (``memory_pages`` … ``max_pages``) unless one is passed, so several
-instances can share one memory (the backend's arena). A module that defines
-its own memory exposes it when it exports it. Memory operations take a
-``WasmMemory`` or an instance (meaning its memory).
+it (``memory_pages`` … ``max_pages``, shared when the import declares
+``shared``) unless one is passed, so several instances can share one memory
+(the backend's arena). A module that defines its own memory exposes it when it
+exports it. Memory operations take a ``WasmMemory`` or an instance (meaning
+its memory). Runners with ``shared_memory`` create shared memories
+(``create_memory(..., shared=True)``; the threads proposal): such a memory never
+moves when it grows, and instances in other threads may use it.
+
+Threads. ``threads`` is the number of threads ``parallel_call`` runs on (the
+calling thread included); runners without worker threads have 1 and run the
+calls one after the other on the calling thread.
 
 Copies. ``read_memory`` and ``read_array`` return copies, ``read_memory_into``
 fills a host buffer, ``write_memory`` copies in. ``memory_view`` is a zero-copy NumPy view where the engine allows
@@ -27,7 +34,8 @@ arguments, memory settings), WasmTrap (the code trapped; the runner stays
 usable), InvalidBuffer (a host memory access outside the memory),
 AllocationFailed (a memory cannot grow), UnsupportedOperation (a feature the
 engine lacks). Exceptions raised by imported Python functions propagate
-unchanged. Runners are not thread-safe.
+unchanged. Runners are not thread-safe (``parallel_call`` uses its own
+threads, but one caller at a time).
 """
 
 from __future__ import annotations
@@ -136,6 +144,8 @@ class WasmRunner(abc.ABC):
     engine_name: str = ""
     #: whether ``memory_view`` gives zero-copy NumPy views
     zero_copy_views: bool = False
+    #: whether ``create_memory`` makes shared memories (which ``parallel_call`` needs to run in parallel)
+    shared_memory: bool = False
 
     def __init__(self, *, cache_size: int = 64) -> None:
         self._cache: OrderedDict[str, CompiledModule] = OrderedDict()
@@ -145,6 +155,11 @@ class WasmRunner(abc.ABC):
     def supports_budget(self) -> bool:
         """Whether ``call`` accepts an execution ``budget``."""
         return False
+
+    @property
+    def threads(self) -> int:
+        """The threads ``parallel_call`` runs on, the calling thread included (1: no worker threads)."""
+        return 1
 
     # --- modules -------------------------------------------------------------------------------------------
 
@@ -173,12 +188,20 @@ class WasmRunner(abc.ABC):
 
     # --- instances -----------------------------------------------------------------------------------------
 
-    def create_memory(self, min_pages: int, max_pages: int | None = None) -> WasmMemory:
-        """A new linear memory of ``min_pages`` … ``max_pages`` (None: up to 4 GiB) 64 KiB pages."""
+    def create_memory(self, min_pages: int, max_pages: int | None = None, *, shared: bool = False) -> WasmMemory:
+        """A new linear memory of ``min_pages`` … ``max_pages`` (None: up to 4 GiB) 64 KiB pages; ``shared``
+        makes a shared memory (it needs ``max_pages``). Raises WasmInterfaceError for bad counts or a shared
+        memory without a maximum, UnsupportedOperation for a shared memory on a runner without them."""
         _check_count(min_pages, "min_pages", 0, MAX_PAGES)
         if max_pages is not None:
             _check_count(max_pages, "max_pages", min_pages, MAX_PAGES)
-        return self._create_memory(Limits(min_pages, max_pages))
+        if shared:
+            if not self.shared_memory:
+                raise UnsupportedOperation("shared memory", "linear memory", self.engine_name,
+                                           "this runner has no shared memories (it runs on one thread)")
+            if max_pages is None:
+                raise WasmInterfaceError("a shared memory needs max_pages")
+        return self._create_memory(Limits(min_pages, max_pages, bool(shared)))
 
     def instantiate(self, module: CompiledModule, *, memory_pages: int | None = None, max_pages: int | None = None,
                     memory: WasmMemory | None = None,
@@ -252,6 +275,41 @@ class WasmRunner(abc.ABC):
     def _bind(self, instance: WasmInstance, export_name: str) -> Callable[[], Any]:
         """Engines with a faster call path override this."""
         return lambda: self.call(instance, export_name)
+
+    def parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
+        """Call exported function ``export_name`` (no results) once per tuple of ``argument_lists``, on up
+        to ``threads`` threads at once; returns when every call has ended.
+
+        Calls beyond the first run in worker instances of the same module on the same (shared) memory,
+        so the function must use neither globals nor tables of the instance, nor call its imports.
+        Where the runner has no worker threads or the memory is not shared, the calls run one after the
+        other on the calling thread. An exception of any call (WasmTrap for a trap) is raised after all
+        of them ended; with several, the one of the first failing tuple. Raises WasmInterfaceError for an
+        unknown export, one with results, or unfitting arguments (before any call runs).
+        """
+        export = instance.module.export(export_name)
+        if export.kind != ExternKind.FUNC or export.functype is None or export.functype.results:
+            raise WasmInterfaceError(f"parallel_call needs an exported function without results; {export_name!r} "
+                                     f"is {export.functype.text() if export.functype else export.kind.text}")
+        params = export.functype.params
+        checked = []
+        for args in argument_lists:
+            if len(args) != len(params):
+                raise WasmInterfaceError(f"{export_name!r} takes {len(params)} argument(s), got {len(args)}")
+            checked.append(tuple(_check_argument(export_name, i, t, v) for i, (t, v) in enumerate(zip(params, args))))
+        if not checked:
+            return
+        memory = instance.memory
+        if self.threads <= 1 or len(checked) == 1 or memory is None or not memory.limits.shared:
+            for args in checked:
+                self._call(instance, export_name, args, None)
+            return
+        self._parallel_call(instance, export_name, checked)
+
+    def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
+        """Engines with worker threads override this (see ``parallel_call``; arguments are checked)."""
+        for args in argument_lists:
+            self._call(instance, export_name, args, None)
 
     # --- memory --------------------------------------------------------------------------------------------
 
@@ -354,7 +412,7 @@ class WasmRunner(abc.ABC):
         if declared.max is not None and (max_pages is None or max_pages > declared.max):
             raise WasmInterfaceError(f"max_pages {max_pages} exceeds the module's declared maximum of "
                                      f"{declared.max} pages")
-        return self.create_memory(pages, max_pages)
+        return self.create_memory(pages, max_pages, shared=declared.shared)
 
     @staticmethod
     def _memory_of(target: object) -> WasmMemory:

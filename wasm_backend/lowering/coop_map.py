@@ -7,6 +7,15 @@ reference does, also when arrays overlap: a destination that starts inside a sou
 backward (from the end), one that starts before a source forward; when a binary map has sources on
 both sides of its destination, the source behind it is first copied to scratch memory from the
 host (``env.scratch``).
+
+The loops are a kernel of their own, ``map_kernel_<index>(dst, src_a, src_b, lo, hi)`` (exported; no
+globals, no imports), which the cooperative function calls over the whole range after the handle,
+bounds and alignment checks. A module compiled for several threads imports ``env.parallel_map``: a
+map of at least ``PARALLEL_MAP_THRESHOLD`` elements whose sources are each the destination itself or
+disjoint from it calls it instead, and the host runs the kernel over chunks on its threads (chunk
+starts are multiples of the elements per 16-byte vector, so results are bit-identical to one call).
+Overlapping arrays always take the single call. No map operation traps once its operands passed
+the checks, so a chunk cannot trap either.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ from .math_seam import math_function_for
 from .rules import cooperative_rule, support_operation
 from .typemap import type_info
 
-__all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "elementwise_loop"]
+__all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
+           "map_kernel_name", "parallel_map_wanted", "PARALLEL_MAP_THRESHOLD", "map_kernel_elements_per_chunk"]
 
 I32, V128 = ValType.I32, ValType.V128
 
@@ -32,6 +42,26 @@ MAP_OPERATIONS = {MapOperation.Abs: "abs", MapOperation.Neg: "neg", MapOperation
 #: ParallelMapBinary operations computed by ``coop_ops``
 BINARY_OPERATIONS = {BinaryMapOperation.Add: "add", BinaryMapOperation.Sub: "sub", BinaryMapOperation.Mul: "mul",
                      BinaryMapOperation.Div: "div", BinaryMapOperation.Min: "min", BinaryMapOperation.Max: "max"}
+
+#: the fewest elements a map must have before it is split over threads (below it, handing chunks to
+#: worker threads costs more than it saves; see benchmarks/wasm_vs_numpy.py)
+PARALLEL_MAP_THRESHOLD = 1 << 16
+
+
+def map_kernel_name(index: int) -> str:
+    """The export name of the element-wise kernel of the map at instruction ``index``."""
+    return f"map_kernel_{index}"
+
+
+def map_kernel_elements_per_chunk(ty: Type) -> int:
+    """Elements of ``ty`` per 16-byte vector chunk: chunk boundaries of a parallel map are multiples of it."""
+    return SHAPES[ty].per_chunk
+
+
+def parallel_map_wanted(m, count: int) -> bool:
+    """Whether a map over ``count`` elements in module ``m`` may go to ``env.parallel_map``."""
+    return "parallel_map" in m.imports and count >= PARALLEL_MAP_THRESHOLD
+
 
 for _op in (*MAP_OPERATIONS, *BINARY_OPERATIONS):
     support_operation(_op, COOPERATIVE_OPERATION_TYPES[_op])
@@ -69,43 +99,66 @@ def _operation(operation: object, ty: Type, m, fb):
     return vector, scalar
 
 
-def elementwise_loop(cc: CoopContext, ty: Type, count: int, dst: int, sources: list[int], vector, scalar) -> None:
-    """Write dst[i] = op(sources[k][i]) for i < count (addresses in i32 locals), overlap-safe."""
-    e = cc.e
+class KernelContext:
+    """The function of one element-wise kernel being written: ``m`` (ModuleContext), ``fb``, ``e``."""
+
+    def __init__(self, m, fb, e) -> None:
+        self.m, self.fb, self.e = m, fb, e
+
+    def local(self, valtype: ValType, name: str | None = None) -> int:
+        return self.fb.add_local(valtype, name)
+
+
+def build_map_kernel(m, name: str, ty: Type, arity: int, operation: object) -> int:
+    """Define and export ``name(dst, src_a, src_b, lo, hi)``: dst[i] = op(src_a[i] (, src_b[i])) for
+    ``lo <= i < hi`` (byte addresses of element 0, element indices; ``src_b`` unused by unary maps).
+
+    The kernel uses no globals and calls no imports, so worker instances may run it on chunks. With
+    ``lo`` a multiple of the elements per 16-byte chunk, every element goes through the same (vector or
+    scalar) code as in one call over the whole range, so chunked results are bit-identical. The loop
+    order is overlap-safe within the range (backward when the destination starts inside a source);
+    a binary map with sources on both sides of its destination must have one copied away first.
+    Returns the function index.
+    """
+    fb, e = m.define(name, (I32,) * 5, (), export=True)
+    kc = KernelContext(m, fb, e)
+    size = ty.size_bytes()
+    dst, lo, hi = 0, 3, 4
+    sources = [1, 2][:arity]
+    start = kc.local(I32)
+    e.get(lo).i32(size).op("i32.mul").set(start)
+    for pointer in (dst, *sources):
+        e.get(pointer).get(start).op("i32.add").set(pointer)
+    total = kc.local(I32)
+    e.get(hi).get(lo).op("i32.sub").i32(size).op("i32.mul").set(total)
+    vector, scalar = _operation(operation, ty, m, fb)
+    _elementwise_loop(kc, ty, total, dst, sources, vector, scalar)
+    return fb.index
+
+
+def _elementwise_loop(kc: KernelContext, ty: Type, total: int, dst: int, sources: list[int], vector, scalar
+                      ) -> None:
+    """Write dst[i] = op(sources[k][i]) over ``total`` bytes (addresses and total in i32 locals); backward
+    when the destination starts inside a source, else forward."""
+    e = kc.e
     shape = SHAPES[ty]
     size = ty.size_bytes()
-    total = count * size
-    chunk_bytes = (count // shape.per_chunk) * 16
-    i = cc.local(I32)
-    backward = cc.local(I32)
+    chunk_bytes = kc.local(I32)
+    e.get(total).i32(-16).op("i32.and").set(chunk_bytes)  # whole 16-byte chunks (per_chunk * size == 16)
+    i = kc.local(I32)
+    backward = kc.local(I32)
     e.i32(0).set(backward)
     for src in sources:
-        e.get(backward).get(src).get(dst).op("i32.lt_u").get(dst).get(src).i32(total).op("i32.add").op("i32.lt_u")
+        e.get(backward).get(src).get(dst).op("i32.lt_u").get(dst).get(src).get(total).op("i32.add").op("i32.lt_u")
         e.op("i32.and").op("i32.or").set(backward)
-    if len(sources) > 1:
-        ahead = cc.local(I32)
-        e.i32(0).set(ahead)
-        for src in sources:
-            e.get(ahead).get(dst).get(src).op("i32.lt_u").get(src).get(dst).i32(total).op("i32.add").op("i32.lt_u")
-            e.op("i32.and").op("i32.or").set(ahead)
-        e.get(backward).get(ahead).op("i32.and")
-        with e.if_():  # sources on both sides: copy the ones behind dst away, then run forward
-            for src in sources:
-                e.get(src).get(dst).op("i32.lt_u").get(dst).get(src).i32(total).op("i32.add").op("i32.lt_u")
-                e.op("i32.and")
-                with e.if_():
-                    copy = cc.local(I32)
-                    e.i32(total).call(cc.m.host("scratch")).tee(copy).get(src).i32(total).op("memory.copy", 0, 0)
-                    e.get(copy).set(src)
-            e.i32(0).set(backward)
-    chunk = _chunk_writer(cc, shape, dst, sources, vector)
-    element = _element_writer(cc, ty, dst, sources, scalar)
+    chunk = _chunk_writer(kc, shape, dst, sources, vector)
+    element = _element_writer(kc, ty, dst, sources, scalar)
     e.get(backward)
     with e.if_():
-        e.i32(total).set(i)
+        e.get(total).set(i)
         with e.block("tail_done"):
             with e.loop("tail"):
-                e.get(i).i32(chunk_bytes).op("i32.le_u").br_if("tail_done")
+                e.get(i).get(chunk_bytes).op("i32.le_u").br_if("tail_done")
                 e.get(i).i32(size).op("i32.sub").set(i)
                 element(i)
                 e.br("tail")
@@ -119,19 +172,54 @@ def elementwise_loop(cc: CoopContext, ty: Type, count: int, dst: int, sources: l
         e.i32(0).set(i)
         with e.block("done"):
             with e.loop("next"):
-                e.get(i).i32(chunk_bytes).op("i32.ge_u").br_if("done")
+                e.get(i).get(chunk_bytes).op("i32.ge_u").br_if("done")
                 chunk(i)
                 e.get(i).i32(16).op("i32.add").set(i)
                 e.br("next")
         with e.block("tail_done"):
             with e.loop("tail"):
-                e.get(i).i32(total).op("i32.ge_u").br_if("tail_done")
+                e.get(i).get(total).op("i32.ge_u").br_if("tail_done")
                 element(i)
                 e.get(i).i32(size).op("i32.add").set(i)
                 e.br("tail")
 
 
-def _chunk_writer(cc: CoopContext, shape, dst: int, sources: list[int], vector):
+def _copy_sources_behind(cc: CoopContext, total: int, dst: int, sources: list[int]) -> None:
+    """When a binary map has sources on both sides of its destination, copy the ones behind it (the
+    destination starts inside them) to scratch memory from the host (``env.scratch``)."""
+    e = cc.e
+    behind, ahead = cc.local(I32), cc.local(I32)
+    e.i32(0).set(behind)
+    e.i32(0).set(ahead)
+    for src in sources:
+        e.get(behind).get(src).get(dst).op("i32.lt_u").get(dst).get(src).i32(total).op("i32.add").op("i32.lt_u")
+        e.op("i32.and").op("i32.or").set(behind)
+        e.get(ahead).get(dst).get(src).op("i32.lt_u").get(src).get(dst).i32(total).op("i32.add").op("i32.lt_u")
+        e.op("i32.and").op("i32.or").set(ahead)
+    e.get(behind).get(ahead).op("i32.and")
+    with e.if_():
+        for src in sources:
+            e.get(src).get(dst).op("i32.lt_u").get(dst).get(src).i32(total).op("i32.add").op("i32.lt_u")
+            e.op("i32.and")
+            with e.if_():
+                copy = cc.local(I32)
+                e.i32(total).call(cc.m.host("scratch")).tee(copy).get(src).i32(total).op("memory.copy", 0, 0)
+                e.get(copy).set(src)
+
+
+def _push_chunkable(cc: CoopContext, total: int, dst: int, sources: list[int]) -> None:
+    """Push 1 when every source is the destination itself or disjoint from it (chunks may then run in
+    any order), else 0. Differences are taken modulo 2**32, which is exact for ranges inside memory."""
+    e = cc.e
+    e.i32(1)
+    for src in sources:
+        e.get(dst).get(src).op("i32.eq")
+        e.get(dst).get(src).op("i32.sub").i32(total).op("i32.ge_u")
+        e.get(src).get(dst).op("i32.sub").i32(total).op("i32.ge_u").op("i32.and")
+        e.op("i32.or").op("i32.and")
+
+
+def _chunk_writer(cc: KernelContext, shape, dst: int, sources: list[int], vector):
     e = cc.e
     loaded = [cc.local(V128) for _ in sources]
     if shape.half is None:
@@ -161,7 +249,7 @@ def _chunk_writer(cc: CoopContext, shape, dst: int, sources: list[int], vector):
     return chunk
 
 
-def _element_writer(cc: CoopContext, ty: Type, dst: int, sources: list[int], scalar):
+def _element_writer(cc: KernelContext, ty: Type, dst: int, sources: list[int], scalar):
     e = cc.e
     valtype = type_info(ty).valtype
     values = [cc.local(valtype) for _ in sources]
@@ -182,11 +270,28 @@ def _element_writer(cc: CoopContext, ty: Type, dst: int, sources: list[int], sca
 def _build_map(cc: CoopContext, binary: bool) -> None:
     instr = cc.instr
     ty, count = instr.ty, instr.count
-    vector, scalar = _operation(instr.operation, ty, cc.m, cc.fb)
+    m = cc.m
+    kernel_name = map_kernel_name(cc.index)
+    kernel = build_map_kernel(m, kernel_name, ty, 2 if binary else 1, instr.operation)
     dst = cc.array("dst_array", ty, count)
     sources = [cc.array(name, ty, count) for name in (("src_a", "src_b") if binary else ("src_array",))]
-    elementwise_loop(cc, ty, count, dst, sources, vector, scalar)
-    cc.e.i32(COOP_OK)
+    total = count * ty.size_bytes()
+    e = cc.e
+    if binary:
+        _copy_sources_behind(cc, total, dst, sources)
+    operands = [dst, sources[0], sources[-1]]
+    if parallel_map_wanted(m, count):
+        _push_chunkable(cc, total, dst, sources)
+        with e.if_():
+            e.i32(cc.index)
+            for operand in operands:
+                e.get(operand)
+            e.i32(count).call(m.host("parallel_map"))
+            e.i32(COOP_OK).op("return")
+    for operand in operands:
+        e.get(operand)
+    e.i32(0).i32(count).call(kernel)
+    e.i32(COOP_OK)
 
 
 @cooperative_rule("ParallelMap")

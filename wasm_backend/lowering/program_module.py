@@ -10,9 +10,13 @@ and exports ``launch()``, which runs the whole launch and returns ``layout.STATU
   block (lanes in increasing order), then, while the lanes suspended at a BARRIER resume point,
   that point's segment; the block is done when its lanes ended or suspended at a COOPERATIVE point
   (recorded in the ``coop_at`` global). A block in which a lane trapped ends the stage;
-* one function per cooperative instruction (``coop_<index>``);
+* one function per cooperative instruction (``coop_<index>``), and for each map its exported
+  element-wise kernel ``map_kernel_<index>`` (``coop_map``);
 * ``launch``: zeroes the per-launch state, then alternates ``run_stage`` and the cooperative step
   the lanes suspended at, until every lane ended or one trapped.
+
+``shared_memory`` declares the imported memory shared (as the runner's memory is); ``parallel``
+lets large maps hand their kernel to the host's threads (``env.parallel_map``).
 
 Raises UnsupportedOperation (an instruction, type or cooperative operation without a rule, or a
 program whose inlining needs too many copies) before writing any code.
@@ -20,7 +24,7 @@ program whose inlining needs too many copies) before writing any code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from atlas_web.errors import UnsupportedOperation
 from atlas_web.isa.opcodes import ExecKind
@@ -34,7 +38,7 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
     rules_convert, rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
 from .coop_context import CoopContext
-from .coop_map import map_operation_supported
+from .coop_map import PARALLEL_MAP_THRESHOLD, map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported
 from .lane_context import STOP_TRAPPED
 from .lane_state import RECORD_ENDED, LaneState, plan_lane_state
 from .launch_layout import LaunchLayout, plan_launch_area
@@ -61,6 +65,9 @@ class CompiledProgram:
     uses_resaccum: bool
     #: whether the module runs most lanes in SIMD lane mode (``simd_lanes``)
     simd: bool = False
+    #: instruction index -> (kernel export, elements per vector chunk) of the maps that may call
+    #: ``env.parallel_map``
+    parallel_maps: dict = field(default_factory=dict)
 
 
 def check_supported(program) -> None:
@@ -84,7 +91,18 @@ def check_supported(program) -> None:
                                        "which is not registered")
 
 
-def _host_imports(program) -> tuple[str, ...]:
+_MAPS = ("ParallelMap", "ParallelMapBinary")
+
+
+def _parallel_maps(program, parallel: bool) -> dict[int, tuple[str, int]]:
+    if not parallel:
+        return {}
+    return {index: (map_kernel_name(index), map_kernel_elements_per_chunk(instr.ty))
+            for index, instr in enumerate(program.instructions)
+            if instr.INFO.name in _MAPS and instr.count >= PARALLEL_MAP_THRESHOLD}
+
+
+def _host_imports(program, parallel_maps: dict) -> tuple[str, ...]:
     names = {instr.INFO.name for instr in program.instructions}
     wanted = []
     if "PoolAlloc" in names:
@@ -93,17 +111,22 @@ def _host_imports(program) -> tuple[str, ...]:
         wanted.append("pool_free")
     if "ParallelMapBinary" in names:
         wanted.append("scratch")
+    if parallel_maps:
+        wanted.append("parallel_map")
     return tuple(wanted)
 
 
-def compile_program(program, info, config, *, name: str = "atlas") -> CompiledProgram:
-    """The module of ``program`` (verified, ``info`` its ProgramInfo) for launches of ``config``."""
+def compile_program(program, info, config, *, name: str = "atlas", shared_memory: bool = False,
+                    parallel: bool = False) -> CompiledProgram:
+    """The module of ``program`` (verified, ``info`` its ProgramInfo) for launches of ``config``; see the
+    module docstring for ``shared_memory`` and ``parallel``."""
     check_supported(program)
     plan = plan_program(info, backend=BACKEND_NAME)
     state = plan_lane_state(plan)
     launch = plan_launch_area(info, state, config)
-    imports = _host_imports(program)
-    m = ModuleContext(name, imports)
+    parallel_maps = _parallel_maps(program, parallel)
+    imports = _host_imports(program, parallel_maps)
+    m = ModuleContext(name, imports, shared_memory=shared_memory)
     m.helper("trap")
     segments = {seg.resume.id: build_segment_function(m, plan, state, config, launch, seg) for seg in plan.segments}
     coops = {}
@@ -114,7 +137,8 @@ def compile_program(program, info, config, *, name: str = "atlas") -> CompiledPr
     stage = _build_stage(m, plan, state, launch, config, segments)
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
-    return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None)
+    return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
+                           parallel_maps)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,

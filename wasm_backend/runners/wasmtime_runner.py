@@ -22,11 +22,25 @@ code, not by the engine, so it holds either way.
 Each memory (and each instance without an imported memory) lives in its own
 ``wasmtime.Store``; instances sharing a memory share its store. Memory views
 are zero-copy NumPy arrays over ``Memory.data_ptr`` that keep the store alive.
+
+Threads. The engine has the threads proposal on: ``create_memory(shared=True)``
+makes a ``wasmtime.SharedMemory`` (reserved up to its maximum, so it never
+moves and views stay valid across growth; the calling thread's instances still
+share one store). ``parallel_call`` runs on ``threads`` threads: the calling
+thread and ``threads - 1`` persistent daemon workers (``worker_pool``, started
+on first use, stopped by ``close``). Every thread has its own Store and, made
+lazily and cached per module, its own instance of the module on the same
+shared memory; those instances' imported functions refuse to run (a kernel
+must not call imports). wasmtime-py 50 builds the import descriptor of a
+SharedMemory wrongly (a pointer to the pointer), so ``_shared_memory_extern``
+builds it here.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+from collections import OrderedDict
 from typing import Any, Callable
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable
@@ -34,16 +48,28 @@ from atlas_web.errors import AllocationFailed, BackendUnavailable
 from ..encoding.types import ExternKind, FuncType, Limits, ValType
 from ..errors import WasmInterfaceError, WasmTrap, WasmTrapKind, WasmValidationError
 from ..runner import CompiledModule, ModuleExport, ModuleImport, WasmInstance, WasmMemory, WasmRunner
+from .worker_pool import WorkerPool
 
 try:
     import wasmtime
 except ImportError as exc:  # pragma: no cover - exercised only where wasmtime is missing
     raise BackendUnavailable(f"the wasmtime runner needs wasmtime-py (pip install wasmtime): {exc}") from None
 
-__all__ = ["WasmtimeRunner", "UNLIMITED_FUEL"]
+__all__ = ["WasmtimeRunner", "UNLIMITED_FUEL", "MAX_THREADS", "default_threads"]
 
 #: the fuel a call gets when no budget applies
 UNLIMITED_FUEL = (1 << 63) - 1
+#: the most threads a runner accepts
+MAX_THREADS = 64
+#: the most threads ``default_threads`` picks
+DEFAULT_THREADS_CAP = 8
+#: module instances a worker thread keeps before it starts a fresh Store (a Store frees nothing earlier)
+_WORKER_INSTANCES = 32
+
+
+def default_threads() -> int:
+    """The host's CPU count, at most DEFAULT_THREADS_CAP (at least 1)."""
+    return max(1, min(os.cpu_count() or 1, DEFAULT_THREADS_CAP))
 
 # wasmtime trap codes -> engine-neutral kinds (codes absent here map to OTHER)
 _TRAP_KINDS: dict[Any, WasmTrapKind] = {
@@ -87,6 +113,20 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def _shared_memory_extern(memory: "wasmtime.SharedMemory") -> Any:
+    """The C import descriptor of a shared memory (``wasmtime_extern_t`` holding the memory's pointer)."""
+    from wasmtime import _ffi as ffi
+    union = ffi.wasmtime_extern_union(sharedmemory=memory.ptr())
+    return ffi.wasmtime_extern_t(ffi.WASMTIME_EXTERN_SHAREDMEMORY, union)
+
+
+class _SharedMemory(wasmtime.SharedMemory):
+    """A SharedMemory that describes itself to ``wasmtime.Instance`` with ``_shared_memory_extern``."""
+
+    def _as_extern(self) -> Any:
+        return _shared_memory_extern(self)
+
+
 class _MemoryBuffer:
     """Exposes wasm memory to NumPy (``__array_interface__``) and keeps its store alive while viewed."""
 
@@ -105,8 +145,20 @@ class WasmtimeRunner(WasmRunner):
     engine_name = "wasmtime"
     zero_copy_views = True
 
-    def __init__(self, *, budgeted: bool = True, default_budget: int | None = None, cache_size: int = 64) -> None:
+    shared_memory = True
+
+    def __init__(self, *, budgeted: bool = True, default_budget: int | None = None, cache_size: int = 64,
+                 threads: int | None = 1) -> None:
         super().__init__(cache_size=cache_size)
+        if threads is None:
+            threads = default_threads()
+        if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+            raise WasmInterfaceError(f"threads must be an int in 1..{MAX_THREADS} or None, got {threads!r}")
+        self._threads = threads
+        self._pool: WorkerPool | None = None
+        self._batches = 0
+        self._closed_pools: list[WorkerPool] = []  # kept to report workers that did not stop in time
+        self._slots: dict[int, _SlotInstances] = {}
         if default_budget is not None and (not isinstance(default_budget, int) or isinstance(default_budget, bool)
                                            or not 0 <= default_budget <= UNLIMITED_FUEL):
             raise WasmInterfaceError(f"default_budget must be an int in 0..2**63-1 or None, got {default_budget!r}")
@@ -118,6 +170,8 @@ class WasmtimeRunner(WasmRunner):
         config.wasm_relaxed_simd_deterministic = False
         config.wasm_bulk_memory = True
         config.wasm_reference_types = True
+        config.wasm_threads = True
+        config.shared_memory = True
         config.consume_fuel = bool(budgeted)
         self._budgeted = bool(budgeted)
         self._default_fuel = UNLIMITED_FUEL if default_budget is None else default_budget
@@ -126,6 +180,20 @@ class WasmtimeRunner(WasmRunner):
     @property
     def supports_budget(self) -> bool:
         return self._budgeted
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def parallel_batches(self) -> int:
+        """``parallel_call`` batches that ran on worker threads so far."""
+        return self._batches
+
+    @property
+    def workers_alive(self) -> int:
+        """Worker threads running now (0 before the first parallel call and after ``close``)."""
+        return sum(pool.alive_workers for pool in (self._pool, *self._closed_pools) if pool is not None)
 
     @property
     def engine(self) -> "wasmtime.Engine":
@@ -171,7 +239,13 @@ class WasmtimeRunner(WasmRunner):
 
     def _create_memory(self, limits: Limits) -> WasmMemory:
         store = self._new_store()
-        native = wasmtime.Memory(store, wasmtime.MemoryType(wasmtime.Limits(limits.min, limits.max)))
+        memory_type = wasmtime.MemoryType(wasmtime.Limits(limits.min, limits.max), shared=limits.shared)
+        try:
+            native = (_SharedMemory(self._engine, memory_type) if limits.shared
+                      else wasmtime.Memory(store, memory_type))
+        except wasmtime.WasmtimeError as exc:
+            raise AllocationFailed(f"wasmtime could not create a memory of {limits.min}..{limits.max} pages: "
+                                   f"{_first_line(exc)}") from None
         return WasmMemory(native, store, limits)
 
     def _instantiate(self, module: CompiledModule, memory: WasmMemory | None,
@@ -241,6 +315,34 @@ class WasmtimeRunner(WasmRunner):
 
         return caller
 
+    def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
+        if self._pool is None:
+            self._pool = WorkerPool(self._threads, name="wasmtime-worker")
+        module, memory = instance.module, instance.memory
+
+        def task(args: tuple) -> Callable[[int], None]:
+            def run(slot: int) -> None:
+                slot_instances = self._slots.get(slot)
+                if slot_instances is None:
+                    slot_instances = self._slots[slot] = _SlotInstances(self)
+                slot_instances.caller(module, memory, export_name)(args)
+            return run
+
+        pending = [task(args) for args in argument_lists]
+        self._batches += 1
+        while pending:
+            batch, pending = pending[:self._threads], pending[self._threads:]
+            self._pool.run(batch)
+
+    def close(self) -> None:
+        """Drop cached modules, stop the worker threads and drop their instances."""
+        super().close()
+        if self._pool is not None:
+            self._pool.close()
+            self._closed_pools.append(self._pool)
+            self._pool = None
+        self._slots.clear()
+
     def _refuel(self, store: "wasmtime.Store", budget: int | None) -> None:
         if self._budgeted:
             store.set_fuel(self._default_fuel if budget is None else budget)
@@ -257,13 +359,18 @@ class WasmtimeRunner(WasmRunner):
     # --- memory --------------------------------------------------------------------------------------------
 
     def _memory_bytes(self, memory: WasmMemory) -> int:
+        if memory.limits.shared:
+            return memory.native.data_len()
         return memory.native.data_len(memory.context)
 
     def _address(self, memory: WasmMemory) -> int:
-        return ctypes.cast(memory.native.data_ptr(memory.context), ctypes.c_void_p).value or 0
+        pointer = memory.native.data_ptr() if memory.limits.shared else memory.native.data_ptr(memory.context)
+        return ctypes.cast(pointer, ctypes.c_void_p).value or 0
 
     def _grow(self, memory: WasmMemory, delta_pages: int) -> int:
         try:
+            if memory.limits.shared:
+                return memory.native.grow(delta_pages)
             return memory.native.grow(memory.context, delta_pages)
         except wasmtime.WasmtimeError as exc:
             raise AllocationFailed(f"growing memory by {delta_pages} pages failed: {_first_line(exc)}") from None
@@ -286,3 +393,82 @@ class WasmtimeRunner(WasmRunner):
         import numpy
         buffer = _MemoryBuffer(self._address(memory) + offset, nbytes, (memory.native, memory.context))
         return numpy.asarray(buffer)
+
+
+def _unavailable_import(module: str, name: str) -> Callable[..., Any]:
+    def refuse(*_args: Any) -> Any:
+        raise WasmInterfaceError(f"import {module}.{name} was called by a worker instance; functions run by "
+                                 "parallel_call must not call imports")
+    return refuse
+
+
+class _SlotInstances:
+    """The Store of one thread of ``parallel_call`` and its instances, one per (module, memory), each with
+    direct callers of its exports (argument arrays made once; only this slot's thread uses them)."""
+
+    def __init__(self, runner: WasmtimeRunner) -> None:
+        self._runner = runner
+        self._store = runner._new_store()
+        self._instances: OrderedDict[tuple[str, int], tuple[WasmMemory, Any, dict]] = OrderedDict()
+
+    def caller(self, module: CompiledModule, memory: WasmMemory, export_name: str) -> Callable[[tuple], None]:
+        key = (module.digest, id(memory))
+        entry = self._instances.get(key)
+        if entry is None or entry[0] is not memory:
+            if len(self._instances) >= _WORKER_INSTANCES:
+                self._instances.clear()
+                self._store = self._runner._new_store()
+            entry = (memory, self._instantiate(module, memory), {})
+            self._instances[key] = entry
+        callers = entry[2]
+        call = callers.get(export_name)
+        if call is None:
+            call = callers[export_name] = self._direct_caller(module, entry[1], export_name)
+        return call
+
+    def _instantiate(self, module: CompiledModule, memory: WasmMemory) -> "wasmtime.Instance":
+        store = self._store
+        externs: list[Any] = []
+        for imp, native_imp in zip(module.imports, module.native.imports):
+            if imp.kind == ExternKind.MEMORY:
+                externs.append(memory.native)
+            else:
+                externs.append(wasmtime.Func(store, native_imp.type, _unavailable_import(imp.module, imp.name)))
+        self._runner._refuel(store, None)
+        return self._runner._run(lambda: wasmtime.Instance(store, module.native, externs), "worker instance")
+
+    def _direct_caller(self, module: CompiledModule, native: "wasmtime.Instance", export_name: str
+                       ) -> Callable[[tuple], None]:
+        from wasmtime import _ffi as ffi
+        store = self._store
+        func = native.exports(store)[export_name]
+        params_types = module.export(export_name).functype.params  # type: ignore[union-attr]
+        params = (ffi.wasmtime_val_t * len(params_types))()
+        kinds = {ValType.I32: (ffi.WASMTIME_I32.value, "i32"), ValType.I64: (ffi.WASMTIME_I64.value, "i64"),
+                 ValType.F32: (ffi.WASMTIME_F32.value, "f32"), ValType.F64: (ffi.WASMTIME_F64.value, "f64")}
+        fields = []
+        for k, valtype in enumerate(params_types):
+            kind, field = kinds[valtype]
+            params[k].kind = kind
+            fields.append(field)
+        out = (ffi.wasmtime_val_t * 0)()
+        func_ref = ctypes.byref(func._func)
+        call = ffi.wasmtime_func_call
+        trap_type = ctypes.POINTER(ffi.wasm_trap_t)
+        runner = self._runner
+
+        def caller(args: tuple) -> None:
+            for k, (field, value) in enumerate(zip(fields, args)):
+                setattr(params[k].of, field, value)
+            runner._refuel(store, None)
+            trap = trap_type()
+            error = call(store._context(), func_ref, params, len(fields), out, 0, ctypes.byref(trap))
+            if trap:
+                trap_obj = wasmtime.Trap._from_ptr(trap)
+                kind = _TRAP_KINDS.get(trap_obj.trap_code, WasmTrapKind.OTHER)
+                raise WasmTrap(kind, engine=runner.engine_name, engine_message=str(trap_obj), export=export_name)
+            if error:
+                raise WasmInterfaceError(f"{export_name}: wasmtime refused: "
+                                         f"{_first_line(wasmtime.WasmtimeError._from_ptr(error))}")
+
+        return caller
