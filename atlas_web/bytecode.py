@@ -7,8 +7,8 @@ Layout (``LAYOUT`` says the same for the docs)::
     instruction = uleb opcode | uleb type code per type field (table order) | operands in table order
 
 Integers are unsigned LEB128 (``uleb``) or zigzag LEB128 (``zleb``, for signed
-values and extended-int immediates up to 4096 bits); each operand kind is
-encoded as ``OPERAND_CODECS`` says. Encoding is deterministic (the Program's
+values and extended-int immediates up to 4096 bits), both from ``atlas_web.leb128``;
+each operand kind is encoded as ``OPERAND_CODECS`` says. Encoding is deterministic (the Program's
 digest is BLAKE2b of it) and the decoder accepts only what the encoder writes:
 minimal LEB128, canonical immediates, known codes, exact length. Every failure
 of ``decode_program`` is a ProgramError naming the byte offset. Decoding copies
@@ -29,6 +29,7 @@ from .isa.instructions import INSTRUCTION_CLASSES, Instruction, by_opcode, info_
 from .isa.opcodes import Operand, OperandKind
 from .isa.registers import NUM_PREDICATES, NUM_REGISTERS, Label, Predicate, Register, is_label_name
 from .isa.types import Type
+from .leb128 import decode_zigzag, encode_uleb128, encode_zigzag, read_leb128
 
 __all__ = [
     "BYTECODE_VERSION", "MAGIC", "encode_program", "decode_program", "encode_uleb128", "encode_zigzag",
@@ -54,28 +55,6 @@ LAYOUT: tuple[tuple[str, str], ...] = (
 )
 
 
-def encode_uleb128(value: int) -> bytes:
-    """Unsigned LEB128 of ``value`` >= 0 (minimal length)."""
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def encode_zigzag(value: int) -> bytes:
-    """Zigzag LEB128 of a signed ``value``: 0, -1, 1, -2 … map to 0, 1, 2, 3 …"""
-    return encode_uleb128(2 * value if value >= 0 else -2 * value - 1)
-
-
-def _unzigzag(value: int) -> int:
-    return value >> 1 if not value & 1 else -((value + 1) >> 1)
-
-
 class _Reader:
     """A cursor over the bytecode; every failure names the byte offset."""
 
@@ -97,23 +76,12 @@ class _Reader:
         return chunk
 
     def uleb(self, what: str, max_bytes: int = _MAX_U64_BYTES) -> int:
-        start = self.pos
-        value = shift = 0
-        for count in range(1, max_bytes + 1):
-            if self.pos >= len(self.data):
-                raise self.fail(f"truncated: {what} (LEB128) runs past the end", start)
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                if byte == 0 and count > 1:
-                    raise self.fail(f"{what}: overlong LEB128 encoding", start)
-                return value
-        raise self.fail(f"{what}: LEB128 longer than {max_bytes} bytes", start)
+        """The minimal unsigned LEB128 at the cursor (at most ``max_bytes`` bytes); moves past it."""
+        value, _, self.pos = read_leb128(self.data, self.pos, max_bytes, what, self.fail, minimal=True)
+        return value
 
     def zigzag(self, what: str, max_bytes: int = _MAX_U64_BYTES) -> int:
-        return _unzigzag(self.uleb(what, max_bytes))
+        return decode_zigzag(self.uleb(what, max_bytes))
 
     def count(self, what: str, min_item_bytes: int) -> int:
         start = self.pos

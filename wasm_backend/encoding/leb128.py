@@ -12,13 +12,15 @@
 
 from __future__ import annotations
 
+from atlas_web import leb128 as atlas_leb128
+
 from ..errors import WasmDecodeError, WasmEncodingError
 
 __all__ = ["encode_uleb128", "encode_sleb128", "decode_uleb128", "decode_sleb128"]
 
 
 def encode_uleb128(value: int, bits: int = 64) -> bytes:
-    """Unsigned LEB128 of ``value``, which must lie in 0 … 2**bits - 1.
+    """Unsigned LEB128 of ``value``, which must lie in 0 … 2**bits - 1 (``atlas_web.leb128`` writes it).
 
     >>> encode_uleb128(0), encode_uleb128(127), encode_uleb128(128)
     (b'\\x00', b'\\x7f', b'\\x80\\x01')
@@ -27,19 +29,12 @@ def encode_uleb128(value: int, bits: int = 64) -> bytes:
     """
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << bits):
         raise WasmEncodingError(f"u{bits} LEB128: {value!r} is not an int in 0..2**{bits}-1")
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return atlas_leb128.encode_uleb128(value)
 
 
 def encode_sleb128(value: int, bits: int = 64) -> bytes:
-    """Signed LEB128 of ``value``, which must lie in -2**(bits-1) … 2**(bits-1) - 1.
+    """Signed LEB128 of ``value``, which must lie in -2**(bits-1) … 2**(bits-1) - 1 (``atlas_web.leb128``
+    writes it).
 
     >>> encode_sleb128(-1), encode_sleb128(63), encode_sleb128(64), encode_sleb128(-64), encode_sleb128(-65)
     (b'\\x7f', b'?', b'\\xc0\\x00', b'@', b'\\xbf\\x7f')
@@ -49,38 +44,16 @@ def encode_sleb128(value: int, bits: int = 64) -> bytes:
     limit = 1 << (bits - 1)
     if not isinstance(value, int) or isinstance(value, bool) or not -limit <= value < limit:
         raise WasmEncodingError(f"s{bits} LEB128: {value!r} is not an int in -2**{bits - 1}..2**{bits - 1}-1")
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7  # arithmetic shift: stays -1 for negative values
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        if done:
-            out.append(byte)
-            return bytes(out)
-        out.append(byte | 0x80)
+    return atlas_leb128.encode_sleb128(value)
 
 
-def _read_groups(data: bytes | bytearray | memoryview, pos: int, bits: int, what: str) -> tuple[int, int, int]:
-    """The raw little-endian value, the number of payload bits read and the next position."""
-    max_bytes = (bits + 6) // 7
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= len(data):
-            raise WasmDecodeError(f"{what} runs past the end of the input", offset=start)
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return result, shift, pos
-        if pos - start >= max_bytes:
-            raise WasmDecodeError(f"{what} is longer than {max_bytes} bytes", offset=start)
+def _decode_error(reason: str, offset: int) -> WasmDecodeError:
+    return WasmDecodeError(reason, offset=offset)
 
 
 def decode_uleb128(data: bytes | bytearray | memoryview, pos: int = 0, bits: int = 64) -> tuple[int, int]:
-    """``(value, next position)`` of the unsigned LEB128 at ``data[pos:]``.
+    """``(value, next position)`` of the unsigned LEB128 at ``data[pos:]`` (at most ceil(bits / 7) bytes;
+    non-minimal encodings are accepted, as WebAssembly allows).
 
     >>> decode_uleb128(b'\\x80\\x80\\x80\\x80\\x10', bits=32)
     Traceback (most recent call last):
@@ -89,22 +62,20 @@ def decode_uleb128(data: bytes | bytearray | memoryview, pos: int = 0, bits: int
 
     Raises WasmDecodeError for a truncated, over-long or out-of-range number.
     """
-    what = f"u{bits} LEB128"
-    value, _, end = _read_groups(data, pos, bits, what)
+    value, _, end = atlas_leb128.read_leb128(data, pos, (bits + 6) // 7, f"u{bits}", _decode_error)
     if value >> bits:
-        raise WasmDecodeError(f"{what} value {value} does not fit in {bits} bits", offset=pos)
+        raise WasmDecodeError(f"u{bits} LEB128 value {value} does not fit in {bits} bits", offset=pos)
     return value, end
 
 
 def decode_sleb128(data: bytes | bytearray | memoryview, pos: int = 0, bits: int = 64) -> tuple[int, int]:
-    """``(value, next position)`` of the signed LEB128 at ``data[pos:]``.
+    """``(value, next position)`` of the signed LEB128 at ``data[pos:]`` (at most ceil(bits / 7) bytes).
 
     Raises WasmDecodeError for a truncated, over-long or out-of-range number.
     """
-    what = f"s{bits} LEB128"
-    raw, width, end = _read_groups(data, pos, bits, what)
+    raw, width, end = atlas_leb128.read_leb128(data, pos, (bits + 6) // 7, f"s{bits}", _decode_error)
     value = raw - (1 << width) if raw >> (width - 1) & 1 else raw
     limit = 1 << (bits - 1)
     if not -limit <= value < limit:
-        raise WasmDecodeError(f"{what} value {value} does not fit in {bits} bits", offset=pos)
+        raise WasmDecodeError(f"s{bits} LEB128 value {value} does not fit in {bits} bits", offset=pos)
     return value, end
