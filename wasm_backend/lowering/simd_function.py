@@ -17,16 +17,38 @@ iteration. ``build_simd_function`` returns ``(function index, lanes covered)`` o
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from atlas_web.isa.registers import SpecialRegister
 from atlas_web.lowering.structure import Code, EndLane, If
 
 from ..encoding.types import ValType
+from . import simd_arith, simd_masks  # noqa: F401  (they add their rules to SIMD_RULES on import)
 from .module_context import ModuleContext
 from .simd_lanes import SIMD_DONE, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported
 
-__all__ = ["build_simd_function"]
+__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled"]
 
 I32 = ValType.I32
+_DISABLED: list[bool] = []
+
+
+@contextmanager
+def scalar_lanes_only() -> Iterator[None]:
+    """Within the block, ``build_simd_function`` returns None: programs compiled then run every lane
+    with the scalar lane code (for comparisons and benchmarks; a backend caches compiled programs, so
+    compile on a backend that has not compiled the program yet)."""
+    _DISABLED.append(True)
+    try:
+        yield
+    finally:
+        _DISABLED.pop()
+
+
+def simd_lane_mode_enabled() -> bool:
+    """False inside ``scalar_lanes_only``."""
+    return not _DISABLED
 
 
 def _shape(body) -> tuple[range | None, object | None, range | None] | None:
@@ -75,7 +97,7 @@ def _analyse(m: ModuleContext, info, config, shape, lanes: int) -> tuple[SimdBui
 
 def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int] | None:
     """The SIMD function of a qualifying program and the lanes it covers, or None (see the docstring)."""
-    if state.sync or state.needs_record or config.total_threads < SIMD_LANES or state.specials - {
+    if _DISABLED or state.sync or state.needs_record or config.total_threads < SIMD_LANES or state.specials - {
             SpecialRegister.GLOBAL_LANE_ID}:
         return None
     info = plan.info

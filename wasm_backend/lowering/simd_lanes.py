@@ -38,8 +38,9 @@ from .emitter import Emitter
 from .module_context import ModuleContext
 from .typemap import bank_of, type_info
 
-__all__ = ["SimdBuilder", "SimdUnsupported", "LaneRange", "LocalRecorder", "SIMD_DONE", "SIMD_FALLBACK",
-           "SIMD_LANES", "SIMD_RULES", "UNROLL"]
+__all__ = ["SimdBuilder", "SimdUnsupported", "Const", "Uniform", "Affine", "Vector", "LaneRange", "LocalRecorder",
+           "SIMD_DONE", "SIMD_FALLBACK", "SIMD_LANES", "SIMD_RULES", "UNROLL", "VECTOR_TYPES", "INT_TYPES",
+           "lane_shape", "halves", "wrap", "lane_range_of", "float_unary", "float_binary"]
 
 SIMD_DONE = 0
 SIMD_FALLBACK = 1
@@ -48,8 +49,8 @@ SIMD_LANES = 4
 #: steps per iteration of the main loop
 UNROLL = 2
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
-_VECTOR_TYPES = frozenset({Type.F32, Type.F64, Type.I32, Type.U32, Type.I64, Type.U64})
-_INT_TYPES = frozenset({Type.I32, Type.U32, Type.I64, Type.U64})
+VECTOR_TYPES = frozenset({Type.F32, Type.F64, Type.I32, Type.U32, Type.I64, Type.U64})
+INT_TYPES = frozenset({Type.I32, Type.U32, Type.I64, Type.U64})
 
 
 class SimdUnsupported(Exception):
@@ -89,12 +90,12 @@ class LaneRange:
         return LaneRange(self.bound, not self.below)
 
 
-def _lanes(ty: Type) -> str:
+def lane_shape(ty: Type) -> str:
     return {Type.F32: "f32x4", Type.F64: "f64x2", Type.I32: "i32x4", Type.U32: "i32x4", Type.I64: "i64x2",
             Type.U64: "i64x2"}[ty]
 
 
-def _halves(ty: Type) -> int:
+def halves(ty: Type) -> int:
     return 2 if ty.bits == 64 else 1
 
 
@@ -133,6 +134,8 @@ class SimdBuilder:
         self.capacity = fb.add_local(I32, "simd_capacity")
         self.index = 0
         self.instr = None
+        #: derived forms of values, for the rules modules (a predicate's lane masks: ``simd_masks``)
+        self.derived: dict[object, object] = {}
 
     # ---- registers -----------------------------------------------------------------------------------
     def read(self, path: str) -> tuple[Type, object]:
@@ -182,7 +185,7 @@ class SimdBuilder:
         if isinstance(value, Vector):
             return value.locals
         e = self.body
-        out = tuple(self.fb.add_local(V128) for _ in range(_halves(ty)))
+        out = tuple(self.fb.add_local(V128) for _ in range(halves(ty)))
         if isinstance(value, (Const, Uniform)):
             local = value.local if isinstance(value, Uniform) else None
             for half in out:
@@ -190,7 +193,7 @@ class SimdBuilder:
                     (e.i64 if ty.bits == 64 else e.i32)(value.value)
                 else:
                     e.get(local)
-                e.op(f"{_lanes(ty)}.splat").set(half)
+                e.op(f"{lane_shape(ty)}.splat").set(half)
             return out
         if isinstance(value, Affine):
             base = self.fb.add_local(type_info(ty).valtype)
@@ -213,11 +216,11 @@ class SimdBuilder:
 
     def vector_op(self, ty: Type, name: str, operands: list[tuple[int, ...]]) -> Vector:
         e = self.body
-        out = tuple(self.fb.add_local(V128) for _ in range(_halves(ty)))
+        out = tuple(self.fb.add_local(V128) for _ in range(halves(ty)))
         for h, half in enumerate(out):
             for op in operands:
                 e.get(op[h])
-            e.op(f"{_lanes(ty)}.{name}").set(half)
+            e.op(f"{lane_shape(ty)}.{name}").set(half)
         return Vector(out)
 
     # ---- the function -------------------------------------------------------------------------------------
@@ -231,7 +234,7 @@ class SimdBuilder:
             rule(self, self.instr)
 
 
-def _wrap(ty: Type, value: int) -> int:
+def wrap(ty: Type, value: int) -> int:
     return value & ((1 << ty.bits) - 1)
 
 
@@ -239,10 +242,10 @@ def _wrap(ty: Type, value: int) -> int:
 
 def _simd_mov_imm(s: SimdBuilder, instr) -> None:
     ty = instr.ty
-    if ty in _INT_TYPES:
-        s.write(Const(_wrap(ty, instr.value)))
+    if ty in INT_TYPES:
+        s.write(Const(wrap(ty, instr.value)))
         return
-    if ty not in _VECTOR_TYPES:
+    if ty not in VECTOR_TYPES:
         raise SimdUnsupported(f"MOV_IMM {ty.name}")
     local = s.uniform_local(ty)
     (s.pro.f64 if ty is Type.F64 else s.pro.f32)(instr.value)
@@ -252,7 +255,7 @@ def _simd_mov_imm(s: SimdBuilder, instr) -> None:
 
 def _simd_mov(s: SimdBuilder, instr) -> None:
     ty, value = s.read("src")
-    if ty not in _VECTOR_TYPES:
+    if ty not in VECTOR_TYPES:
         raise SimdUnsupported(f"MOV {ty.name}")
     s.write(value)
 
@@ -260,7 +263,7 @@ def _simd_mov(s: SimdBuilder, instr) -> None:
 def _int_fold(op: str, ty: Type, a: int, b: int) -> int:
     results = {"ADD": a + b, "SUB": a - b, "MUL": a * b, "AND": a & b, "OR": a | b, "XOR": a ^ b,
                "SHL": a << (b % ty.bits)}
-    return _wrap(ty, results[op])
+    return wrap(ty, results[op])
 
 
 def _affine_max(value: Affine, lanes: int) -> int | None:
@@ -291,15 +294,15 @@ def _affine_binary(s: SimdBuilder, ty: Type, op: str, a, b):
     if not isinstance(a, Affine):
         return None
     if isinstance(b, Affine) and op == "ADD":
-        return Affine(_combine(s, ty, "ADD", a.base, b.base), _wrap(ty, a.stride + b.stride))
+        return Affine(_combine(s, ty, "ADD", a.base, b.base), wrap(ty, a.stride + b.stride))
     if not isinstance(b, uniform):
         return None
     if op in ("ADD", "SUB"):
         return Affine(_combine(s, ty, op, a.base, b), a.stride)
     if isinstance(b, Const) and op == "MUL":
-        return Affine(_combine(s, ty, op, a.base, b), _wrap(ty, a.stride * b.value))
+        return Affine(_combine(s, ty, op, a.base, b), wrap(ty, a.stride * b.value))
     if isinstance(b, Const) and op == "SHL":
-        return Affine(_combine(s, ty, op, a.base, b), _wrap(ty, a.stride << (b.value % ty.bits)))
+        return Affine(_combine(s, ty, op, a.base, b), wrap(ty, a.stride << (b.value % ty.bits)))
     if isinstance(b, Const) and op == "OR":
         # or with a constant whose set bits all lie above every value of the Affine: an addition
         top = _affine_max(a, s.lanes)
@@ -318,9 +321,9 @@ def _combine(s: SimdBuilder, ty: Type, op: str, a, b):
 def _int_binary(op: str):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
-        if ty not in _INT_TYPES:
+        if ty not in INT_TYPES:
             raise SimdUnsupported(f"{op} {ty.name}")
-        _, a = s.read("lhs")
+        _, a = s.read("lhs" if op != "SHL" else "src")
         _, b = s.read("rhs" if op != "SHL" else "amount")
         if op == "SHL":
             if not isinstance(b, Const):
@@ -334,7 +337,7 @@ def _int_binary(op: str):
             s.write(affine)
             return
         if op == "SHL":
-            lanes = _lanes(ty)
+            lanes = lane_shape(ty)
             va = s.vector(a, ty)
             out = tuple(s.fb.add_local(V128) for _ in va)
             for src, dst in zip(va, out):
@@ -361,7 +364,7 @@ _FLOAT_UNARY = {"ABS": "abs", "NEG": "neg", "SQRT": "sqrt", "FLOOR": "floor", "C
                 "ROUND": "nearest"}
 
 
-def _float_binary(op: str):
+def float_binary(op: str):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
         if ty not in (Type.F32, Type.F64):
@@ -372,7 +375,7 @@ def _float_binary(op: str):
     return rule
 
 
-def _float_unary(op: str):
+def float_unary(op: str):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
         if ty not in (Type.F32, Type.F64):
@@ -384,7 +387,7 @@ def _float_unary(op: str):
 
 def _simd_mad(s: SimdBuilder, instr) -> None:
     ty = instr.ty
-    if ty not in _VECTOR_TYPES:
+    if ty not in VECTOR_TYPES:
         raise SimdUnsupported(f"MAD {ty.name}")
     _, a = s.read("a")
     _, b = s.read("b")
@@ -396,13 +399,13 @@ def _simd_mad(s: SimdBuilder, instr) -> None:
 def _simd_cvt(s: SimdBuilder, instr) -> None:
     src, dst = instr.src_ty, instr.dst_ty
     _, value = s.read("src")
-    if src in _INT_TYPES and dst in _INT_TYPES:
+    if src in INT_TYPES and dst in INT_TYPES:
         if src.bits == dst.bits:
             s.write(value)
             return
         if isinstance(value, Const):
             signed = src.is_signed() and value.value >> (src.bits - 1)
-            s.write(Const(_wrap(dst, value.value - (1 << src.bits) if signed else value.value)))
+            s.write(Const(wrap(dst, value.value - (1 << src.bits) if signed else value.value)))
             return
         if isinstance(value, Affine) and src.bits == 32 and dst.bits == 64:
             top = _affine_max(value, s.lanes)
@@ -451,34 +454,46 @@ def _pointer_of(s: SimdBuilder, field: str):
     raise SimdUnsupported("static address")
 
 
-def _contiguous(s: SimdBuilder, field: str, ty: Type) -> int:
-    """An address local for the step's first lane of a contiguous access (checks in the prologue)."""
+def _start_of(value, size: int, uniform: bool):
+    """The first lane's value of an address (or offset) operand: its base when it is the lane's element
+    (Affine with a stride of ``size``), itself when ``uniform`` and it is Const or Uniform, else None."""
+    if uniform:
+        return value if isinstance(value, (Const, Uniform)) else None
+    return value.base if isinstance(value, Affine) and value.stride == size else None
+
+
+def _checked_address(s: SimdBuilder, field: str, ty: Type, uniform: bool = False) -> int:
+    """An i32 address local for the step's first lane of a contiguous access, or for the one address of
+    a ``uniform`` access; the prologue checks every lane's access (SIMD_FALLBACK where one would trap)."""
     kind, where, disp = _pointer_of(s, field)
     size, align = ty.size_bytes(), ty.alignment()
+    span = 0 if uniform else (s.lanes - 1) * size  # from the first lane's byte offset to the last's
     p = s.pro
     handle, first, last = s.fb.add_local(I32), s.fb.add_local(I64), s.fb.add_local(I64)
     if kind == "pointer":
-        if not isinstance(where, Affine) or where.stride != size:
+        start = _start_of(where, size, uniform)
+        if start is None:
             raise SimdUnsupported("an address that is not the lane's element")
         base = s.fb.add_local(I64)
-        s.scalar(where.base, Type.U64)
+        s.scalar(start, Type.U64)
         p.tee(base).i64(32).op("i64.shr_u").op("i32.wrap_i64").set(handle)
         # the last lane's pointer must keep the handle (no carry out of the offset, no wrap)
-        p.get(base).i64((s.lanes - 1) * size).op("i64.add").tee(last).i64(32).op("i64.shr_u").op("i32.wrap_i64")
+        p.get(base).i64(span).op("i64.add").tee(last).i64(32).op("i64.shr_u").op("i32.wrap_i64")
         p.get(handle).op("i32.ne").get(last).get(base).op("i64.lt_u").op("i32.or")
         _fallback_if(p)
         p.get(base).i64(0xFFFFFFFF).op("i64.and").i64(disp).op("i64.add").set(first)
         p.get(last).i64(0xFFFFFFFF).op("i64.and").i64(disp).op("i64.add").set(last)
     else:
         handle_value, offset, oty = where
-        if not isinstance(offset, Affine) or offset.stride != size:
+        start = _start_of(offset, size, uniform)
+        if start is None:
             raise SimdUnsupported("an offset that is not the lane's element")
         s.scalar(handle_value, Type.U32)
         p.set(handle)
-        s.scalar(offset.base, oty)
+        s.scalar(start, oty)
         if oty.bits < 64:
             p.op("i64.extend_i32_u")
-        p.tee(first).i64((s.lanes - 1) * size).op("i64.add").set(last)
+        p.tee(first).i64(span).op("i64.add").set(last)
         if oty.bits < 64:  # the offset register wraps at its width: the range must not
             p.get(last).i64(1 << oty.bits).op("i64.ge_u")
             _fallback_if(p)
@@ -495,7 +510,8 @@ def _contiguous(s: SimdBuilder, field: str, ty: Type) -> int:
     _fallback_if(p)
     address = s.fb.add_local(I32)
     p.get(entry).op("i32.load", layout.ENTRY_BASE).get(first).op("i32.wrap_i64").op("i32.add").set(address)
-    s.addresses.append((address, SIMD_LANES * size))
+    if not uniform:
+        s.addresses.append((address, SIMD_LANES * size))
     return address
 
 
@@ -506,10 +522,18 @@ def _fallback_if(e: Emitter) -> None:
 
 def _simd_ldg(s: SimdBuilder, instr) -> None:
     ty = instr.ty
-    if ty not in _VECTOR_TYPES:
+    if ty not in VECTOR_TYPES:
         raise SimdUnsupported(f"LDG {ty.name}")
-    address = _contiguous(s, "src", ty)
-    out = tuple(s.fb.add_local(V128) for _ in range(_halves(ty)))
+    kind, where, _ = _pointer_of(s, "src")
+    if isinstance(where if kind == "pointer" else where[1], (Const, Uniform)) and not s.stored:
+        # the same address in every lane, read before any store: once, in the prologue
+        address = _checked_address(s, "src", ty, uniform=True)
+        local = s.uniform_local(ty)
+        s.pro.get(address).op(type_info(ty).load, 0).set(local)
+        s.write(Uniform(local))
+        return
+    address = _checked_address(s, "src", ty)
+    out = tuple(s.fb.add_local(V128) for _ in range(halves(ty)))
     for h, half in enumerate(out):
         s.body.get(address).op("v128.load", 16 * h).set(half)
     s.write(Vector(out))
@@ -517,11 +541,11 @@ def _simd_ldg(s: SimdBuilder, instr) -> None:
 
 def _simd_stg(s: SimdBuilder, instr) -> None:
     ty = instr.ty
-    if ty not in _VECTOR_TYPES:
+    if ty not in VECTOR_TYPES:
         raise SimdUnsupported(f"STG {ty.name}")
     _, value = s.read("src")
     vectors = s.vector(value, ty)
-    address = _contiguous(s, "dst", ty)
+    address = _checked_address(s, "dst", ty)
     for h, half in enumerate(vectors):
         s.body.get(address).get(half).op("v128.store", 16 * h)
     s.stored = True
@@ -534,11 +558,12 @@ _MIRRORED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "LTU": "GTU", "LEU"
              "GEU": "LEU"}
 
 
-def _simd_setcc(s: SimdBuilder, instr) -> None:
-    """Only lane-id guards: (base + GLOBAL_LANE_ID) compared with a constant gives a LaneRange."""
+def lane_range_of(s: SimdBuilder, instr) -> LaneRange | None:
+    """The LaneRange a SETcc computes when it is a lane-id guard ((base + GLOBAL_LANE_ID) compared with a
+    constant, without wrapping), else None."""
     ty = instr.ty
-    if ty not in _INT_TYPES:
-        raise SimdUnsupported(f"SETcc {ty.name}")
+    if ty not in INT_TYPES:
+        return None
     _, a = s.read("lhs")
     _, b = s.read("rhs")
     cond = instr.cond.name
@@ -546,14 +571,21 @@ def _simd_setcc(s: SimdBuilder, instr) -> None:
         a, b, cond = b, a, _MIRRORED.get(cond, cond)
     if not (isinstance(a, Affine) and isinstance(b, Const) and isinstance(a.base, Const) and a.stride == 1
             and cond in _RANGE_CONDITIONS):
-        raise SimdUnsupported("a predicate that is not a lane-id guard")
+        return None
     top = a.base.value + s.config.total_threads
     limit = 1 << (ty.bits - 1 if ty.is_signed() and not cond.endswith("U") else ty.bits)
     if a.base.value < 0 or top >= limit or b.value >= limit:
-        raise SimdUnsupported("a guard whose comparison could wrap")
+        return None
     shift, below = _RANGE_CONDITIONS[cond]
-    bound = max(0, b.value - a.base.value + shift)
-    s.values[("p", instr.pred.index)] = (None, LaneRange(bound, below))
+    return LaneRange(max(0, b.value - a.base.value + shift), below)
+
+
+def _simd_setcc(s: SimdBuilder, instr) -> None:
+    """Only lane-id guards here (``simd_masks`` widens SETcc to lane masks)."""
+    found = lane_range_of(s, instr)
+    if found is None:
+        raise SimdUnsupported("a predicate that is not a lane-id guard")
+    s.values[("p", instr.pred.index)] = (None, found)
 
 
 def _simd_nothing(s: SimdBuilder, instr) -> None:
@@ -564,19 +596,19 @@ SIMD_RULES = {
     "MOV_IMM": _simd_mov_imm, "MOV": _simd_mov, "CVT": _simd_cvt, "MAD": _simd_mad, "LDG": _simd_ldg,
     "STG": _simd_stg, "MemFence": _simd_nothing, "SETcc": _simd_setcc,
     **{name: _int_binary(name) for name in ("AND", "OR", "XOR", "SHL")},
-    **{name: _float_unary(name) for name in _FLOAT_UNARY},
+    **{name: float_unary(name) for name in _FLOAT_UNARY},
 }
 
 
 def _arith(name: str):
-    integer, floating = _int_binary(name), _float_binary(name)
+    integer, floating = _int_binary(name), float_binary(name)
 
     def rule(s: SimdBuilder, instr) -> None:
-        (integer if instr.ty in _INT_TYPES else floating)(s, instr)
+        (integer if instr.ty in INT_TYPES else floating)(s, instr)
     return rule
 
 
 for _name in ("ADD", "SUB", "MUL"):
     SIMD_RULES[_name] = _arith(_name)
 for _name in ("DIV", "MIN", "MAX"):
-    SIMD_RULES[_name] = _float_binary(_name)
+    SIMD_RULES[_name] = float_binary(_name)
