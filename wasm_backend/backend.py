@@ -37,7 +37,7 @@ from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
 from .host_bytes import source_bytes, target_bytes
-from .lowering.coop_map import PARALLEL_MAP_THRESHOLD
+from .lowering.coop_map import PARALLEL_MAP_THRESHOLD, map_chunk_ranges
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -312,12 +312,9 @@ class WasmBackend(Backend):
         """``env.parallel_map``: run map ``index``'s kernel over ``0 .. count`` in one chunk per thread, each
         starting at a multiple of the elements per vector chunk (so results equal one call's)."""
         export, per_chunk = compiled.parallel_maps[index]
-        count &= 0xFFFFFFFF
-        threads = self._runner.threads
-        step = -(-count // threads)
-        step = -(-step // per_chunk) * per_chunk
         operands = (dst & 0xFFFFFFFF, src_a & 0xFFFFFFFF, src_b & 0xFFFFFFFF)
-        chunks = [(*operands, lo, min(lo + step, count)) for lo in range(0, count, step)]
+        chunks = [(*operands, lo, hi)
+                  for lo, hi in map_chunk_ranges(count & 0xFFFFFFFF, self._runner.threads, per_chunk)]
         self._parallel_dispatches += 1
         self._runner.parallel_call(instance, export, chunks)
 

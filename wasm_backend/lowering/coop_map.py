@@ -32,7 +32,8 @@ from .rules import cooperative_rule, support_operation
 from .typemap import type_info
 
 __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
-           "map_kernel_name", "parallel_map_wanted", "PARALLEL_MAP_THRESHOLD", "map_kernel_elements_per_chunk"]
+           "map_kernel_name", "map_chunk_ranges", "parallel_map_wanted", "PARALLEL_MAP_THRESHOLD",
+           "map_kernel_elements_per_chunk"]
 
 I32, V128 = ValType.I32, ValType.V128
 
@@ -56,6 +57,15 @@ def map_kernel_name(index: int) -> str:
 def map_kernel_elements_per_chunk(ty: Type) -> int:
     """Elements of ``ty`` per 16-byte vector chunk: chunk boundaries of a parallel map are multiples of it."""
     return SHAPES[ty].per_chunk
+
+
+def map_chunk_ranges(count: int, threads: int, per_chunk: int) -> list[tuple[int, int]]:
+    """At most ``threads`` element ranges ``(lo, hi)`` covering ``0 .. count`` in order, of nearly equal
+    size, every ``lo`` a multiple of ``per_chunk`` (so each element takes the vector or scalar code it
+    takes in one call over the whole range, and every vector access stays 16-byte aligned)."""
+    step = -(-count // max(threads, 1))
+    step = max(per_chunk, -(-step // per_chunk) * per_chunk)
+    return [(lo, min(lo + step, count)) for lo in range(0, count, step)]
 
 
 def parallel_map_wanted(m, count: int) -> bool:
