@@ -109,8 +109,9 @@ def main() -> None:
         add = ProgramBuilder().add(ParallelMapBinary(dst_array=Address.BufferOffset(hc),
                                                      src_a=Address.BufferOffset(ha), src_b=Address.BufferOffset(hb),
                                                      count=big, operation=BinaryMapOperation.Add)).build()
-        report(f"ParallelMapBinary Add f32, {label}", *best_pair(lambda: each.execute_program(add, one),
-                                                                 lambda: np.add(a, b, out=out), args.repeats), 0.8)
+        times = best_pair(lambda each=each, add=add: each.execute_program(add, one), lambda: np.add(a, b, out=out),
+                          args.repeats)
+        report(f"ParallelMapBinary Add f32, {label}", *times, 0.8)
         assert np.array_equal(each.copy_typed_from(hc, Type.F32), a + b)
         if each is single:
             for handle in handles[label]:
@@ -138,8 +139,9 @@ def main() -> None:
         exp = ProgramBuilder().add(ParallelMap(dst_array=Address.BufferOffset(hy),
                                                src_array=Address.BufferOffset(hx), count=mid,
                                                operation=MapOperation.Exp)).build()
-        report(f"ParallelMap Exp f32, {label}", *best_pair(lambda: each.execute_program(exp, one),
-                                                           lambda: np.exp(x, out=y), args.repeats), 1.0)
+        times = best_pair(lambda each=each, exp=exp: each.execute_program(exp, one), lambda: np.exp(x, out=y),
+                          args.repeats)
+        report(f"ParallelMap Exp f32, {label}", *times, 1.0)
     single.close()
 
     from atlas_web.verify import verify

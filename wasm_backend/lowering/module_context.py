@@ -6,8 +6,8 @@ pool instructions or cooperative maps that may need a scratch copy or may run on
 the host functions ``env.pool_alloc(size) -> handle`` (0: exhausted), ``env.pool_free(handle) ->
 status`` (0: freed, 1: not a live pool), ``env.scratch(bytes) -> address`` and
 ``env.parallel_map(instruction, dst, src_a, src_b, count)`` (runs the exported
-``map_kernel_<instruction>`` over chunks of ``0 .. count`` on the runner's threads). Globals mirror the runtime header for the
-duration of a launch (see ``layout``).
+``map_kernel_<instruction>`` over chunks of ``0 .. count`` on the runner's threads). Globals mirror
+the runtime header for the duration of a launch (see ``layout``).
 
 Runtime helpers (the trap routine, f16/bf16 rounding, fmod, the extended-integer library, the math
 library) are functions added on first use: ``helper(name)`` returns the function index, building it
