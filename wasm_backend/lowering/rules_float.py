@@ -14,22 +14,11 @@ from atlas_web.isa.opcodes import FLOATS
 from atlas_web.isa.types import Type
 
 from .lane_context import LaneContext
+from .recipes import ROUND, Const, Read, Recipe, register_recipes, typed_const as float_const, typed_op as float_op
 from .rules import lane_rule
 from .typemap import type_info
 
-__all__ = ["float_op", "float_const", "INEXACT_BINARY", "EXACT_UNARY"]
-
-
-def float_op(ctx: LaneContext, ty: Type, name: str) -> None:
-    ctx.e.op(f"{type_info(ty).prefix}.{name}")
-
-
-def float_const(ctx: LaneContext, ty: Type, value: float) -> None:
-    if ty is Type.F64:
-        ctx.e.f64(value)
-    else:
-        ctx.e.f32(value)
-
+__all__ = ["float_op", "float_const", "INEXACT_BINARY", "EXACT_UNARY", "FLOAT_RECIPES"]
 
 #: binary instructions computed by one wasm operation and rounded to the format
 INEXACT_BINARY = {"ADD": "add", "SUB": "sub", "MUL": "mul", "DIV": "div"}
@@ -38,36 +27,26 @@ EXACT_BINARY = {"MIN": "min", "MAX": "max"}
 #: unary instructions whose result is representable in the operand's format
 EXACT_UNARY = {"ABS": "abs", "NEG": "neg", "FLOOR": "floor", "CEIL": "ceil", "ROUND": "nearest", "TRUNC": "trunc"}
 
+_LHS, _RHS, _SRC, _A, _B, _C = Read("lhs"), Read("rhs"), Read("src"), Read("a"), Read("b"), Read("c")
 
-def _binary(op: str, rounds: bool):
-    def rule(ctx: LaneContext, instr) -> None:
-        ty = ctx.read("lhs")
-        ctx.read("rhs")
-        float_op(ctx, ty, op)
-        if rounds:
-            ctx.round_to(ty)
-        ctx.write()
-    rule.__name__ = f"lower_{op}_float"
-    return rule
+#: instruction -> its stack program (see ``recipes``); ROUND where the f32 result of an F16/BF16
+#: operation may not be representable in the format
+FLOAT_RECIPES: dict[str, Recipe] = {
+    **{name: (_LHS, _RHS, op, ROUND) for name, op in INEXACT_BINARY.items()},
+    **{name: (_LHS, _RHS, op) for name, op in EXACT_BINARY.items()},
+    **{name: (_SRC, op) for name, op in EXACT_UNARY.items()},
+    "SQRT": (_SRC, "sqrt", ROUND),
+    "RCP": (Const(1.0), _SRC, "div", ROUND),
+    # 1 / sqrt(x): the correctly rounded root, then one division
+    "RSQRT": (Const(1.0), _SRC, "sqrt", "div", ROUND),
+    # a*b rounded, + c rounded (in f32 for F16/BF16), then rounded to the format
+    "MAD": (_A, _B, "mul", _C, "add", ROUND),
+    "CLAMP": (_SRC, Read("min"), "max", Read("max"), "min"),
+    # a + t*(b - a), each step rounded in the compute type, then to the format
+    "LERP": (_A, Read("t"), Read("b"), _A, "sub", "mul", "add", ROUND),
+}
 
-
-for _name, _op in INEXACT_BINARY.items():
-    lane_rule(_name, FLOATS)(_binary(_op, True))
-for _name, _op in EXACT_BINARY.items():
-    lane_rule(_name, FLOATS)(_binary(_op, False))
-
-
-def _unary(op: str):
-    def rule(ctx: LaneContext, instr) -> None:
-        ty = ctx.read("src")
-        float_op(ctx, ty, op)
-        ctx.write()
-    rule.__name__ = f"lower_{op}_float"
-    return rule
-
-
-for _name, _op in EXACT_UNARY.items():
-    lane_rule(_name, FLOATS)(_unary(_op))
+register_recipes(FLOAT_RECIPES, FLOATS, "float")
 
 
 @lane_rule("REM", FLOATS)
@@ -84,36 +63,6 @@ def lower_rem_float(ctx: LaneContext, instr) -> None:
     e.call(ctx.m.helper("fmod64"))
     if ty is not Type.F64:
         e.op("f32.demote_f64")
-    ctx.write()
-
-
-@lane_rule("SQRT", FLOATS)
-def lower_sqrt_float(ctx: LaneContext, instr) -> None:
-    ty = ctx.read("src")
-    float_op(ctx, ty, "sqrt")
-    ctx.round_to(ty)
-    ctx.write()
-
-
-@lane_rule("RCP", FLOATS)
-def lower_rcp_float(ctx: LaneContext, instr) -> None:
-    ty = instr.ty
-    float_const(ctx, ty, 1.0)
-    ctx.read("src")
-    float_op(ctx, ty, "div")
-    ctx.round_to(ty)
-    ctx.write()
-
-
-@lane_rule("RSQRT", FLOATS)
-def lower_rsqrt_float(ctx: LaneContext, instr) -> None:
-    """1 / sqrt(x): the correctly rounded root, then one division."""
-    ty = instr.ty
-    float_const(ctx, ty, 1.0)
-    ctx.read("src")
-    float_op(ctx, ty, "sqrt")
-    float_op(ctx, ty, "div")
-    ctx.round_to(ty)
     ctx.write()
 
 
@@ -142,18 +91,6 @@ def lower_sign_float(ctx: LaneContext, instr) -> None:
     ctx.write()
 
 
-@lane_rule("MAD", FLOATS)
-def lower_mad_float(ctx: LaneContext, instr) -> None:
-    """a*b rounded, + c rounded (in f32 for F16/BF16), then rounded to the format."""
-    ty = ctx.read("a")
-    ctx.read("b")
-    float_op(ctx, ty, "mul")
-    ctx.read("c")
-    float_op(ctx, ty, "add")
-    ctx.round_to(ty)
-    ctx.write()
-
-
 def _fused(negate: bool):
     def rule(ctx: LaneContext, instr) -> None:
         ty = ctx.read("a")
@@ -170,27 +107,3 @@ def _fused(negate: bool):
 
 lane_rule("FMA", FLOATS)(_fused(False))
 lane_rule("FMS", FLOATS)(_fused(True))
-
-
-@lane_rule("CLAMP", FLOATS)
-def lower_clamp_float(ctx: LaneContext, instr) -> None:
-    ty = ctx.read("src")
-    ctx.read("min")
-    float_op(ctx, ty, "max")
-    ctx.read("max")
-    float_op(ctx, ty, "min")
-    ctx.write()
-
-
-@lane_rule("LERP", FLOATS)
-def lower_lerp_float(ctx: LaneContext, instr) -> None:
-    """a + t*(b - a), each step rounded in the compute type, then to the format."""
-    ty = ctx.read("a")
-    ctx.read("t")
-    ctx.read("b")
-    ctx.read("a")
-    float_op(ctx, ty, "sub")
-    float_op(ctx, ty, "mul")
-    float_op(ctx, ty, "add")
-    ctx.round_to(ty)
-    ctx.write()

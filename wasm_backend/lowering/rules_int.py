@@ -14,45 +14,29 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .lane_context import LaneContext
+from .recipes import Const, Read, Recipe, register_recipes, typed_const as int_const, typed_op as int_op
 from .rules import lane_rule
 from .typemap import type_info
 
-__all__ = ["WRAPPING_BINARY", "int_const", "int_op"]
+__all__ = ["WRAPPING_BINARY", "INT_RECIPES", "int_const", "int_op"]
 
 #: instruction -> wasm operation whose result, cut to the width, is the wrapped result
 WRAPPING_BINARY = {"ADD": "add", "SUB": "sub", "MUL": "mul", "AND": "and", "OR": "or", "XOR": "xor"}
 
+#: instruction -> its stack program (see ``recipes``): the wrapping operations, which write the dirty
+#: upper bits of narrow integers as they come
+INT_RECIPES: dict[str, Recipe] = {
+    **{name: (Read("lhs"), Read("rhs"), op) for name, op in WRAPPING_BINARY.items()},
+    "MAD": (Read("a"), Read("b"), "mul", Read("c"), "add"),
+    "NEG": (Const(0), Read("src"), "sub"),
+    "NOT": (Read("src"), Const(-1), "xor"),
+}
 
-def int_op(ctx: LaneContext, ty: Type, name: str) -> None:
-    """``i32.name`` or ``i64.name`` for ``ty``; a trailing ``_?`` becomes ``_s``/``_u`` by signedness."""
-    if name.endswith("_?"):
-        name = name[:-1] + ("s" if ty.is_signed() else "u")
-    ctx.e.op(f"{type_info(ty).prefix}.{name}")
-
-
-def int_const(ctx: LaneContext, ty: Type, value: int) -> None:
-    if ty.bits == 64:
-        ctx.e.i64(value)
-    else:
-        ctx.e.i32(value)
+register_recipes(INT_RECIPES, INTS, "int")
 
 
 def _valtype(ty: Type) -> ValType:
     return type_info(ty).valtype
-
-
-def _wrapping(op: str):
-    def rule(ctx: LaneContext, instr) -> None:
-        ty = ctx.read("lhs")
-        ctx.read("rhs")
-        int_op(ctx, ty, op)
-        ctx.write()
-    rule.__name__ = f"lower_{op}_int"
-    return rule
-
-
-for _name, _op in WRAPPING_BINARY.items():
-    lane_rule(_name, INTS)(_wrapping(_op))
 
 
 def _read_normalized(ctx: LaneContext, path: str) -> Type:
@@ -134,16 +118,6 @@ def lower_clamp_int(ctx: LaneContext, instr) -> None:
     ctx.write()
 
 
-@lane_rule("MAD", INTS)
-def lower_mad_int(ctx: LaneContext, instr) -> None:
-    ty = ctx.read("a")
-    ctx.read("b")
-    int_op(ctx, ty, "mul")
-    ctx.read("c")
-    int_op(ctx, ty, "add")
-    ctx.write()
-
-
 @lane_rule("ABS", INTS)
 def lower_abs_int(ctx: LaneContext, instr) -> None:
     """|x| wrapping (|MIN| = MIN): (x ^ s) - s with s the sign mask; the identity on unsigned types."""
@@ -163,23 +137,6 @@ def lower_abs_int(ctx: LaneContext, instr) -> None:
     int_op(ctx, ty, "xor")
     e.get(s)
     int_op(ctx, ty, "sub")
-    ctx.write()
-
-
-@lane_rule("NEG", INTS)
-def lower_neg_int(ctx: LaneContext, instr) -> None:
-    ty = instr.ty
-    int_const(ctx, ty, 0)
-    ctx.read("src")
-    int_op(ctx, ty, "sub")
-    ctx.write()
-
-
-@lane_rule("NOT", INTS)
-def lower_not_int(ctx: LaneContext, instr) -> None:
-    ty = ctx.read("src")
-    int_const(ctx, ty, -1)
-    int_op(ctx, ty, "xor")
     ctx.write()
 
 
