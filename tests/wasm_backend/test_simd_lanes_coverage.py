@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from atlas_web import AtlasTrap, LaunchConfig, Program
 from atlas_web.isa import Type
+from atlas_web.isa.floats import bits_to_float, float_to_bits
 from atlas_web.reference import CpuBackend
 from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
@@ -23,8 +24,10 @@ from wasm_backend.tolerances import ulp_tolerance_of
 
 from ..conformance.values import float_values, int_values, ulp_distance
 
+#: host arrays: BF16 values travel as their u16 bit patterns
 _DTYPES = {Type.F32: np.float32, Type.F64: np.float64, Type.I32: np.int32, Type.U32: np.uint32,
-           Type.I64: np.int64, Type.U64: np.uint64}
+           Type.I64: np.int64, Type.U64: np.uint64, Type.BF16: np.uint16}
+_HOST_TYPE = {Type.BF16: Type.U16}
 _BITS = {4: np.uint32, 8: np.uint64}
 INTS = (Type.I32, Type.U32, Type.I64, Type.U64)
 FLOATS = (Type.F32, Type.F64)
@@ -40,9 +43,9 @@ def kernel_text(inputs: list[Type], body: list[str], out_ty: Type, result: str, 
     if guard is not None:
         lines += [f"    mov_imm.u32 r90, {guard}", "    set.ge.u32 p15, r255, r90", "    bra.p15 @done"]
     lines += ["    cvt.u64.u32 r1, r255", "    mov_imm.u64 r2, 4", "    mul.u64 r3, r1, r2",
-              "    mov_imm.u64 r2, 8", "    mul.u64 r4, r1, r2"]
+              "    mov_imm.u64 r2, 8", "    mul.u64 r4, r1, r2", "    mov_imm.u64 r2, 2", "    mul.u64 r85, r1, r2"]
     for k, ty in enumerate(inputs + [out_ty]):
-        offset = "r3" if ty.size_bytes() == 4 else "r4"
+        offset = {2: "r85", 4: "r3", 8: "r4"}[ty.size_bytes()]
         lines += [f"    mov_imm.u64 r{60 + k}, {{b{k}}}", f"    or.u64 r{70 + k}, {offset}, r{60 + k}"]
     lines += [f"    ldg.{ty.suffix} r{10 + k}, [r{70 + k} + 0]" for k, ty in enumerate(inputs)]
     lines += [f"    {line}" for line in body]
@@ -61,7 +64,7 @@ def _execute(backend, text: str, config, arrays: list[np.ndarray], out_ty: Type)
     handles.append(backend.allocate_typed(np.zeros(arrays[0].size, dtype=_DTYPES[out_ty])))
     try:
         backend.execute_program(_program(text, handles), config)
-        return np.asarray(backend.copy_typed_from(handles[-1], out_ty))
+        return np.asarray(backend.copy_typed_from(handles[-1], _HOST_TYPE.get(out_ty, out_ty)))
     finally:
         for h in handles:
             backend.free_buffer(h)
@@ -78,6 +81,9 @@ def uses_simd(text: str, inputs: list[Type], config) -> bool:
 
 def _same_bits(a: np.ndarray, b: np.ndarray, ty: Type) -> bool:
     """Equal bit patterns, any NaN equal to any NaN (payloads are not specified)."""
+    if ty is Type.BF16:
+        nan = ((a & 0x7FFF) > 0x7F80) & ((b & 0x7FFF) > 0x7F80)
+        return bool(np.all(nan | (a == b)))
     if ty.is_float():
         nan = np.isnan(a) & np.isnan(b)
         return bool(np.all(nan | (a.view(_BITS[a.itemsize]) == b.view(_BITS[b.itemsize]))))
@@ -109,6 +115,8 @@ def check_exact(text, inputs, arrays, out_ty, lanes, guarded) -> None:
 
 
 def values_of(ty: Type, n: int, seed: int) -> np.ndarray:
+    if ty is Type.BF16:
+        return np.array([float_to_bits(v, ty) for v in float_values(ty, n, seed)], dtype=np.uint16)
     raw = float_values(ty, n, seed) if ty.is_float() else int_values(ty, n, seed)
     return np.array(raw, dtype=_DTYPES[ty])
 
@@ -233,7 +241,8 @@ def _fma_inputs(ty: Type, lanes: int, seed: int) -> list[np.ndarray]:
     # rounding gives c while a*b rounded first gives the tie, rounded to even (c + 128)
     ulp_bits, k = (23, 30) if ty is Type.F32 else (52, 59)
     for lane, sign in ((0, 1.0), (4, -1.0)):
-        a[lane], b[lane], c[lane] = 8 * (1 + 2.0 ** -ulp_bits), sign * 8 * (1 - 2.0 ** -ulp_bits), sign * (2.0 ** k + 128)
+        a[lane], b[lane] = 8 * (1 + 2.0 ** -ulp_bits), sign * 8 * (1 - 2.0 ** -ulp_bits)
+        c[lane] = sign * (2.0 ** k + 128)
     return [a, b, c]
 
 
@@ -252,11 +261,13 @@ _MATH = sorted(LANE_MATH_OPS)
 
 
 def _within_tolerance(got: np.ndarray, want: np.ndarray, ty: Type, ulps: float) -> None:
+    if ty is Type.BF16:
+        got, want = ([bits_to_float(int(v), ty) for v in x] for x in (got, want))
     worst = max(ulp_distance(float(w), float(g), ty) for w, g in zip(want, got))
     assert worst <= ulps, f"{worst} ulp > {ulps}"
 
 
-@pytest.mark.parametrize("ty", FLOATS)
+@pytest.mark.parametrize("ty", FLOATS + (Type.BF16,))
 @pytest.mark.parametrize("op", _MATH)
 def test_transcendentals_on_vectors_and_uniforms(op, ty):
     if math_function_for(op, ty) is None:
@@ -279,7 +290,7 @@ _RANDOM_FLOAT_OPS = ("add", "sub", "mul", "min", "max", "abs", "neg", "sel", "fm
 
 def _random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], str]:
     t = ty.suffix
-    ops = _RANDOM_INT_OPS if ty.is_integer() else _RANDOM_FLOAT_OPS
+    ops = _RANDOM_INT_OPS if ty.is_integer() else _RANDOM_FLOAT_OPS + ("div", "mad", "sqrt") * (ty is Type.BF16)
     live = ["r10", "r11", "r12"]
     constant = rng.choice([-3, 0, 2, 7])
     body = ["mov_imm.u32 r5, " + str(rng.randrange(0, 130)),
@@ -290,7 +301,7 @@ def _random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], s
         op = rng.choice(ops)
         dst = f"r{20 + k}"
         x, y, z = (rng.choice(live) for _ in range(3))
-        if op in ("not", "neg", "abs", "floor"):
+        if op in ("not", "neg", "abs", "floor", "sqrt"):
             body.append(f"{op}.{t} {dst}, {x}")
         elif op in ("shl", "shr"):
             body.append(f"{op}.{t} {dst}, {x}, r5")
@@ -310,13 +321,13 @@ def _random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], s
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(0, 1 << 30), st.sampled_from(INTS + FLOATS), st.integers(5, 70), st.integers(1, 10))
+@given(st.integers(0, 1 << 30), st.sampled_from(INTS + FLOATS + (Type.BF16,)), st.integers(5, 70), st.integers(1, 10))
 def test_random_straight_line_kernels_over_the_new_rules(seed, ty, lanes, steps):
     rng = random.Random(seed)
     body, result = _random_body(rng, ty, steps)
     inputs = [ty] * 3
     arrays = [values_of(ty, lanes, seed + k) for k in range(3)]
-    if ty.is_float():  # keep fma's operands in the range where the backends round exactly once
+    if ty.is_float() and ty is not Type.BF16:  # keep fma's operands where fma64 rounds exactly once
         arrays = [np.where(np.isfinite(x), np.clip(x, -1e6, 1e6), x).astype(x.dtype) for x in arrays]
     text = kernel_text(inputs, body, ty, result, None)
     check_exact(text, inputs, arrays, ty, lanes, False)
@@ -337,3 +348,33 @@ def test_a_trap_in_the_tail_still_reports_the_lowest_lane():
             backend.execute_program(_program(text, [short, out]), config)
         outcomes.append((trap.value.code, trap.value.instruction_index, trap.value.lane))
     assert outcomes[0] == outcomes[1] and outcomes[0][2] == lanes - 1
+
+
+# ---- BF16 -------------------------------------------------------------------------------------------------
+
+BF16_OPS = {
+    "add": ["add.bf16 r20, r10, r11"], "sub": ["sub.bf16 r20, r10, r11"], "mul": ["mul.bf16 r20, r10, r11"],
+    "div": ["div.bf16 r20, r10, r11"], "sqrt": ["sqrt.bf16 r20, r10"], "mad": ["mad.bf16 r20, r10, r11, r12"],
+    "fma": ["fma.bf16 r20, r10, r11, r12"], "fms": ["fms.bf16 r20, r10, r11, r12"],
+    "min/max/abs/neg/floor": ["min.bf16 r13, r10, r11", "max.bf16 r14, r13, r12", "abs.bf16 r15, r14",
+                              "neg.bf16 r16, r15", "floor.bf16 r20, r16"],
+    "compare and select": ["set.ltu.bf16 p1, r10, r11", "sel.bf16 r20, p1, r12, r10"],
+    "uniform load and immediate": ["mov_imm.u64 r79, {b0}", "ldg.bf16 r13, [r79 + 0]", "mov_imm.bf16 r14, 1.5",
+                                   "mul.bf16 r15, r13, r14", "add.bf16 r20, r15, r11"],
+    "copy": ["mov.bf16 r20, r10"],
+}
+
+
+@pytest.mark.parametrize("op", list(BF16_OPS))
+@pytest.mark.parametrize("lanes, guarded", SHAPES)
+def test_bf16_loads_stores_and_arithmetic_round_like_the_scalar_rules(op, lanes, guarded):
+    inputs = [Type.BF16] * 3
+    arrays = [values_of(Type.BF16, lanes, 20 + k) for k in range(3)]
+    text = kernel_text(inputs, BF16_OPS[op], Type.BF16, "r20", lanes if guarded else None)
+    check_exact(text, inputs, arrays, Type.BF16, lanes, guarded)
+
+
+def test_f16_stays_scalar():
+    """F16 has no SIMD rule (its conversions have three regimes each): the scalar path runs it."""
+    text = kernel_text([Type.F16], ["add.f16 r20, r10, r10"], Type.F16, "r20", None)
+    assert not uses_simd(text, [Type.F16], _config(37, False))

@@ -31,8 +31,8 @@ from atlas_web.isa.types import Type
 from ..encoding.types import ValType
 from .math_seam import LANE_MATH_OPS, math_function_for
 from .simd_lanes import (
-    INT_TYPES, SIMD_RULES, Const, SimdBuilder, SimdUnsupported, Uniform, Vector, float_binary, float_unary, halves,
-    lane_shape, wrap,
+    FLOAT_LANE_TYPES, INT_TYPES, SIMD_RULES, Const, SimdBuilder, SimdUnsupported, Uniform, Vector, float_binary,
+    float_unary, halves, lane_shape, wrap,
 )
 from .simd_masks import compare_vectors
 from .typemap import type_info
@@ -247,7 +247,7 @@ def _fma64_lanes(s: SimdBuilder, a: tuple[int, ...], b: tuple[int, ...], c: tupl
 def _fused(negate: bool):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
-        if ty not in (Type.F32, Type.F64):
+        if ty not in FLOAT_LANE_TYPES:
             raise SimdUnsupported(f"{instr.INFO.name} {ty.name}")
         a, b, c = (s.vector(s.read(path)[1], ty) for path in ("a", "b", "c"))
         if negate:
@@ -255,7 +255,9 @@ def _fused(negate: bool):
             for src, dst in zip(c, negated):
                 s.body.get(src).op(f"{lane_shape(ty)}.neg").set(dst)
             c = negated
-        s.write(Vector((_fma32_vector if ty is Type.F32 else _fma64_lanes)(s, a, b, c)))
+        out = (_fma64_lanes if ty is Type.F64 else _fma32_vector)(s, a, b, c)
+        s.round_to(ty, out)  # BF16: the f32 result rounded to the format, as the scalar rule
+        s.write(Vector(out))
     return rule
 
 
@@ -273,21 +275,25 @@ def _transcendental(op: str):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
         function = math_function_for(op, ty)
-        if ty not in (Type.F32, Type.F64) or function is None:
+        if ty not in FLOAT_LANE_TYPES or function is None:
             raise SimdUnsupported(f"{op} {ty.name}")
+        compute = Type.F64 if ty is Type.F64 else Type.F32
         _, value = s.read("src")
         if isinstance(value, Uniform):
             s.pro.get(value.local)
-            function.scalar(s.m, s.pro, ty)
+            function.scalar(s.m, s.pro, compute)
+            if ty is Type.BF16:
+                s.pro.call(s.m.helper("round_bf16"))
             s.write(_scalar_result(s, ty))
             return
         source = s.vector(value, ty)
         out = _new_vectors(s, ty)
         for src, dst in zip(source, out):
-            if function.inline is None or not function.inline(s.m, _InlineTarget(s), ty, [src]):
+            if function.inline is None or not function.inline(s.m, _InlineTarget(s), compute, [src]):
                 s.body.get(src)
-                function.vector(s.m, s.body, ty)
+                function.vector(s.m, s.body, compute)
             s.body.set(dst)
+        s.round_to(ty, out)
         s.write(Vector(out))
     rule.__name__ = f"simd_{op.lower()}"
     return rule

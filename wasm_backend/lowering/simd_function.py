@@ -24,7 +24,7 @@ from atlas_web.isa.registers import SpecialRegister
 from atlas_web.lowering.structure import Code, EndLane, If
 
 from ..encoding.types import ValType
-from . import simd_arith, simd_masks  # noqa: F401  (they add their rules to SIMD_RULES on import)
+from . import simd_arith, simd_masks, simd_memory  # noqa: F401  (they add their rules to SIMD_RULES on import)
 from .module_context import ModuleContext
 from .simd_lanes import SIMD_DONE, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported
 

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atlas_web.isa.addresses import Address
 from atlas_web.isa.registers import FIRST_SPECIAL_REGISTER, SpecialRegister
 from atlas_web.isa.types import Type
 
-from .. import layout
 from ..encoding.types import ValType
 from .emitter import Emitter
 from .module_context import ModuleContext
@@ -40,7 +38,7 @@ from .typemap import bank_of, type_info
 
 __all__ = ["SimdBuilder", "SimdUnsupported", "Const", "Uniform", "Affine", "Vector", "LaneRange", "LocalRecorder",
            "SIMD_DONE", "SIMD_FALLBACK", "SIMD_LANES", "SIMD_RULES", "UNROLL", "VECTOR_TYPES", "INT_TYPES",
-           "lane_shape", "halves", "wrap", "lane_range_of", "float_unary", "float_binary"]
+           "FLOAT_LANE_TYPES", "lane_shape", "halves", "wrap", "lane_range_of", "float_unary", "float_binary"]
 
 SIMD_DONE = 0
 SIMD_FALLBACK = 1
@@ -49,7 +47,9 @@ SIMD_LANES = 4
 #: steps per iteration of the main loop
 UNROLL = 2
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
-VECTOR_TYPES = frozenset({Type.F32, Type.F64, Type.I32, Type.U32, Type.I64, Type.U64})
+VECTOR_TYPES = frozenset({Type.F32, Type.F64, Type.BF16, Type.I32, Type.U32, Type.I64, Type.U64})
+#: float types with lanes here (BF16 in f32x4 lanes, rounded after every inexact operation)
+FLOAT_LANE_TYPES = frozenset({Type.F32, Type.F64, Type.BF16})
 INT_TYPES = frozenset({Type.I32, Type.U32, Type.I64, Type.U64})
 
 
@@ -91,8 +91,8 @@ class LaneRange:
 
 
 def lane_shape(ty: Type) -> str:
-    return {Type.F32: "f32x4", Type.F64: "f64x2", Type.I32: "i32x4", Type.U32: "i32x4", Type.I64: "i64x2",
-            Type.U64: "i64x2"}[ty]
+    return {Type.F32: "f32x4", Type.F64: "f64x2", Type.BF16: "f32x4", Type.I32: "i32x4", Type.U32: "i32x4",
+            Type.I64: "i64x2", Type.U64: "i64x2"}[ty]
 
 
 def halves(ty: Type) -> int:
@@ -214,6 +214,21 @@ class SimdBuilder:
             return out
         raise SimdUnsupported("no vector form")
 
+    def round_to(self, ty: Type, vectors: tuple[int, ...]) -> None:
+        """Round the f32x4 lanes of ``vectors`` to BF16 in place, as ``runtime.round_bf16`` (ties to even;
+        NaN quieted with its upper half kept); nothing for the other types."""
+        if ty is not Type.BF16:
+            return
+        e = self.body
+        for v in vectors:
+            e.get(v).op("v128.const", _splat32(0xFFFF0000)).op("v128.and").op("v128.const", _splat32(0x00400000))
+            e.op("v128.or")
+            e.get(v).op("v128.const", _splat32(0x7FFF)).op("i32x4.add").get(v).i32(16).op("i32x4.shr_u")
+            e.op("v128.const", _splat32(1)).op("v128.and").op("i32x4.add").op("v128.const", _splat32(0xFFFF0000))
+            e.op("v128.and")
+            e.get(v).op("v128.const", _splat32(0x7FFFFFFF)).op("v128.and").op("v128.const", _splat32(0x7F800000))
+            e.op("i32x4.gt_u").op("v128.bitselect").set(v)
+
     def vector_op(self, ty: Type, name: str, operands: list[tuple[int, ...]]) -> Vector:
         e = self.body
         out = tuple(self.fb.add_local(V128) for _ in range(halves(ty)))
@@ -232,6 +247,10 @@ class SimdBuilder:
             if rule is None:
                 raise SimdUnsupported(f"{self.instr.INFO.name} has no SIMD rule")
             rule(self, self.instr)
+
+
+def _splat32(value: int) -> bytes:
+    return (value & 0xFFFFFFFF).to_bytes(4, "little") * 4
 
 
 def wrap(ty: Type, value: int) -> int:
@@ -360,6 +379,8 @@ def _bitwise(s: SimdBuilder, name: str, a: tuple[int, ...], b: tuple[int, ...]) 
 
 
 _FLOAT_BINARY = {"ADD": "add", "SUB": "sub", "MUL": "mul", "DIV": "div", "MIN": "min", "MAX": "max"}
+#: float operations whose result is representable in the operands' format (no rounding to BF16)
+_EXACT_FLOAT = frozenset({"MIN", "MAX", "ABS", "NEG", "FLOOR", "CEIL", "TRUNC", "ROUND"})
 _FLOAT_UNARY = {"ABS": "abs", "NEG": "neg", "SQRT": "sqrt", "FLOOR": "floor", "CEIL": "ceil", "TRUNC": "trunc",
                 "ROUND": "nearest"}
 
@@ -367,21 +388,27 @@ _FLOAT_UNARY = {"ABS": "abs", "NEG": "neg", "SQRT": "sqrt", "FLOOR": "floor", "C
 def float_binary(op: str):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
-        if ty not in (Type.F32, Type.F64):
+        if ty not in FLOAT_LANE_TYPES:
             raise SimdUnsupported(f"{op} {ty.name}")
         _, a = s.read("lhs")
         _, b = s.read("rhs")
-        s.write(s.vector_op(ty, _FLOAT_BINARY[op], [s.vector(a, ty), s.vector(b, ty)]))
+        result = s.vector_op(ty, _FLOAT_BINARY[op], [s.vector(a, ty), s.vector(b, ty)])
+        if op not in _EXACT_FLOAT:
+            s.round_to(ty, result.locals)
+        s.write(result)
     return rule
 
 
 def float_unary(op: str):
     def rule(s: SimdBuilder, instr) -> None:
         ty = instr.ty
-        if ty not in (Type.F32, Type.F64):
+        if ty not in FLOAT_LANE_TYPES:
             raise SimdUnsupported(f"{op} {ty.name}")
         _, a = s.read("src")
-        s.write(s.vector_op(ty, _FLOAT_UNARY[op], [s.vector(a, ty)]))
+        result = s.vector_op(ty, _FLOAT_UNARY[op], [s.vector(a, ty)])
+        if op not in _EXACT_FLOAT:
+            s.round_to(ty, result.locals)
+        s.write(result)
     return rule
 
 
@@ -393,7 +420,9 @@ def _simd_mad(s: SimdBuilder, instr) -> None:
     _, b = s.read("b")
     _, c = s.read("c")
     product = s.vector_op(ty, "mul", [s.vector(a, ty), s.vector(b, ty)])
-    s.write(s.vector_op(ty, "add", [product.locals, s.vector(c, ty)]))
+    result = s.vector_op(ty, "add", [product.locals, s.vector(c, ty)])
+    s.round_to(ty, result.locals)  # BF16: the product and the sum in f32, then the result to BF16
+    s.write(result)
 
 
 def _simd_cvt(s: SimdBuilder, instr) -> None:
@@ -435,120 +464,6 @@ def _simd_cvt(s: SimdBuilder, instr) -> None:
         s.write(Vector((out,)))
         return
     raise SimdUnsupported(f"CVT {src.name} -> {dst.name}")
-
-
-# ---- memory -----------------------------------------------------------------------------------------------
-
-def _pointer_of(s: SimdBuilder, field: str):
-    """(handle value, offset Affine/Const/Uniform, width of the offset) of a global address operand."""
-    addr = getattr(s.instr, field)
-    if isinstance(addr, Address.RegisterIndirect):
-        ty, pointer = s.read(f"{field}.base")
-        return "pointer", pointer, addr.offset
-    if isinstance(addr, Address.RegisterIndirectComputed):
-        hty, handle = s.read(f"{field}.handle_reg")
-        oty, offset = s.read(f"{field}.offset_reg")
-        if not isinstance(handle, (Const, Uniform)) or hty.bits != 32:
-            raise SimdUnsupported("a handle that varies")
-        return "computed", (handle, offset, oty), 0
-    raise SimdUnsupported("static address")
-
-
-def _start_of(value, size: int, uniform: bool):
-    """The first lane's value of an address (or offset) operand: its base when it is the lane's element
-    (Affine with a stride of ``size``), itself when ``uniform`` and it is Const or Uniform, else None."""
-    if uniform:
-        return value if isinstance(value, (Const, Uniform)) else None
-    return value.base if isinstance(value, Affine) and value.stride == size else None
-
-
-def _checked_address(s: SimdBuilder, field: str, ty: Type, uniform: bool = False) -> int:
-    """An i32 address local for the step's first lane of a contiguous access, or for the one address of
-    a ``uniform`` access; the prologue checks every lane's access (SIMD_FALLBACK where one would trap)."""
-    kind, where, disp = _pointer_of(s, field)
-    size, align = ty.size_bytes(), ty.alignment()
-    span = 0 if uniform else (s.lanes - 1) * size  # from the first lane's byte offset to the last's
-    p = s.pro
-    handle, first, last = s.fb.add_local(I32), s.fb.add_local(I64), s.fb.add_local(I64)
-    if kind == "pointer":
-        start = _start_of(where, size, uniform)
-        if start is None:
-            raise SimdUnsupported("an address that is not the lane's element")
-        base = s.fb.add_local(I64)
-        s.scalar(start, Type.U64)
-        p.tee(base).i64(32).op("i64.shr_u").op("i32.wrap_i64").set(handle)
-        # the last lane's pointer must keep the handle (no carry out of the offset, no wrap)
-        p.get(base).i64(span).op("i64.add").tee(last).i64(32).op("i64.shr_u").op("i32.wrap_i64")
-        p.get(handle).op("i32.ne").get(last).get(base).op("i64.lt_u").op("i32.or")
-        _fallback_if(p)
-        p.get(base).i64(0xFFFFFFFF).op("i64.and").i64(disp).op("i64.add").set(first)
-        p.get(last).i64(0xFFFFFFFF).op("i64.and").i64(disp).op("i64.add").set(last)
-    else:
-        handle_value, offset, oty = where
-        start = _start_of(offset, size, uniform)
-        if start is None:
-            raise SimdUnsupported("an offset that is not the lane's element")
-        s.scalar(handle_value, Type.U32)
-        p.set(handle)
-        s.scalar(start, oty)
-        if oty.bits < 64:
-            p.op("i64.extend_i32_u")
-        p.tee(first).i64(span).op("i64.add").set(last)
-        if oty.bits < 64:  # the offset register wraps at its width: the range must not
-            p.get(last).i64(1 << oty.bits).op("i64.ge_u")
-            _fallback_if(p)
-    entry = s.fb.add_local(I32)
-    p.get(handle).get(s.capacity).op("i32.ge_u")
-    _fallback_if(p)
-    p.get(s.table).get(handle).i32(layout.TABLE_ENTRY_SHIFT).op("i32.shl").op("i32.add").tee(entry)
-    p.op("i32.load", layout.ENTRY_KIND).op("i32.eqz")
-    _fallback_if(p)
-    p.get(first).i64(0).op("i64.lt_s").get(first).i64(0xFFFFFFFF).op("i64.gt_u").op("i32.or")
-    p.get(last).i64(size).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE).op("i64.gt_u").op("i32.or")
-    if align > 1:
-        p.get(first).op("i32.wrap_i64").i32(align - 1).op("i32.and").op("i32.or")
-    _fallback_if(p)
-    address = s.fb.add_local(I32)
-    p.get(entry).op("i32.load", layout.ENTRY_BASE).get(first).op("i32.wrap_i64").op("i32.add").set(address)
-    if not uniform:
-        s.addresses.append((address, SIMD_LANES * size))
-    return address
-
-
-def _fallback_if(e: Emitter) -> None:
-    with e.if_():
-        e.i32(SIMD_FALLBACK).op("return")
-
-
-def _simd_ldg(s: SimdBuilder, instr) -> None:
-    ty = instr.ty
-    if ty not in VECTOR_TYPES:
-        raise SimdUnsupported(f"LDG {ty.name}")
-    kind, where, _ = _pointer_of(s, "src")
-    if isinstance(where if kind == "pointer" else where[1], (Const, Uniform)) and not s.stored:
-        # the same address in every lane, read before any store: once, in the prologue
-        address = _checked_address(s, "src", ty, uniform=True)
-        local = s.uniform_local(ty)
-        s.pro.get(address).op(type_info(ty).load, 0).set(local)
-        s.write(Uniform(local))
-        return
-    address = _checked_address(s, "src", ty)
-    out = tuple(s.fb.add_local(V128) for _ in range(halves(ty)))
-    for h, half in enumerate(out):
-        s.body.get(address).op("v128.load", 16 * h).set(half)
-    s.write(Vector(out))
-
-
-def _simd_stg(s: SimdBuilder, instr) -> None:
-    ty = instr.ty
-    if ty not in VECTOR_TYPES:
-        raise SimdUnsupported(f"STG {ty.name}")
-    _, value = s.read("src")
-    vectors = s.vector(value, ty)
-    address = _checked_address(s, "dst", ty)
-    for h, half in enumerate(vectors):
-        s.body.get(address).get(half).op("v128.store", 16 * h)
-    s.stored = True
 
 
 #: condition -> (relation on the lane id, holds for the lanes below the bound)
@@ -593,8 +508,8 @@ def _simd_nothing(s: SimdBuilder, instr) -> None:
 
 
 SIMD_RULES = {
-    "MOV_IMM": _simd_mov_imm, "MOV": _simd_mov, "CVT": _simd_cvt, "MAD": _simd_mad, "LDG": _simd_ldg,
-    "STG": _simd_stg, "MemFence": _simd_nothing, "SETcc": _simd_setcc,
+    "MOV_IMM": _simd_mov_imm, "MOV": _simd_mov, "CVT": _simd_cvt, "MAD": _simd_mad,
+    "MemFence": _simd_nothing, "SETcc": _simd_setcc,
     **{name: _int_binary(name) for name in ("AND", "OR", "XOR", "SHL")},
     **{name: float_unary(name) for name in _FLOAT_UNARY},
 }

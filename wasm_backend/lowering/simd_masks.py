@@ -208,7 +208,7 @@ def _simd_sel(s: SimdBuilder, instr) -> None:
         s.pro.get(pred.local).op("select").set(local)
         s.write(Uniform(local))
         return
-    masks = mask_locals(s, pred, ty.bits)
+    masks = mask_locals(s, pred, 64 if ty.bits == 64 else 32)
     t, f = s.vector(on_true, ty), s.vector(on_false, ty)
     out = tuple(s.fb.add_local(V128) for _ in range(halves(ty)))
     for h, dst in enumerate(out):
