@@ -456,13 +456,15 @@ class _SlotInstances:
         call = ffi.wasmtime_func_call
         trap_type = ctypes.POINTER(ffi.wasm_trap_t)
         runner = self._runner
+        context = store._context()  # the store's context pointer stays valid while the store lives
+        slots = [(params[k].of, field) for k, field in enumerate(fields)]
 
         def caller(args: tuple) -> None:
-            for k, (field, value) in enumerate(zip(fields, args)):
-                setattr(params[k].of, field, value)
+            for (slot, field), value in zip(slots, args):
+                setattr(slot, field, value)
             runner._refuel(store, None)
             trap = trap_type()
-            error = call(store._context(), func_ref, params, len(fields), out, 0, ctypes.byref(trap))
+            error = call(context, func_ref, params, len(fields), out, 0, ctypes.byref(trap))
             if trap:
                 trap_obj = wasmtime.Trap._from_ptr(trap)
                 kind = _TRAP_KINDS.get(trap_obj.trap_code, WasmTrapKind.OTHER)
