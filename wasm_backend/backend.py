@@ -9,7 +9,8 @@ Copies: ``copy_to_*``/``copy_from_*`` copy once; ``buffer_view`` is a zero-copy 
 the linear memory grows (any allocation may grow it).
 
 Threads: natively the memory is shared and a ParallelMap/ParallelMapBinary of at least
-``PARALLEL_MAP_THRESHOLD`` elements over disjoint (or exactly aliased) arrays runs its kernel in
+``coop_map.parallel_map_threshold(operation)`` elements (64K for math-library operations, 256K for
+arithmetic) over disjoint (or exactly aliased) arrays runs its kernel in
 chunks on ``threads`` threads (the launching thread and ``threads - 1`` workers of the runner;
 ``env.parallel_map``); results are bit-identical for every thread count. In the browser the runner
 has one thread and every map runs on it.
@@ -37,7 +38,7 @@ from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
 from .host_bytes import source_bytes, target_bytes
-from .lowering.coop_map import PARALLEL_MAP_THRESHOLD, map_chunk_ranges
+from .lowering.coop_map import PARALLEL_MAP_THRESHOLDS, map_chunk_ranges
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -348,8 +349,9 @@ class WasmBackend(Backend):
 
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
-        ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_threshold`` (the
-        fewest elements a map needs to run on them), ``parallel_dispatches`` (maps that did so far)."""
+        ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_thresholds`` (the
+        fewest elements a map needs to run on them, by the cost of its operation), ``parallel_dispatches``
+        (maps that did so far)."""
         engine = self._runner.engine_name
         return {
             "name": self.name,
@@ -362,7 +364,7 @@ class WasmBackend(Backend):
                 self._memory.get(1).base),
             "compiled_programs": len(self._loaded),
             "threads": self._runner.threads,
-            "parallel_map_threshold": PARALLEL_MAP_THRESHOLD,
+            "parallel_map_thresholds": dict(PARALLEL_MAP_THRESHOLDS),
             "parallel_dispatches": self._parallel_dispatches,
         }
 

@@ -19,13 +19,15 @@ from wasm_backend.encoding.module import ModuleBuilder
 from wasm_backend.encoding.types import ValType
 from wasm_backend.errors import WasmInterfaceError, WasmTrap
 from wasm_backend.lowering import compile_program
-from wasm_backend.lowering.coop_map import PARALLEL_MAP_THRESHOLD, map_chunk_ranges
+from wasm_backend.lowering.coop_map import (
+    PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS, map_chunk_ranges, parallel_map_threshold,
+)
 from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
 from wasm_backend.runners.worker_pool import WorkerPool
 
 ONE = LaunchConfig()
-#: over the threshold, not a multiple of any vector width: every chunking leaves a scalar tail
-COUNT = PARALLEL_MAP_THRESHOLD + 4099
+#: over every threshold, not a multiple of any vector width: every chunking leaves a scalar tail
+COUNT = max(PARALLEL_MAP_THRESHOLDS.values()) + 4099
 THREAD_COUNTS = (1, 2, 3)
 
 
@@ -257,11 +259,15 @@ def test_workers_start_with_the_first_large_map_and_close_stops_them():
     assert _worker_threads() == before
 
 
-def test_small_maps_and_single_threaded_backends_import_no_parallel_map():
-    small = ProgramBuilder().add(ParallelMap(dst_array=Address.BufferOffset(2), src_array=Address.BufferOffset(3),
-                                             count=PARALLEL_MAP_THRESHOLD - 1, operation=MapOperation.Abs)).build()
-    large = ProgramBuilder().add(ParallelMap(dst_array=Address.BufferOffset(2), src_array=Address.BufferOffset(3),
-                                             count=PARALLEL_MAP_THRESHOLD, operation=MapOperation.Abs)).build()
+def _map_program(count: int, operation) -> object:
+    return ProgramBuilder().add(ParallelMap(dst_array=Address.BufferOffset(2), src_array=Address.BufferOffset(3),
+                                            count=count, operation=operation)).build()
+
+
+@pytest.mark.parametrize("operation", [MapOperation.Abs, MapOperation.Exp])
+def test_small_maps_and_single_threaded_backends_import_no_parallel_map(operation):
+    threshold = parallel_map_threshold(operation)
+    small, large = _map_program(threshold - 1, operation), _map_program(threshold, operation)
     assert "parallel_map" not in compile_program(small, verify(small), ONE, parallel=True).host_imports
     assert "parallel_map" not in compile_program(large, verify(large), ONE, parallel=False).host_imports
     compiled = compile_program(large, verify(large), ONE, shared_memory=True, parallel=True)
@@ -270,6 +276,14 @@ def test_small_maps_and_single_threaded_backends_import_no_parallel_map():
     # the memory import declares ``shared`` as asked: the bytes (the runners' cache key) differ
     assert compile_program(large, verify(large), ONE).wasm != compile_program(
         large, verify(large), ONE, shared_memory=True).wasm
+
+
+def test_arithmetic_needs_more_elements_than_math_functions_to_go_parallel():
+    assert parallel_map_threshold(MapOperation.Exp) == PARALLEL_MAP_THRESHOLD
+    assert parallel_map_threshold(BinaryMapOperation.Add) == parallel_map_threshold(MapOperation.Abs) > \
+        parallel_map_threshold(BinaryMapOperation.Pow) == parallel_map_threshold(MapOperation.Exp)
+    middle = _map_program(PARALLEL_MAP_THRESHOLD, MapOperation.Abs)
+    assert "parallel_map" not in compile_program(middle, verify(middle), ONE, parallel=True).host_imports
 
 
 @pytest.mark.parametrize("count, threads, per_chunk", [

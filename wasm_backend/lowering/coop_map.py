@@ -11,7 +11,7 @@ host (``env.scratch``).
 The loops are a kernel of their own, ``map_kernel_<index>(dst, src_a, src_b, lo, hi)`` (exported; no
 globals, no imports), which the cooperative function calls over the whole range after the handle,
 bounds and alignment checks. A module compiled for several threads imports ``env.parallel_map``: a
-map of at least ``PARALLEL_MAP_THRESHOLD`` elements whose sources are each the destination itself or
+map of at least ``parallel_map_threshold(operation)`` elements whose sources are each the destination itself or
 disjoint from it calls it instead, and the host runs the kernel over chunks on its threads (chunk
 starts are multiples of the elements per 16-byte vector, so results are bit-identical to one call).
 Overlapping arrays always take the single call. No map operation traps once its operands passed
@@ -33,6 +33,7 @@ from .typemap import type_info
 
 __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
            "map_kernel_name", "map_chunk_ranges", "parallel_map_wanted", "PARALLEL_MAP_THRESHOLD",
+           "PARALLEL_MAP_THRESHOLDS", "parallel_map_threshold",
            "map_kernel_elements_per_chunk"]
 
 I32, V128 = ValType.I32, ValType.V128
@@ -44,9 +45,22 @@ MAP_OPERATIONS = {MapOperation.Abs: "abs", MapOperation.Neg: "neg", MapOperation
 BINARY_OPERATIONS = {BinaryMapOperation.Add: "add", BinaryMapOperation.Sub: "sub", BinaryMapOperation.Mul: "mul",
                      BinaryMapOperation.Div: "div", BinaryMapOperation.Min: "min", BinaryMapOperation.Max: "max"}
 
-#: the fewest elements a map must have before it is split over threads (below it, handing chunks to
-#: worker threads costs more than it saves; see benchmarks/wasm_vs_numpy.py)
-PARALLEL_MAP_THRESHOLD = 1 << 16
+#: the fewest elements a map must have before it is split over threads, by the cost of its operation:
+#: handing chunks to worker threads costs about 25-35 us per map (host call, wake-ups, one wasm call per
+#: chunk), which a math-library function (about 0.7 ns per f32 element on one thread) earns back from
+#: about 64K elements and a one-instruction operation (memory-bound) from about 256K
+PARALLEL_MAP_THRESHOLDS = {"math library": 1 << 16, "arithmetic": 1 << 18}
+#: the smallest of them
+PARALLEL_MAP_THRESHOLD = min(PARALLEL_MAP_THRESHOLDS.values())
+
+
+def parallel_map_threshold(operation: object) -> int:
+    """The fewest elements a map of ``operation`` needs to run on several threads."""
+    arithmetic = operation in MAP_OPERATIONS or operation in BINARY_OPERATIONS
+    return PARALLEL_MAP_THRESHOLDS[_COST_CLASS[arithmetic]]
+
+
+_COST_CLASS = {True: "arithmetic", False: "math library"}
 
 
 def map_kernel_name(index: int) -> str:
@@ -68,9 +82,9 @@ def map_chunk_ranges(count: int, threads: int, per_chunk: int) -> list[tuple[int
     return [(lo, min(lo + step, count)) for lo in range(0, count, step)]
 
 
-def parallel_map_wanted(m, count: int) -> bool:
-    """Whether a map over ``count`` elements in module ``m`` may go to ``env.parallel_map``."""
-    return "parallel_map" in m.imports and count >= PARALLEL_MAP_THRESHOLD
+def parallel_map_wanted(m, count: int, operation: object) -> bool:
+    """Whether a map of ``operation`` over ``count`` elements in module ``m`` may go to ``env.parallel_map``."""
+    return "parallel_map" in m.imports and count >= parallel_map_threshold(operation)
 
 
 for _op in (*MAP_OPERATIONS, *BINARY_OPERATIONS):
@@ -290,7 +304,7 @@ def _build_map(cc: CoopContext, binary: bool) -> None:
     if binary:
         _copy_sources_behind(cc, total, dst, sources)
     operands = [dst, sources[0], sources[-1]]
-    if parallel_map_wanted(m, count):
+    if parallel_map_wanted(m, count, instr.operation):
         _push_chunkable(cc, total, dst, sources)
         with e.if_():
             e.i32(cc.index)

@@ -38,7 +38,9 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
     rules_convert, rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
 from .coop_context import CoopContext
-from .coop_map import PARALLEL_MAP_THRESHOLD, map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported
+from .coop_map import (
+    map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported, parallel_map_threshold,
+)
 from .lane_context import STOP_TRAPPED
 from .lane_state import RECORD_ENDED, LaneState, plan_lane_state
 from .launch_layout import LaunchLayout, plan_launch_area
@@ -99,7 +101,7 @@ def _parallel_maps(program, parallel: bool) -> dict[int, tuple[str, int]]:
         return {}
     return {index: (map_kernel_name(index), map_kernel_elements_per_chunk(instr.ty))
             for index, instr in enumerate(program.instructions)
-            if instr.INFO.name in _MAPS and instr.count >= PARALLEL_MAP_THRESHOLD}
+            if instr.INFO.name in _MAPS and instr.count >= parallel_map_threshold(instr.operation)}
 
 
 def _host_imports(program, parallel_maps: dict) -> tuple[str, ...]:
