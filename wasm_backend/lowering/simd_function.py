@@ -12,7 +12,8 @@ launch dimensions among the special registers, and a segment tree of one of two 
 
 ``simd_lanes()`` checks every access of its lane range in the prologue (SIMD_FALLBACK when one would
 trap, and then the scalar stages run every lane), then runs four lanes per step, two steps per
-iteration. ``build_simd_function`` returns ``(function index, lanes covered)`` or None.
+iteration. ``build_simd_function`` returns ``(function index, lanes covered)`` or None; inside
+``scalar_lanes_only()`` always None (the scalar lane loop, for comparisons and benchmarks).
 """
 
 from __future__ import annotations

@@ -1,24 +1,31 @@
 """SIMD lane mode: four lanes per step in v128 registers, for straight-line programs that allow it.
 
 A program qualifies when its lanes never suspend, its one segment is straight-line code (no branch),
-and every instruction has a rule here for the abstract values of its operands. Each register value
-is, for the whole launch:
+and every instruction has a rule in ``SIMD_RULES`` for the abstract values of its operands. Each
+register value is, for the whole launch:
 
 * ``Const`` — an integer known at compile time;
 * ``Uniform`` — the same in every lane, computed once in the prologue (presets, float constants,
   loads from addresses that are the same for every lane and not stored to before);
 * ``Affine`` — ``base + GLOBAL_LANE_ID * stride`` (integers; ``stride`` known at compile time, ``base``
   Const or Uniform) — lane ids and the addresses built from them;
-* ``Vector`` — anything else: one v128 per 4 lanes of 32-bit types, two of 64-bit types.
+* ``Vector`` — anything else: one v128 per 4 lanes of 32-bit types (and of BF16, held in f32 lanes),
+  two of 64-bit types.
 
-Loads and stores whose address is Affine with a stride of the element size become ``v128.load`` /
-``v128.store`` (an address local advanced by 16 or 32 bytes per step). Their checks are hoisted: the
-prologue checks the first and the last lane of the range (the handle and the allocation cannot
-change in a launch without pools or stops; the stride keeps the alignment); if anything would trap,
-the function returns SIMD_FALLBACK and the launch runs the scalar lane code, which traps exactly as
-the contract says. Nothing in the loop can trap: instructions that might (integer division, Atlas
-lookups) have no rule here. The function covers the first ``lanes - lanes % 4`` lanes; the launch
-runs the rest with the scalar segment.
+Predicates are Const, Uniform, ``LaneRange`` (a lane-id guard) or lane masks (``simd_masks``).
+
+The rules: this module has the builder and the rules of MOV_IMM, MOV, CVT, MAD, MemFence, AND/OR/XOR,
+SHL by a constant, ADD/SUB/MUL and the float DIV/MIN/MAX/ABS/NEG/SQRT/FLOOR/CEIL/TRUNC/ROUND;
+``simd_memory`` LDG/STG (contiguous and uniform; the checks hoisted into the prologue, SIMD_FALLBACK
+when one would trap); ``simd_masks`` SETcc on every 32/64-bit and BF16 type and SEL; ``simd_arith``
+integer NOT/NEG/ABS/MIN/MAX/SHR, shifts by uniform amounts, FMA/FMS and the transcendentals. Those
+modules add their rules to ``SIMD_RULES`` when imported (``simd_function`` imports them). Every rule
+computes what the scalar lane rule computes, bit for bit. BF16 values are f32 lanes rounded to BF16
+after every inexact operation (``SimdBuilder.round_to``, the vector form of ``round_bf16``); F16 has no
+rules (its conversions to and from f32 have three regimes each, branches in the scalar helpers), nor
+do narrow integers and extended integers. Nothing in the loop can trap: instructions that might
+(integer division, Atlas lookups) and gathers have no rule. The function covers the first
+``lanes - lanes % 4`` lanes; the launch runs the rest with the scalar segment.
 
 ``build_simd_function`` returns None (no SIMD mode) whenever an instruction, an operand shape or an
 address has no rule — the scalar path is always there.
