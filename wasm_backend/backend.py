@@ -9,7 +9,7 @@ Copies: ``copy_to_*``/``copy_from_*`` copy once; ``buffer_view`` is a zero-copy 
 the linear memory grows (any allocation may grow it).
 
 Threads: natively the memory is shared and a ParallelMap/ParallelMapBinary of at least
-``coop_map.parallel_map_threshold(operation)`` elements (64K for math-library operations, 256K for
+``coop_map.parallel_map_threshold(operation)`` elements (1M for math-library operations, 2M for
 arithmetic) over disjoint (or exactly aliased) arrays runs its kernel in
 chunks on ``threads`` threads (the launching thread and ``threads - 1`` workers of the runner;
 ``env.parallel_map``); results are bit-identical for every thread count. In the browser the runner

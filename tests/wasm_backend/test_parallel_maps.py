@@ -20,7 +20,8 @@ from wasm_backend.encoding.types import ValType
 from wasm_backend.errors import WasmInterfaceError, WasmTrap
 from wasm_backend.lowering import compile_program
 from wasm_backend.lowering.coop_map import (
-    PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS, map_chunk_ranges, parallel_map_threshold,
+    CHUNKS_PER_THREAD, MIN_CHUNK_ELEMENTS, PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS, map_chunk_ranges,
+    parallel_map_threshold,
 )
 from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
 from wasm_backend.runners.worker_pool import WorkerPool
@@ -287,10 +288,12 @@ def test_arithmetic_needs_more_elements_than_math_functions_to_go_parallel():
 
 
 @pytest.mark.parametrize("count, threads, per_chunk", [
-    (COUNT, 2, 4), (COUNT, 3, 8), (COUNT, 7, 2), (17, 8, 16), (PARALLEL_MAP_THRESHOLD, 2, 1), (5, 1, 4)])
+    (COUNT, 2, 4), (COUNT, 3, 8), (COUNT, 7, 2), (17, 8, 16), (PARALLEL_MAP_THRESHOLD, 2, 1), (5, 1, 4),
+    (1 << 24, 2, 4)])
 def test_chunks_cover_the_range_in_order_and_start_on_vector_boundaries(count, threads, per_chunk):
     chunks = map_chunk_ranges(count, threads, per_chunk)
-    assert 1 <= len(chunks) <= threads
+    assert 1 <= len(chunks) <= threads * CHUNKS_PER_THREAD
+    assert len(chunks) == 1 or all(hi - lo >= MIN_CHUNK_ELEMENTS for lo, hi in chunks[:-1])
     assert chunks[0][0] == 0 and chunks[-1][1] == count
     assert all(a_hi == b_lo for (_, a_hi), (b_lo, _) in zip(chunks, chunks[1:]))
     assert all(lo % per_chunk == 0 and lo < hi for lo, hi in chunks)
@@ -327,16 +330,17 @@ def _trapping_module() -> bytes:
     return mb.to_bytes()
 
 
-def test_a_trap_in_a_worker_is_raised_in_the_caller_and_the_runner_stays_usable():
+def test_a_trap_in_a_parallel_call_is_raised_in_the_caller_and_the_runner_stays_usable():
     runner = WasmtimeRunner(threads=2)
     try:
         instance = runner.instantiate(runner.compile(_trapping_module()), memory=runner.create_memory(1, 16,
                                                                                                       shared=True))
-        with pytest.raises(WasmTrap):
-            runner.parallel_call(instance, "k", [(0,), (1,)])  # the trap happens in the worker (slot 1)
-        runner.parallel_call(instance, "k", [(2,), (3,), (4,)])
-        assert runner.read_array(instance, "int32", 0, 5).tolist() == [0, 1, 2, 3, 4]
-        assert runner.parallel_batches == 2
+        for _ in range(20):  # whichever thread takes the trapping call, the caller sees the trap
+            with pytest.raises(WasmTrap):
+                runner.parallel_call(instance, "k", [(0,), (1,)])
+        runner.parallel_call(instance, "k", [(index,) for index in range(2, 40)])  # every call runs once
+        assert runner.read_array(instance, "int32", 0, 40).tolist() == list(range(40))
+        assert runner.parallel_batches == 21
         with pytest.raises(WasmInterfaceError):
             runner.parallel_call(instance, "k", [(1, 2)])
     finally:

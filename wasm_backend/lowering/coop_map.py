@@ -11,9 +11,10 @@ host (``env.scratch``).
 The loops are a kernel of their own, ``map_kernel_<index>(dst, src_a, src_b, lo, hi)`` (exported; no
 globals, no imports), which the cooperative function calls over the whole range after the handle,
 bounds and alignment checks. A module compiled for several threads imports ``env.parallel_map``: a
-map of at least ``parallel_map_threshold(operation)`` elements whose sources are each the destination itself or
-disjoint from it calls it instead, and the host runs the kernel over chunks on its threads (chunk
-starts are multiples of the elements per 16-byte vector, so results are bit-identical to one call).
+map of at least ``parallel_map_threshold(operation)`` elements whose sources are each the destination
+itself or disjoint from it calls it instead, and the host runs the kernel over chunks on its
+threads, each thread taking the next chunk when done (chunk starts are multiples of the elements per
+16-byte vector, so results are bit-identical to one call).
 Overlapping arrays always take the single call. No map operation traps once its operands passed
 the checks, so a chunk cannot trap either.
 """
@@ -32,8 +33,8 @@ from .rules import cooperative_rule, support_operation
 from .typemap import type_info
 
 __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
-           "map_kernel_name", "map_chunk_ranges", "parallel_map_wanted", "PARALLEL_MAP_THRESHOLD",
-           "PARALLEL_MAP_THRESHOLDS", "parallel_map_threshold",
+           "map_kernel_name", "map_chunk_ranges", "CHUNKS_PER_THREAD", "MIN_CHUNK_ELEMENTS", "parallel_map_wanted",
+           "PARALLEL_MAP_THRESHOLD", "PARALLEL_MAP_THRESHOLDS", "parallel_map_threshold",
            "map_kernel_elements_per_chunk"]
 
 I32, V128 = ValType.I32, ValType.V128
@@ -45,11 +46,12 @@ MAP_OPERATIONS = {MapOperation.Abs: "abs", MapOperation.Neg: "neg", MapOperation
 BINARY_OPERATIONS = {BinaryMapOperation.Add: "add", BinaryMapOperation.Sub: "sub", BinaryMapOperation.Mul: "mul",
                      BinaryMapOperation.Div: "div", BinaryMapOperation.Min: "min", BinaryMapOperation.Max: "max"}
 
-#: the fewest elements a map must have before it is split over threads, by the cost of its operation:
-#: handing chunks to worker threads costs about 25-35 us per map (host call, wake-ups, one wasm call per
-#: chunk), which a math-library function (about 0.7 ns per f32 element on one thread) earns back from
-#: about 64K elements and a one-instruction operation (memory-bound) from about 256K
-PARALLEL_MAP_THRESHOLDS = {"math library": 1 << 16, "arithmetic": 1 << 18}
+#: the fewest elements a map must have before it is split over threads, by the cost of its operation.
+#: Measured with benchmarks on 2 cores (wall time, f32, idle machine): two threads break even with one
+#: at about 1M elements for Exp (1.55x at 2M-4M) and at about 2M for Add/Abs (1.4-1.5x at 4M); below,
+#: waking the workers (tens of us in this VM, more when other processes hold the cores) and the
+#: slower per-thread speed while both run cost more than the split saves
+PARALLEL_MAP_THRESHOLDS = {"math library": 1 << 20, "arithmetic": 1 << 21}
 #: the smallest of them
 PARALLEL_MAP_THRESHOLD = min(PARALLEL_MAP_THRESHOLDS.values())
 
@@ -73,11 +75,19 @@ def map_kernel_elements_per_chunk(ty: Type) -> int:
     return SHAPES[ty].per_chunk
 
 
+#: chunks per thread a parallel map is cut into (threads take the next chunk when done, so a thread that
+#: starts late on a busy machine does less), and the fewest elements a chunk has
+CHUNKS_PER_THREAD = 4
+MIN_CHUNK_ELEMENTS = 1 << 14
+
+
 def map_chunk_ranges(count: int, threads: int, per_chunk: int) -> list[tuple[int, int]]:
-    """At most ``threads`` element ranges ``(lo, hi)`` covering ``0 .. count`` in order, of nearly equal
-    size, every ``lo`` a multiple of ``per_chunk`` (so each element takes the vector or scalar code it
-    takes in one call over the whole range, and every vector access stays 16-byte aligned)."""
-    step = -(-count // max(threads, 1))
+    """Element ranges ``(lo, hi)`` covering ``0 .. count`` in order: ``CHUNKS_PER_THREAD`` per thread of nearly
+    equal size (fewer where chunks would have under ``MIN_CHUNK_ELEMENTS``), every ``lo`` a multiple of
+    ``per_chunk`` (so each element takes the vector or scalar code it takes in one call over the whole
+    range, and every vector access stays 16-byte aligned)."""
+    pieces = max(1, min(max(threads, 1) * CHUNKS_PER_THREAD, count // MIN_CHUNK_ELEMENTS))
+    step = -(-count // pieces)
     step = max(per_chunk, -(-step // per_chunk) * per_chunk)
     return [(lo, min(lo + step, count)) for lo in range(0, count, step)]
 

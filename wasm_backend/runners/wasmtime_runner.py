@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -316,23 +317,34 @@ class WasmtimeRunner(WasmRunner):
         return caller
 
     def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
+        """Every thread takes the next call not yet taken until none is left (a thread that starts late, on a
+        busy machine, takes fewer); the first failure by tuple order is raised after all ended."""
         if self._pool is None:
             self._pool = WorkerPool(self._threads, name="wasmtime-worker")
         module, memory = instance.module, instance.memory
+        taken = iter(range(len(argument_lists)))
+        lock = threading.Lock()
+        failures: dict[int, BaseException] = {}
 
-        def task(args: tuple) -> Callable[[int], None]:
-            def run(slot: int) -> None:
-                slot_instances = self._slots.get(slot)
-                if slot_instances is None:
-                    slot_instances = self._slots[slot] = _SlotInstances(self)
-                slot_instances.caller(module, memory, export_name)(args)
-            return run
+        def work(slot: int) -> None:
+            slot_instances = self._slots.get(slot)
+            if slot_instances is None:
+                slot_instances = self._slots[slot] = _SlotInstances(self)
+            call = slot_instances.caller(module, memory, export_name)
+            while True:
+                with lock:
+                    index = next(taken, None)
+                if index is None:
+                    return
+                try:
+                    call(argument_lists[index])
+                except BaseException as exc:  # raised below, after every thread ended
+                    failures[index] = exc
 
-        pending = [task(args) for args in argument_lists]
         self._batches += 1
-        while pending:
-            batch, pending = pending[:self._threads], pending[self._threads:]
-            self._pool.run(batch)
+        self._pool.run([work] * min(self._threads, len(argument_lists)))
+        if failures:
+            raise failures[min(failures)]
 
     def close(self) -> None:
         """Drop cached modules, stop the worker threads and drop their instances."""
