@@ -31,7 +31,7 @@ from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
 from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
 from atlas_web.isa.types import Type
-from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.program import Program
 
 from . import layout
@@ -52,12 +52,6 @@ _MAX_BUDGET = (1 << 63) - 1
 MAX_THREADS = 64
 _OPERATIONS = {"ParallelMap": tuple(MapOperation), "ParallelMapBinary": tuple(BinaryMapOperation),
                "ParallelReduce": tuple(ReduceOperation)}
-
-
-def _check_budget(budget: object, what: str) -> int:
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
-        raise ExecutionFailed(f"{what} must be a non-negative int (backward jumps per lane), got {budget!r}")
-    return budget
 
 
 def _check_threads(threads: object) -> int | None:
@@ -98,10 +92,11 @@ class WasmBackend(Backend):
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None, runner: str | None = None,
                  cache_size: int = 256, threads: int | None = None) -> None:
-        from .runners import create_runner
-        self.budget = _check_budget(budget, "WasmBackend budget")
+        from .runners import create_runner, runner_name
+        self.budget = check_budget(budget, "WasmBackend budget")
         threads = _check_threads(threads)
-        options = {"budgeted": False, "threads": threads} if runner in (None, "wasmtime") else {}
+        # the browser's runner has no threads: there ``threads`` is checked, then ignored
+        options = {"budgeted": False, "threads": threads} if runner_name(runner) == "wasmtime" else {}
         self._runner = create_runner(runner, **options)
         self._parallel_dispatches = 0
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
@@ -206,10 +201,8 @@ class WasmBackend(Backend):
             raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
         if not isinstance(program, Program):
             raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
-        config = params.config
-        if not isinstance(config, LaunchConfig):
-            raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(config).__name__}")
-        budget = self.budget if params.budget is None else _check_budget(params.budget, "ExecutionParams.budget")
+        config = params.config   # ExecutionParams checked its config and budget when it was made
+        budget = self.budget if params.budget is None else params.budget
         preset_key = tuple(sorted((reg.index, ty.code) for reg, (ty, _value) in params.registers.items()))
         digest = program.digest()
         loaded = self._loaded.get((digest, preset_key, config))

@@ -51,7 +51,8 @@ def test_round_f16_matches_numpy():
     f = call("round_f16")
     for x in _f32_patterns(3000, 1) + [v * s for v in np.linspace(-70000, 70000, 500).tolist() for s in (1,)]:
         x = _f32(x)
-        want = float(np.float32(x).astype(np.float16))
+        with np.errstate(over="ignore"):   # values past f16's range round to inf, which is the point
+            want = float(np.float32(x).astype(np.float16))
         got = f(x)
         assert got == want or (math.isnan(got) and math.isnan(want)), x
         assert math.copysign(1, got) == math.copysign(1, want)

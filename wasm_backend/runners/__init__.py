@@ -17,7 +17,7 @@ from atlas_web.errors import BackendUnavailable
 
 from ..runner import WasmRunner
 
-__all__ = ["RUNNERS", "DEFAULT_RUNNER_BY_PLATFORM", "register_runner", "create_runner"]
+__all__ = ["RUNNERS", "DEFAULT_RUNNER_BY_PLATFORM", "register_runner", "create_runner", "runner_name"]
 
 #: runner name -> (module, class name)
 RUNNERS: dict[str, tuple[str, str]] = {
@@ -33,12 +33,17 @@ def register_runner(name: str, module: str, class_name: str) -> None:
     RUNNERS[name] = (module, class_name)
 
 
+def runner_name(name: str | None = None) -> str:
+    """The runner ``create_runner(name)`` makes: ``name``, or the platform's default when None."""
+    return name or DEFAULT_RUNNER_BY_PLATFORM.get(sys.platform, "wasmtime")
+
+
 def create_runner(name: str | None = None, **options: Any) -> WasmRunner:
     """A new runner called ``name`` (default: the platform's), built with ``options``.
 
     Raises BackendUnavailable for an unknown name or an engine that cannot load here.
     """
-    chosen = name or DEFAULT_RUNNER_BY_PLATFORM.get(sys.platform, "wasmtime")
+    chosen = runner_name(name)
     try:
         module_name, class_name = RUNNERS[chosen]
     except KeyError:
