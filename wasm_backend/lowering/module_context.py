@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .. import layout
 from ..encoding.module import FunctionBuilder, ModuleBuilder
 from ..encoding.types import MAX_PAGES, ValType
+from ..errors import WasmEncodingError
 from .emitter import Emitter
 
 __all__ = ["ModuleContext", "HELPERS", "runtime_helper", "GLOBALS", "HOST_IMPORTS"]
@@ -115,7 +117,16 @@ class ModuleContext:
         return self._math
 
     def data_at(self, offset: int, data: bytes) -> None:
-        """An active data segment writing ``data`` at ``offset`` (once per module)."""
+        """An active data segment writing ``data`` at ``offset`` (once per module).
+
+        Only the constant Atlas tables region may be written so: every instantiation rewrites the
+        segment into the shared memory (worker threads instantiate a module mid-launch), which is
+        harmless only for bytes that never change. Raises WasmEncodingError for anything else.
+        """
+        end = layout.ATLAS_TABLES + layout.ATLAS_TABLE_BYTES
+        if not layout.ATLAS_TABLES <= offset <= offset + len(data) <= end:
+            raise WasmEncodingError(f"data segment at {offset} (+{len(data)} bytes) is outside the constant Atlas "
+                                    f"tables region {layout.ATLAS_TABLES}..{end}")
         if offset not in self._data_written:
             self._data_written.add(offset)
             self.builder.add_data(data, offset=offset)
