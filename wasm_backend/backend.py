@@ -39,6 +39,7 @@ from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
 from .host_bytes import source_bytes, target_bytes
 from .lowering.coop_map import PARALLEL_MAP_THRESHOLDS, map_chunk_ranges
+from .lowering.coop_reduce import PARALLEL_REDUCE_THRESHOLD, PARTIAL_BYTES, reduce_chunk_count
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -234,10 +235,13 @@ class WasmBackend(Backend):
                                    shared_memory=runner.shared_memory, parallel=runner.threads > 1)
         module = runner.compile(compiled.wasm)
         instance_cell: list = []
-        host = {name: getattr(self, f"_host_{name}") for name in compiled.host_imports if name != "parallel_map"}
+        host = {name: getattr(self, f"_host_{name}") for name in compiled.host_imports if not name.startswith("parallel")}
         if "parallel_map" in compiled.host_imports:
             host["parallel_map"] = lambda index, dst, a, b, count: self._parallel_map(
                 instance_cell[0], compiled, index, dst, a, b, count)
+        if "parallel_reduce" in compiled.host_imports:
+            host["parallel_reduce"] = lambda index, src, count: self._parallel_reduce(
+                instance_cell[0], compiled, index, src, count)
         instance = runner.instantiate(module, memory=self._memory.memory, imports={"env": host})
         instance_cell.append(instance)
         presets = [(reg, ty, compiled.launch.presets[reg.index]) for reg, ty in info.preset_types.items()]
@@ -312,6 +316,23 @@ class WasmBackend(Backend):
         self._parallel_dispatches += 1
         self._runner.parallel_call(instance, export, chunks)
 
+    def _parallel_reduce(self, instance, compiled, index: int, src: int, count: int) -> int:
+        """``env.parallel_reduce``: run reduction ``index``'s kernel over its fixed chunks, in groups of chunks
+        on the threads, writing each chunk's partial to scratch memory; returns the partials' address (0 when
+        no scratch memory is left: the module then reduces in one thread, with the same result)."""
+        count &= 0xFFFFFFFF
+        chunks = reduce_chunk_count(count)
+        try:
+            partials = self._memory.scratch(chunks * PARTIAL_BYTES, "reduction partials")
+        except AllocationFailed:
+            return 0
+        self._scratch.append(partials)
+        groups = [(src & 0xFFFFFFFF, first, end, count, partials)
+                  for first, end in map_chunk_ranges(chunks, self._runner.threads, 1, 1)]
+        self._parallel_dispatches += 1
+        self._runner.parallel_call(instance, compiled.parallel_reduces[index], groups)
+        return partials
+
     def _host_scratch(self, nbytes: int) -> int:
         base = self._memory.scratch(nbytes & 0xFFFFFFFF, "overlapping operand copy")
         self._scratch.append(base)
@@ -343,8 +364,9 @@ class WasmBackend(Backend):
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
         ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_thresholds`` (the
-        fewest elements a map needs to run on them, by the cost of its operation), ``parallel_dispatches``
-        (maps that did so far)."""
+        fewest elements a map needs to run on them, by the cost of its operation),
+        ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_dispatches``
+        (maps, reductions and SIMD lane ranges that ran on the threads so far)."""
         engine = self._runner.engine_name
         return {
             "name": self.name,
@@ -358,6 +380,7 @@ class WasmBackend(Backend):
             "compiled_programs": len(self._loaded),
             "threads": self._runner.threads,
             "parallel_map_thresholds": dict(PARALLEL_MAP_THRESHOLDS),
+            "parallel_reduce_threshold": PARALLEL_REDUCE_THRESHOLD,
             "parallel_dispatches": self._parallel_dispatches,
         }
 

@@ -81,12 +81,14 @@ CHUNKS_PER_THREAD = 4
 MIN_CHUNK_ELEMENTS = 1 << 14
 
 
-def map_chunk_ranges(count: int, threads: int, per_chunk: int) -> list[tuple[int, int]]:
+def map_chunk_ranges(count: int, threads: int, per_chunk: int, min_elements: int = MIN_CHUNK_ELEMENTS
+                     ) -> list[tuple[int, int]]:
     """Element ranges ``(lo, hi)`` covering ``0 .. count`` in order: ``CHUNKS_PER_THREAD`` per thread of nearly
-    equal size (fewer where chunks would have under ``MIN_CHUNK_ELEMENTS``), every ``lo`` a multiple of
+    equal size (fewer where chunks would have under ``min_elements``), every ``lo`` a multiple of
     ``per_chunk`` (so each element takes the vector or scalar code it takes in one call over the whole
-    range, and every vector access stays 16-byte aligned)."""
-    pieces = max(1, min(max(threads, 1) * CHUNKS_PER_THREAD, count // MIN_CHUNK_ELEMENTS))
+    range, and every vector access stays 16-byte aligned). Also splits the fixed chunks of a reduction
+    (``count`` chunks, ``per_chunk`` and ``min_elements`` 1) and the lanes of a SIMD lane-mode launch."""
+    pieces = max(1, min(max(threads, 1) * CHUNKS_PER_THREAD, count // max(min_elements, 1)))
     step = -(-count // pieces)
     step = max(per_chunk, -(-step // per_chunk) * per_chunk)
     return [(lo, min(lo + step, count)) for lo in range(0, count, step)]

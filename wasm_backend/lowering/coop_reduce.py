@@ -1,17 +1,37 @@
 """ParallelReduce: Sum, Product, Min and Max over ``count`` values, as SIMD loops with scalar tails.
 
+Every reduction but the float Product works in FIXED chunks of ``REDUCE_CHUNK_ELEMENTS`` values (a
+size that depends neither on the thread count nor on the host): a function of its own,
+``reduce_chunk_<index>(src, lo, hi) -> partial``, reduces elements ``lo .. hi`` to a partial, and the
+partials are combined in chunk order, from the identity, with the operation's scalar step. The
+result is therefore the same bits whether the chunks ran one after the other on one thread (the
+browser, ``threads=1``, counts under the threshold) or on several:
+
+* in one thread the cooperative function calls the chunk function chunk by chunk and folds as it goes;
+* a module compiled for several threads imports ``env.parallel_reduce(instruction, src, count) ->
+  address``: for at least ``PARALLEL_REDUCE_THRESHOLD`` elements the host runs the exported, global-free
+  ``reduce_kernel_<index>(src, first_chunk, end_chunk, count, partials)`` over groups of chunks on its
+  threads, each writing the partial of chunk ``c`` to ``partials + 8 * c`` (scratch memory the host
+  returns; 0 when it has none, and then the module folds in one thread), and the module folds the
+  partials in chunk order.
+
+Partials, by kind:
+
 * float Sum: F32 in blocks of four f32x4 accumulators (each lane adds F32_BLOCK values) flushed exactly
   into four f64x2 accumulators; F64, F16 and BF16 widened exactly to f64 and added in f64x2
-  accumulators. Accumulators start at -0 (a sum of negative zeros stays -0); the result is rounded
-  once to the type (F16/BF16 through f32, as the reference's ``round_to``): well within the
-  contract's ``count * eps`` of the exact sum;
-* float Product: binary64 in index order, then rounded once (the reference's order, bit for bit);
-* float Min/Max: vector ``min``/``max`` (NaN propagates, -0 < +0), exact;
-* integers: vector accumulators that wrap at the type's width (8-bit products through 16-bit
-  lanes, whose low bytes are the wrapped products), folded lane by lane.
+  accumulators. Accumulators start at -0 (a sum of negative zeros stays -0). The partial is the chunk's
+  f64 sum; partials are added in f64 from -0 and the total rounded once to the type (F16/BF16 through
+  f32, as the reference's ``round_to``): well within the contract's ``count * eps`` of the exact sum;
+* float Min/Max: vector ``min``/``max`` (NaN propagates, -0 < +0), exact; the partial is the chunk's
+  extreme (f32 for F32/F16/BF16, f64 for F64), combined with the same scalar min/max;
+* integers: vector accumulators that wrap at the type's width (8-bit products through 16-bit lanes,
+  whose low bytes are the wrapped products), folded lane by lane; wrapping sums and products and
+  minima/maxima are associative, so the chunked result is the exact one;
+* float Product: NOT chunked: binary64 in index order, then rounded once (the reference's order, bit
+  for bit), always in one thread.
 
-``count = 0`` gives the identity. The result goes to the instruction's result slot, from which the
-resuming lanes load their destination register.
+``count = 0`` gives the identity (float Sum: -0). The result goes to the instruction's result slot,
+from which the resuming lanes load their destination register.
 """
 
 from __future__ import annotations
@@ -24,17 +44,33 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
+from .coop_map import KernelContext
 from .coop_ops import SCALAR_OPS, SHAPES, VECTOR_OPS, decode_halves, load_scalar, splat_constant
+from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule, support_operation
 from .typemap import type_info
 
-__all__ = ["REDUCE_KINDS"]
+__all__ = ["REDUCE_KINDS", "REDUCE_CHUNK_ELEMENTS", "PARALLEL_REDUCE_THRESHOLD", "PARTIAL_BYTES",
+           "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted", "reduce_chunk_count"]
 
-I32, I64, F64, V128 = ValType.I32, ValType.I64, ValType.F64, ValType.V128
+I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
 
 #: operation -> element operation of coop_ops
 REDUCE_KINDS = {ReduceOperation.Sum: "add", ReduceOperation.Product: "mul", ReduceOperation.Min: "min",
                 ReduceOperation.Max: "max"}
+
+#: elements per chunk of a chunked reduction (a multiple of every vector width and of the F32 block)
+REDUCE_CHUNK_ELEMENTS = 1 << 16
+#: bytes per partial in the host's partials area
+PARTIAL_BYTES = 8
+#: the fewest elements a reduction needs before its chunks go to several threads. Measured on 2 cores
+#: (wall time, best of 30, interleaved, f32 Sum and i32 Max): two threads break even with one at about
+#: 4M elements (the 16 MiB still come from the cache), gain 1.2x at 6M and 1.4-1.7x at 16M; below,
+#: waking the workers (100-150 us in this VM) costs more than the split saves
+PARALLEL_REDUCE_THRESHOLD = 1 << 22
+
+# env.parallel_reduce(instruction, src, count) -> partials address (0: none, fold in one thread)
+HOST_IMPORTS.setdefault("parallel_reduce", ((I32, I32, I32), (I32,)))
 
 for _op in REDUCE_KINDS:
     support_operation(_op, COOPERATIVE_OPERATION_TYPES[_op])
@@ -42,6 +78,28 @@ for _op in REDUCE_KINDS:
 _EXTRACT = {"i8x16": ("i8x16.extract_lane_u", 16), "i16x8": ("i16x8.extract_lane_u", 8),
             "i32x4": ("i32x4.extract_lane", 4), "i64x2": ("i64x2.extract_lane", 2),
             "f32x4": ("f32x4.extract_lane", 4), "f64x2": ("f64x2.extract_lane", 2)}
+_LOADS = {I32: "i32.load", I64: "i64.load", F32: "f32.load", F64: "f64.load"}
+_STORES = {I32: "i32.store", I64: "i64.store", F32: "f32.store", F64: "f64.store"}
+
+
+def reduce_kernel_name(index: int) -> str:
+    """The export name of the chunk kernel of the reduction at instruction ``index``."""
+    return f"reduce_kernel_{index}"
+
+
+def reduce_chunked(operation: ReduceOperation, ty: Type) -> bool:
+    """Whether ParallelReduce ``operation`` on ``ty`` works in fixed chunks (all but the float Product)."""
+    return not (ty.is_float() and REDUCE_KINDS[operation] == "mul")
+
+
+def reduce_chunk_count(count: int) -> int:
+    """The chunks of a chunked reduction over ``count`` elements."""
+    return -(-count // REDUCE_CHUNK_ELEMENTS)
+
+
+def parallel_reduce_wanted(operation: ReduceOperation, ty: Type, count: int) -> bool:
+    """Whether a reduction of ``count`` elements may hand its chunks to ``env.parallel_reduce``."""
+    return reduce_chunked(operation, ty) and count >= PARALLEL_REDUCE_THRESHOLD
 
 
 def _identity(kind: str, ty: Type):
@@ -51,14 +109,44 @@ def _identity(kind: str, ty: Type):
     return ty.wrap({"add": 0, "mul": 1, "min": hi, "max": lo}[kind])
 
 
-def _loop(cc: CoopContext, i: int, start: int | None, end: int, step: int, body) -> None:
-    """for (i = start; i < end; i += step) body(i); ``start`` None keeps i."""
-    e = cc.e
-    if start is not None:
-        e.i32(start).set(i)
+class _Plan:
+    """How ``kind`` on ``ty`` is reduced: the partial's value type and the scalar step combining two."""
+
+    def __init__(self, ty: Type, kind: str) -> None:
+        self.ty, self.kind = ty, kind
+        shape = SHAPES[ty]
+        self.widened = shape.lanes == "i8x16" and kind == "mul"
+        if ty.is_float() and kind == "add":
+            self.valtype, self.fold_type = F64, Type.F64
+        elif ty.is_float():
+            self.fold_type = Type.F64 if ty is Type.F64 else Type.F32
+            self.valtype = type_info(self.fold_type).valtype
+        else:
+            self.fold_type = Type.U16 if self.widened else ty
+            self.valtype = type_info(self.fold_type).valtype
+
+    def push_identity(self, e) -> None:
+        if self.ty.is_float() and self.kind == "add":
+            e.f64(-0.0)
+            return
+        ident = _identity(self.kind, self.ty)
+        {F64: e.f64, F32: e.f32, I64: e.i64, I32: e.i32}[self.valtype](ident)
+
+    def fold(self, e, total: int, value: int) -> None:
+        """total := total (op) value (both locals of ``valtype``)."""
+        if self.ty.is_float() and self.kind == "add":
+            e.get(total).get(value).op("f64.add").set(total)
+            return
+        SCALAR_OPS[self.kind](e, self.fold_type, [total, value], None)
+        e.set(total)
+
+
+def _loop(kc, i: int, end: int, step: int, body) -> None:
+    """while (i < end) { body(i); i += step } (``end`` a local)."""
+    e = kc.e
     with e.block("done"):
         with e.loop("next"):
-            e.get(i).i32(end).op("i32.ge_u").br_if("done")
+            e.get(i).get(end).op("i32.ge_u").br_if("done")
             body(i)
             e.get(i).i32(step).op("i32.add").set(i)
             e.br("next")
@@ -68,17 +156,17 @@ def _loop(cc: CoopContext, i: int, start: int | None, end: int, step: int, body)
 F32_BLOCK = 32
 
 
-def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
-    e = cc.e
+def _float_sum(kc: KernelContext, ty: Type, base: int, total_bytes: int, chunk_bytes: int) -> None:
+    """Push the f64 sum of the ``total_bytes`` at ``base`` (``chunk_bytes`` of them in whole vectors)."""
+    e = kc.e
     shape = SHAPES[ty]
     size = ty.size_bytes()
-    accs = [cc.local(V128) for _ in range(4)]
+    accs = [kc.local(V128) for _ in range(4)]
     for acc in accs:
         e.f64(-0.0).op("f64x2.splat").set(acc)
-    chunk_bytes = (count // shape.per_chunk) * 16
-    i, v = cc.local(I32), cc.local(V128)
-    low, high = cc.local(V128), cc.local(V128)
-    scratch = (cc.local(V128), cc.local(V128))
+    i, v = kc.local(I32), kc.local(V128)
+    low, high = kc.local(V128), kc.local(V128)
+    scratch = (kc.local(V128), kc.local(V128))
 
     def add(acc: int, value_code) -> None:
         e.get(acc)
@@ -92,9 +180,9 @@ def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
 
     e.i32(0).set(i)
     if ty is Type.F32:
-        _f32_blocks(cc, base, i, chunk_bytes, promote_f32x4)
+        _f32_blocks(kc, base, i, chunk_bytes, promote_f32x4)
     elif ty is Type.F64:
-        _f64_unrolled(cc, base, i, chunk_bytes, accs)
+        _f64_unrolled(kc, base, i, chunk_bytes, accs)
 
     def chunk(at: int) -> None:
         e.get(base).get(at).op("i32.add").op("v128.load", 0).set(v)
@@ -107,36 +195,34 @@ def _float_sum(cc: CoopContext, ty: Type, base: int, count: int) -> None:
             promote_f32x4(low, 0)
             promote_f32x4(high, 2)
 
-    _loop(cc, i, None, chunk_bytes, 16, chunk)
-    total = cc.local(F64)
+    _loop(kc, i, chunk_bytes, 16, chunk)
+    total = kc.local(F64)
     e.get(accs[0]).get(accs[1]).op("f64x2.add").get(accs[2]).get(accs[3]).op("f64x2.add").op("f64x2.add").set(v)
     e.get(v).op("f64x2.extract_lane", 0).get(v).op("f64x2.extract_lane", 1).op("f64.add").set(total)
 
     def element(at: int) -> None:
         e.get(total).get(base).get(at).op("i32.add")
-        load_scalar(cc.m, e, ty)
+        load_scalar(kc.m, e, ty)
         if ty is not Type.F64:
             e.op("f64.promote_f32")
         e.op("f64.add").set(total)
 
-    _loop(cc, i, None, count * size, size, element)
+    _loop(kc, i, total_bytes, size, element)
     e.get(total)
-    _round_f64_result(cc, ty)
 
 
-def _f32_blocks(cc: CoopContext, base: int, i: int, chunk_bytes: int, flush_into) -> None:
+def _f32_blocks(kc: KernelContext, base: int, i: int, chunk_bytes: int, flush_into) -> None:
     """Whole blocks of f32: four f32x4 accumulators (one chunk each per step) summed F32_BLOCK values per
     lane deep, then flushed exactly into the f64 accumulators; ``i`` ends at the first chunk not summed."""
-    e = cc.e
+    e = kc.e
     block_bytes = 64 * F32_BLOCK
-    blocks_end = chunk_bytes - chunk_bytes % block_bytes
-    if not blocks_end:
-        return
-    sums = [cc.local(V128) for _ in range(4)]
-    end = cc.local(I32)
+    blocks_end = kc.local(I32)
+    e.get(chunk_bytes).i32(-block_bytes).op("i32.and").set(blocks_end)
+    sums = [kc.local(V128) for _ in range(4)]
+    end = kc.local(I32)
     with e.block("blocks_done"):
         with e.loop("blocks"):
-            e.get(i).i32(blocks_end).op("i32.ge_u").br_if("blocks_done")
+            e.get(i).get(blocks_end).op("i32.ge_u").br_if("blocks_done")
             for acc in sums:
                 e.f32(-0.0).op("f32x4.splat").set(acc)
             e.get(i).i32(block_bytes).op("i32.add").set(end)
@@ -149,38 +235,38 @@ def _f32_blocks(cc: CoopContext, base: int, i: int, chunk_bytes: int, flush_into
             e.br("blocks")
 
 
-def _f64_unrolled(cc: CoopContext, base: int, i: int, chunk_bytes: int, accs: list[int]) -> None:
+def _f64_unrolled(kc: KernelContext, base: int, i: int, chunk_bytes: int, accs: list[int]) -> None:
     """Four chunks per step into the four f64x2 accumulators; ``i`` ends at the first chunk not summed."""
-    e = cc.e
-    unrolled_end = chunk_bytes - chunk_bytes % 64
-    if not unrolled_end:
-        return
+    e = kc.e
+    unrolled_end = kc.local(I32)
+    e.get(chunk_bytes).i32(-64).op("i32.and").set(unrolled_end)
     with e.block("unrolled_done"):
         with e.loop("unrolled"):
-            e.get(i).i32(unrolled_end).op("i32.ge_u").br_if("unrolled_done")
+            e.get(i).get(unrolled_end).op("i32.ge_u").br_if("unrolled_done")
             for k, acc in enumerate(accs):
                 e.get(acc).get(base).get(i).op("i32.add").op("v128.load", 16 * k).op("f64x2.add").set(acc)
             e.get(i).i32(64).op("i32.add").set(i)
             e.br("unrolled")
 
 
-def _round_f64_result(cc: CoopContext, ty: Type) -> None:
+def _round_f64_result(m, e, ty: Type) -> None:
     """An f64 result rounded to ``ty`` (F16/BF16 through f32)."""
-    e = cc.e
     if ty is Type.F64:
         return
     e.op("f32.demote_f64")
     if ty is Type.F16:
-        e.call(cc.m.helper("round_f16"))
+        e.call(m.helper("round_f16"))
     elif ty is Type.BF16:
-        e.call(cc.m.helper("round_bf16"))
+        e.call(m.helper("round_bf16"))
 
 
 def _float_product(cc: CoopContext, ty: Type, base: int, count: int) -> None:
     e = cc.e
     size = ty.size_bytes()
-    total, i = cc.local(F64), cc.local(I32)
+    total, i, end = cc.local(F64), cc.local(I32), cc.local(I32)
     e.f64(1.0).set(total)
+    e.i32(0).set(i)
+    e.i32(count * size).set(end)
 
     def element(at: int) -> None:
         e.get(total).get(base).get(at).op("i32.add")
@@ -189,27 +275,28 @@ def _float_product(cc: CoopContext, ty: Type, base: int, count: int) -> None:
             e.op("f64.promote_f32")
         e.op("f64.mul").set(total)
 
-    _loop(cc, i, 0, count * size, size, element)
+    _loop(cc, i, end, size, element)
     e.get(total)
-    _round_f64_result(cc, ty)
+    _round_f64_result(cc.m, e, ty)
 
 
-def _lanes_reduce(cc: CoopContext, ty: Type, kind: str, base: int, count: int) -> None:
-    """Min/Max of floats and every integer reduction: vector accumulator, lane fold, scalar tail."""
-    e = cc.e
+def _lanes_reduce(kc: KernelContext, plan: _Plan, base: int, total_bytes: int, chunk_bytes: int) -> None:
+    """Push the Min/Max of floats or any integer reduction of the bytes at ``base``: vector accumulators,
+    lane fold, scalar tail (in ``plan.valtype``)."""
+    e = kc.e
+    ty, kind = plan.ty, plan.kind
     shape = SHAPES[ty]
     size = ty.size_bytes()
     ident = _identity(kind, ty)
-    widened = shape.lanes == "i8x16" and kind == "mul"
+    widened = plan.widened
     lanes = "i16x8" if widened else shape.lanes
-    accs = [cc.local(V128) for _ in range(2)]
+    accs = [kc.local(V128) for _ in range(2)]
     for acc in accs:
         splat_constant(e, lanes, ident)
         e.set(acc)
-    chunk_bytes = (count // shape.per_chunk) * 16
-    i, v = cc.local(I32), cc.local(V128)
-    low, high = cc.local(V128), cc.local(V128)
-    scratch = (cc.local(V128), cc.local(V128))
+    i, v = kc.local(I32), kc.local(V128)
+    low, high = kc.local(V128), kc.local(V128)
+    scratch = (kc.local(V128), kc.local(V128))
     vector = VECTOR_OPS[kind]
     acc_shape = SHAPES[Type.U16] if widened else shape
 
@@ -231,17 +318,10 @@ def _lanes_reduce(cc: CoopContext, ty: Type, kind: str, base: int, count: int) -
         else:
             fold(accs[0], v)
 
-    _loop(cc, i, 0, chunk_bytes, 16, chunk)
-    compute = Type.F32 if shape.half is not None else (Type.U16 if widened else ty)
-    vt = type_info(compute).valtype
-    total, value = cc.local(vt), cc.local(vt)
-    scalar = SCALAR_OPS[kind]
-    if ty.is_float():
-        e.f64(ident) if vt is F64 else e.f32(ident)
-    elif vt is I64:
-        e.i64(ident)
-    else:
-        e.i32(ident)
+    e.i32(0).set(i)
+    _loop(kc, i, chunk_bytes, 16, chunk)
+    total, value = kc.local(plan.valtype), kc.local(plan.valtype)
+    plan.push_identity(e)
     e.set(total)
     extract, count_lanes = _EXTRACT[lanes]
     for acc in accs:
@@ -250,17 +330,15 @@ def _lanes_reduce(cc: CoopContext, ty: Type, kind: str, base: int, count: int) -
             if not ty.is_float() and not widened and ty.bits < 32:
                 _normalize(e, ty)
             e.set(value)
-            scalar(e, compute if widened else (ty if not ty.is_float() else compute), [total, value], None)
-            e.set(total)
+            plan.fold(e, total, value)
 
     def element(at: int) -> None:
         e.get(base).get(at).op("i32.add")
-        load_scalar(cc.m, e, ty)
+        load_scalar(kc.m, e, ty)
         e.set(value)
-        scalar(e, compute if widened else (ty if not ty.is_float() else compute), [total, value], None)
-        e.set(total)
+        plan.fold(e, total, value)
 
-    _loop(cc, i, None, count * size, size, element)
+    _loop(kc, i, total_bytes, size, element)
     e.get(total)
 
 
@@ -270,16 +348,96 @@ def _normalize(e, ty: Type) -> None:
         e.op("i32.extend8_s" if ty.bits == 8 else "i32.extend16_s")
 
 
+def _build_chunk_function(m, index: int, plan: _Plan) -> int:
+    """``reduce_chunk_<index>(src, lo, hi) -> partial``: the partial of elements ``lo .. hi`` of the array at
+    byte address ``src`` (no globals, no imports, no traps)."""
+    fb, e = m.define(f"reduce_chunk_{index}", (I32, I32, I32), (plan.valtype,))
+    kc = KernelContext(m, fb, e)
+    size = plan.ty.size_bytes()
+    src, lo, hi = 0, 1, 2
+    base, total_bytes, chunk_bytes = kc.local(I32), kc.local(I32), kc.local(I32)
+    e.get(src).get(lo).i32(size).op("i32.mul").op("i32.add").set(base)
+    e.get(hi).get(lo).op("i32.sub").i32(size).op("i32.mul").tee(total_bytes).i32(-16).op("i32.and").set(chunk_bytes)
+    if plan.ty.is_float() and plan.kind == "add":
+        _float_sum(kc, plan.ty, base, total_bytes, chunk_bytes)
+    else:
+        _lanes_reduce(kc, plan, base, total_bytes, chunk_bytes)
+    return fb.index
+
+
+def _chunk_bounds(e, chunk: int, count, lo: int, hi: int) -> None:
+    """lo := chunk * REDUCE_CHUNK_ELEMENTS; hi := min(lo + REDUCE_CHUNK_ELEMENTS, count) (``count``: a local
+    index, or an int constant when given as ``("const", n)``)."""
+    e.get(chunk).i32(REDUCE_CHUNK_ELEMENTS).op("i32.mul").tee(lo).i32(REDUCE_CHUNK_ELEMENTS).op("i32.add").set(hi)
+    kind, value = count
+    push = (lambda: e.i32(value)) if kind == "const" else (lambda: e.get(value))
+    e.get(hi)
+    push()
+    e.get(hi)
+    push()
+    e.op("i32.lt_u").op("select").set(hi)
+
+
+def _build_kernel(m, index: int, plan: _Plan, chunk_function: int) -> None:
+    """Export ``reduce_kernel_<index>(src, first, end, count, partials)``: for chunks ``first .. end`` store
+    the chunk's partial at ``partials + PARTIAL_BYTES * chunk`` (no globals, no imports, no traps)."""
+    fb, e = m.define(reduce_kernel_name(index), (I32,) * 5, (), export=True)
+    kc = KernelContext(m, fb, e)
+    src, first, end, count, partials = range(5)
+    lo, hi = kc.local(I32), kc.local(I32)
+    with e.block("done"):
+        with e.loop("chunks"):
+            e.get(first).get(end).op("i32.ge_u").br_if("done")
+            _chunk_bounds(e, first, ("local", count), lo, hi)
+            e.get(partials).get(first).i32(PARTIAL_BYTES).op("i32.mul").op("i32.add")
+            e.get(src).get(lo).get(hi).call(chunk_function)
+            e.op(_STORES[plan.valtype], 0)
+            e.get(first).i32(1).op("i32.add").set(first)
+            e.br("chunks")
+
+
+def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None:
+    """Push the chunked reduction's result (in ``plan.valtype``): the partials folded in chunk order."""
+    e, m = cc.e, cc.m
+    chunk_function = _build_chunk_function(m, cc.index, plan)
+    total, value, chunk = cc.local(plan.valtype), cc.local(plan.valtype), cc.local(I32)
+    lo, hi = cc.local(I32), cc.local(I32)
+    chunks = reduce_chunk_count(count)
+    plan.push_identity(e)
+    e.set(total)
+    e.i32(0).set(chunk)
+    with e.block("folded"):
+        if "parallel_reduce" in m.imports and parallel_reduce_wanted(cc.instr.operation, plan.ty, count):
+            _build_kernel(m, cc.index, plan, chunk_function)
+            partials = cc.local(I32)
+            e.i32(cc.index).get(base).i32(count).call(m.host("parallel_reduce")).tee(partials)
+            with e.if_():
+                with e.loop("partials"):
+                    e.get(partials).get(chunk).i32(PARTIAL_BYTES).op("i32.mul").op("i32.add")
+                    e.op(_LOADS[plan.valtype], 0).set(value)
+                    plan.fold(e, total, value)
+                    e.get(chunk).i32(1).op("i32.add").tee(chunk).i32(chunks).op("i32.lt_u").br_if("partials")
+                e.br("folded")
+        with e.loop("chunks"):
+            e.get(chunk).i32(chunks).op("i32.ge_u").br_if("folded")
+            _chunk_bounds(e, chunk, ("const", count), lo, hi)
+            e.get(base).get(lo).get(hi).call(chunk_function).set(value)
+            plan.fold(e, total, value)
+            e.get(chunk).i32(1).op("i32.add").set(chunk)
+            e.br("chunks")
+    e.get(total)
+    if plan.ty.is_float() and plan.kind == "add":
+        _round_f64_result(m, e, plan.ty)
+
+
 @cooperative_rule("ParallelReduce")
 def build_parallel_reduce(cc: CoopContext) -> None:
     instr = cc.instr
     ty, count, kind = instr.ty, instr.count, REDUCE_KINDS[instr.operation]
     base = cc.array("src_array", ty, count)
-    if ty.is_float() and kind == "add":
-        _float_sum(cc, ty, base, count)
-    elif ty.is_float() and kind == "mul":
-        _float_product(cc, ty, base, count)
+    if reduce_chunked(instr.operation, ty):
+        _chunked_reduce(cc, _Plan(ty, kind), base, count)
     else:
-        _lanes_reduce(cc, ty, kind, base, count)
+        _float_product(cc, ty, base, count)
     cc.store_result(ty)
     cc.e.i32(COOP_OK)

@@ -10,13 +10,15 @@ and exports ``launch()``, which runs the whole launch and returns ``layout.STATU
   block (lanes in increasing order), then, while the lanes suspended at a BARRIER resume point,
   that point's segment; the block is done when its lanes ended or suspended at a COOPERATIVE point
   (recorded in the ``coop_at`` global). A block in which a lane trapped ends the stage;
-* one function per cooperative instruction (``coop_<index>``), and for each map its exported
-  element-wise kernel ``map_kernel_<index>`` (``coop_map``);
+* one function per cooperative instruction (``coop_<index>``), for each map its exported
+  element-wise kernel ``map_kernel_<index>`` (``coop_map``), for each chunked reduction its chunk
+  function and, when it may run on threads, its exported ``reduce_kernel_<index>`` (``coop_reduce``);
 * ``launch``: zeroes the per-launch state, then alternates ``run_stage`` and the cooperative step
   the lanes suspended at, until every lane ended or one trapped.
 
 ``shared_memory`` declares the imported memory shared (as the runner's memory is); ``parallel``
-lets large maps hand their kernel to the host's threads (``env.parallel_map``).
+lets large maps hand their kernel to the host's threads (``env.parallel_map``), large reductions
+their chunks (``env.parallel_reduce``).
 
 Raises UnsupportedOperation (an instruction, type or cooperative operation without a rule, or a
 program whose inlining needs too many copies) before writing any code.
@@ -41,6 +43,7 @@ from .coop_context import CoopContext
 from .coop_map import (
     map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported, parallel_map_threshold,
 )
+from .coop_reduce import parallel_reduce_wanted, reduce_kernel_name
 from .lane_context import STOP_TRAPPED
 from .lane_state import RECORD_ENDED, LaneState, plan_lane_state
 from .launch_layout import LaunchLayout, plan_launch_area
@@ -70,6 +73,8 @@ class CompiledProgram:
     #: instruction index -> (kernel export, elements per vector chunk) of the maps that may call
     #: ``env.parallel_map``
     parallel_maps: dict = field(default_factory=dict)
+    #: instruction index -> chunk kernel export of the reductions that may call ``env.parallel_reduce``
+    parallel_reduces: dict = field(default_factory=dict)
 
 
 def check_supported(program) -> None:
@@ -104,7 +109,14 @@ def _parallel_maps(program, parallel: bool) -> dict[int, tuple[str, int]]:
             if instr.INFO.name in _MAPS and instr.count >= parallel_map_threshold(instr.operation)}
 
 
-def _host_imports(program, parallel_maps: dict) -> tuple[str, ...]:
+def _parallel_reduces(program, parallel: bool) -> dict[int, str]:
+    if not parallel:
+        return {}
+    return {index: reduce_kernel_name(index) for index, instr in enumerate(program.instructions)
+            if instr.INFO.name == "ParallelReduce" and parallel_reduce_wanted(instr.operation, instr.ty, instr.count)}
+
+
+def _host_imports(program, parallel_maps: dict, parallel_reduces: dict) -> tuple[str, ...]:
     names = {instr.INFO.name for instr in program.instructions}
     wanted = []
     if "PoolAlloc" in names:
@@ -115,6 +127,8 @@ def _host_imports(program, parallel_maps: dict) -> tuple[str, ...]:
         wanted.append("scratch")
     if parallel_maps:
         wanted.append("parallel_map")
+    if parallel_reduces:
+        wanted.append("parallel_reduce")
     return tuple(wanted)
 
 
@@ -127,7 +141,8 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     state = plan_lane_state(plan)
     launch = plan_launch_area(info, state, config)
     parallel_maps = _parallel_maps(program, parallel)
-    imports = _host_imports(program, parallel_maps)
+    parallel_reduces = _parallel_reduces(program, parallel)
+    imports = _host_imports(program, parallel_maps, parallel_reduces)
     m = ModuleContext(name, imports, shared_memory=shared_memory)
     m.helper("trap")
     segments = {seg.resume.id: build_segment_function(m, plan, state, config, launch, seg) for seg in plan.segments}
@@ -140,7 +155,7 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
     return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
-                           parallel_maps)
+                           parallel_maps, parallel_reduces)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,
