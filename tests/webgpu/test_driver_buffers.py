@@ -129,3 +129,21 @@ def test_allocation_limits_name_the_limit(driver):
         driver.create_buffer(0)
     with pytest.raises(ExecutionFailed, match="usage"):
         driver.create_buffer(16, 0x1)  # MAP_READ is not offered
+
+
+
+def test_a_read_back_whose_copy_fails_returns_its_staging_buffer_to_the_pool(driver, monkeypatch):
+    buf = driver.create_buffer(256)
+    driver.write_buffer(buf, 0, bytes(range(256)))
+    driver.read_buffer(buf)                       # one staging buffer now idle in the pool
+    idle = list(driver._staging._free)
+
+    def refused(record, what):                    # the engine refuses the copy's submission (fault injected:
+        raise ExecutionFailed(f"{what}: refused")  # a real refusal, e.g. device loss, cannot be provoked safely)
+    monkeypatch.setattr(driver, "_native_submit", refused)
+    with pytest.raises(ExecutionFailed, match="reading 256 bytes back"):
+        driver.read_buffer(buf)
+    monkeypatch.undo()
+    assert driver._staging._free == idle          # the staging buffer was taken, then given back
+    assert bytes(driver.read_buffer(buf)) == bytes(range(256))
+    driver.destroy_buffer(buf)

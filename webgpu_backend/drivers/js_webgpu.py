@@ -231,8 +231,12 @@ class JsWebGpuDriver(GpuDriver):
 
     def _copy_to_staging(self, native: Any, offset: int, size: int) -> tuple[int, Any]:
         staging = self._staging.take(size)
-        self._native_submit(lambda encoder: encoder.copyBufferToBuffer(native, offset, staging[1], 0, size),
-                            f"reading {size} bytes back")
+        try:
+            self._native_submit(lambda encoder: encoder.copyBufferToBuffer(native, offset, staging[1], 0, size),
+                                f"reading {size} bytes back")
+        except BaseException:
+            self._staging.give_back(staging)   # never mapped: it serves the next read
+            raise
         return staging
 
     def _native_read(self, native: Any, offset: int, size: int) -> memoryview:

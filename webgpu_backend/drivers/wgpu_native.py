@@ -142,8 +142,12 @@ class WgpuNativeDriver(GpuDriver):
 
     def _copy_to_staging(self, native: Any, offset: int, size: int) -> tuple[int, Any]:
         staging = self._staging.take(size)
-        self._native_submit(lambda encoder: encoder.copy_buffer_to_buffer(native, offset, staging[1], 0, size),
-                            f"reading {size} bytes back")
+        try:
+            self._native_submit(lambda encoder: encoder.copy_buffer_to_buffer(native, offset, staging[1], 0, size),
+                                f"reading {size} bytes back")
+        except BaseException:
+            self._staging.give_back(staging)   # never mapped: it serves the next read
+            raise
         return staging
 
     @contextlib.contextmanager
