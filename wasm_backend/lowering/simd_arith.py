@@ -19,8 +19,9 @@ Each rule computes what the scalar lane rule computes, lane by lane:
   path's ``.scalar`` functions compute through the same vector kernels (one lane), so both paths give
   the same bits; a Uniform operand is computed once in the prologue by ``.scalar``.
 
-F16/BF16 have no rules here (see ``simd_lanes``: their loads, stores and per-instruction rounding
-stay on the scalar path). Raises SimdUnsupported where no rule applies.
+BF16 runs in f32 lanes, each inexact result rounded to BF16 as the scalar rule rounds it
+(``SimdBuilder.round_to``); F16 has no rules here (its conversions stay on the scalar path, see
+``simd_lanes``). Raises SimdUnsupported where no rule applies.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ flipped, then compare signed), floats ordered for EQ … GE (NE true with NaN) a
 GEU (the complement of the opposite ordered comparison). SEL is ``v128.bitselect`` of the two values
 under the predicate's mask in the value's lane width; a mask is converted between the widths (and made
 from a Uniform or a LaneRange) on first use and the converted form is kept (``SimdBuilder.derived``).
-Nothing here can trap. Raises SimdUnsupported for types without lanes here (narrow integers, F16,
-BF16, extended integers).
+BF16 compares its f32 lanes (exact: BF16 values are f32 values). Nothing here can trap. Raises
+SimdUnsupported for types without lanes here (narrow integers, F16, extended integers).
 """
 
 from __future__ import annotations
