@@ -40,6 +40,7 @@ from .errors import WasmTrap
 from .host_bytes import source_bytes, target_bytes
 from .lowering.coop_map import PARALLEL_MAP_THRESHOLDS, map_chunk_ranges
 from .lowering.coop_reduce import PARALLEL_REDUCE_THRESHOLD, PARTIAL_BYTES, reduce_chunk_count
+from .lowering.simd_function import LANES_PER_RANGE_STEP, PARALLEL_LANES_THRESHOLD, SIMD_KERNEL
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -239,6 +240,8 @@ class WasmBackend(Backend):
         if "parallel_map" in compiled.host_imports:
             host["parallel_map"] = lambda index, dst, a, b, count: self._parallel_map(
                 instance_cell[0], compiled, index, dst, a, b, count)
+        if "parallel_lanes" in compiled.host_imports:
+            host["parallel_lanes"] = lambda lanes: self._parallel_lanes(instance_cell[0], lanes)
         if "parallel_reduce" in compiled.host_imports:
             host["parallel_reduce"] = lambda index, src, count: self._parallel_reduce(
                 instance_cell[0], compiled, index, src, count)
@@ -333,6 +336,13 @@ class WasmBackend(Backend):
         self._runner.parallel_call(instance, compiled.parallel_reduces[index], groups)
         return partials
 
+    def _parallel_lanes(self, instance, lanes: int) -> None:
+        """``env.parallel_lanes``: run the SIMD kernel over ranges of ``0 .. lanes`` on the threads (range starts
+        are multiples of a whole unrolled step, so every lane runs the code it runs in one call)."""
+        ranges = map_chunk_ranges(lanes & 0xFFFFFFFF, self._runner.threads, LANES_PER_RANGE_STEP)
+        self._parallel_dispatches += 1
+        self._runner.parallel_call(instance, SIMD_KERNEL, ranges)
+
     def _host_scratch(self, nbytes: int) -> int:
         base = self._memory.scratch(nbytes & 0xFFFFFFFF, "overlapping operand copy")
         self._scratch.append(base)
@@ -365,7 +375,8 @@ class WasmBackend(Backend):
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
         ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_thresholds`` (the
         fewest elements a map needs to run on them, by the cost of its operation),
-        ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_dispatches``
+        ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_lanes_threshold``
+        (the fewest SIMD lanes a launch needs), ``parallel_dispatches``
         (maps, reductions and SIMD lane ranges that ran on the threads so far)."""
         engine = self._runner.engine_name
         return {
@@ -381,6 +392,7 @@ class WasmBackend(Backend):
             "threads": self._runner.threads,
             "parallel_map_thresholds": dict(PARALLEL_MAP_THRESHOLDS),
             "parallel_reduce_threshold": PARALLEL_REDUCE_THRESHOLD,
+            "parallel_lanes_threshold": PARALLEL_LANES_THRESHOLD,
             "parallel_dispatches": self._parallel_dispatches,
         }
 

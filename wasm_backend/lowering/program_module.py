@@ -18,7 +18,8 @@ and exports ``launch()``, which runs the whole launch and returns ``layout.STATU
 
 ``shared_memory`` declares the imported memory shared (as the runner's memory is); ``parallel``
 lets large maps hand their kernel to the host's threads (``env.parallel_map``), large reductions
-their chunks (``env.parallel_reduce``).
+their chunks (``env.parallel_reduce``) and large SIMD lane-mode launches ranges of lanes
+(``env.parallel_lanes``, ``simd_function``).
 
 Raises UnsupportedOperation (an instruction, type or cooperative operation without a rule, or a
 program whose inlining needs too many copies) before writing any code.
@@ -50,7 +51,7 @@ from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
 from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
-from .simd_function import build_simd_function
+from .simd_function import SIMD_KERNEL, build_simd_function, parallel_lanes_wanted
 from .simd_lanes import SIMD_DONE
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]
@@ -75,6 +76,8 @@ class CompiledProgram:
     parallel_maps: dict = field(default_factory=dict)
     #: instruction index -> chunk kernel export of the reductions that may call ``env.parallel_reduce``
     parallel_reduces: dict = field(default_factory=dict)
+    #: whether the SIMD function may call ``env.parallel_lanes`` (it then exports ``simd_kernel``)
+    parallel_lanes: bool = False
 
 
 def check_supported(program) -> None:
@@ -116,7 +119,7 @@ def _parallel_reduces(program, parallel: bool) -> dict[int, str]:
             if instr.INFO.name == "ParallelReduce" and parallel_reduce_wanted(instr.operation, instr.ty, instr.count)}
 
 
-def _host_imports(program, parallel_maps: dict, parallel_reduces: dict) -> tuple[str, ...]:
+def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: bool) -> tuple[str, ...]:
     names = {instr.INFO.name for instr in program.instructions}
     wanted = []
     if "PoolAlloc" in names:
@@ -129,6 +132,8 @@ def _host_imports(program, parallel_maps: dict, parallel_reduces: dict) -> tuple
         wanted.append("parallel_map")
     if parallel_reduces:
         wanted.append("parallel_reduce")
+    if lanes:
+        wanted.append("parallel_lanes")
     return tuple(wanted)
 
 
@@ -142,7 +147,8 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     launch = plan_launch_area(info, state, config)
     parallel_maps = _parallel_maps(program, parallel)
     parallel_reduces = _parallel_reduces(program, parallel)
-    imports = _host_imports(program, parallel_maps, parallel_reduces)
+    lanes_wanted = parallel_lanes_wanted(parallel, config) and not state.sync
+    imports = _host_imports(program, parallel_maps, parallel_reduces, lanes_wanted)
     m = ModuleContext(name, imports, shared_memory=shared_memory)
     m.helper("trap")
     segments = {seg.resume.id: build_segment_function(m, plan, state, config, launch, seg) for seg in plan.segments}
@@ -155,7 +161,7 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
     return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
-                           parallel_maps, parallel_reduces)
+                           parallel_maps, parallel_reduces, SIMD_KERNEL in m.functions)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,

@@ -12,7 +12,21 @@ launch dimensions among the special registers, and a segment tree of one of two 
 
 ``simd_lanes()`` checks every access of its lane range in the prologue (SIMD_FALLBACK when one would
 trap, and then the scalar stages run every lane), then runs four lanes per step, two steps per
-iteration. ``build_simd_function`` returns ``(function index, lanes covered)`` or None; inside
+iteration. The prologue and the loop are ``simd_range(lo, hi) -> i32`` (lanes ``lo .. hi``; no globals:
+the table's base and capacity come from the header), which ``simd_lanes`` calls over all its lanes.
+
+Threads. A module compiled for several threads whose SIMD function covers at least
+``PARALLEL_LANES_THRESHOLD`` lanes imports ``env.parallel_lanes(lanes)`` and exports
+``simd_kernel(lo, hi)`` (``simd_range`` without its result): when the checks pass and the lanes have no
+effect another lane's order could change, the host runs the kernel over ranges of lanes on its threads
+(every ``lo`` a multiple of ``SIMD_LANES * UNROLL``, so each lane runs the code it runs in one call:
+results are bit-identical). Effects that allow it: only instructions of ``_ORDER_FREE`` (no memory
+effect, or LDG) and STG; decided at run time in ``simd_lanes``, every store's byte range over all the
+lanes must be disjoint from every other access's (loads read once in the prologue included), or be the
+same range with the same element size (then a lane only meets its own element). Anything else (a
+store that overlaps another lane's access, an instruction outside the table) keeps the single call.
+
+``build_simd_function`` returns ``(function index, lanes covered)`` or None; inside
 ``scalar_lanes_only()`` always None (the scalar lane loop, for comparisons and benchmarks).
 """
 
@@ -24,15 +38,48 @@ from typing import Iterator
 from atlas_web.isa.registers import SpecialRegister
 from atlas_web.lowering.structure import Code, EndLane, If
 
+from .. import layout
 from ..encoding.types import ValType
 from . import simd_arith, simd_masks, simd_memory  # noqa: F401  (they add their rules to SIMD_RULES on import)
-from .module_context import ModuleContext
-from .simd_lanes import SIMD_DONE, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported
+from .math_seam import LANE_MATH_OPS
+from .module_context import HOST_IMPORTS, ModuleContext
+from .simd_lanes import (
+    SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported,
+)
 
-__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled"]
+__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "PARALLEL_LANES_THRESHOLD",
+           "SIMD_KERNEL", "LANES_PER_RANGE_STEP", "parallel_lanes_wanted"]
 
-I32 = ValType.I32
+I32, I64 = ValType.I32, ValType.I64
 _DISABLED: list[bool] = []
+
+#: the fewest SIMD lanes a launch needs before ranges of them go to several threads. Measured on 2 cores
+#: (wall time, interleaved, best of 20, the per-lane LDG, LDG, ADD, STG f32 kernel of
+#: benchmarks/wasm_vs_numpy.py): two threads break even at about 1M lanes (1.1x), gain 1.5x from 2M
+PARALLEL_LANES_THRESHOLD = 1 << 21
+#: the export the host runs over ranges of lanes
+SIMD_KERNEL = "simd_kernel"
+#: range starts are multiples of this (a whole unrolled iteration of the loop)
+LANES_PER_RANGE_STEP = SIMD_LANES * UNROLL
+#: ``simd_lanes`` result when the checks passed and the lanes may run in ranges on threads (internal)
+_CHUNKABLE = 2
+#: instructions whose SIMD rules have no memory effect but loads: their lanes can run in any order
+#: (a rule added for an instruction missing here, an atomic say, keeps the single call)
+_ORDER_FREE = frozenset({
+    "ABS", "ADD", "AND", "CEIL", "CVT", "DIV", "FLOOR", "FMA", "FMS", "LDG", "MAD", "MAX", "MIN", "MOV", "MOV_IMM",
+    "MUL", "MemFence", "NEG", "NOT", "OR", "ROUND", "SEL", "SETcc", "SHL", "SHR", "SQRT", "SUB", "TRUNC", "XOR",
+    *LANE_MATH_OPS})
+#: stores whose byte ranges simd_lanes compares at run time
+_RANGE_CHECKED = frozenset({"STG"})
+
+# env.parallel_lanes(lanes): run simd_kernel over ranges of 0 .. lanes on the host's threads
+HOST_IMPORTS.setdefault("parallel_lanes", ((I32,), ()))
+
+
+def parallel_lanes_wanted(parallel: bool, config) -> bool:
+    """Whether a module (``parallel``: compiled for several threads) for launches of ``config`` imports
+    ``env.parallel_lanes`` (its SIMD function, if it gets one, may then use it)."""
+    return parallel and config.total_threads >= PARALLEL_LANES_THRESHOLD
 
 
 @contextmanager
@@ -87,6 +134,8 @@ def _guarded_lanes(s: SimdBuilder, guard, total: int) -> int:
 def _analyse(m: ModuleContext, info, config, shape, lanes: int) -> tuple[SimdBuilder, LocalRecorder]:
     leading, guard, guarded = shape
     recorder = LocalRecorder()
+    recorder.add_local(I32, "lo")  # the parameters of simd_range: locals 0 and 1
+    recorder.add_local(I32, "hi")
     s = SimdBuilder(m, recorder, info.program, info, config, lanes)
     if leading is not None:
         s.run(leading)
@@ -94,6 +143,13 @@ def _analyse(m: ModuleContext, info, config, shape, lanes: int) -> tuple[SimdBui
         s.guarded_lanes = _guarded_lanes(s, guard, config.total_threads)
         s.run(guarded)
     return s, recorder
+
+
+def _order_free(s: SimdBuilder, shape) -> bool:
+    """Whether every instruction the SIMD function runs is in _ORDER_FREE or _RANGE_CHECKED."""
+    leading, _guard, guarded = shape
+    indices = [*(leading or ()), *(guarded or ())]
+    return all(s.program.instructions[i].INFO.name in _ORDER_FREE | _RANGE_CHECKED for i in indices)
 
 
 def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int] | None:
@@ -116,13 +172,50 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int
             s, recorder = _analyse(m, info, config, shape, lanes)
     except SimdUnsupported:
         return None
+    simd_range = _build_range(m, s, recorder)
+    threaded = ("parallel_lanes" in m.imports and lanes >= PARALLEL_LANES_THRESHOLD and _order_free(s, shape))
     fb, e = m.define("simd_lanes", (), (I32,))
-    for valtype, name in recorder.types:
-        fb.add_local(valtype, name)
-    e.op("global.get", m.global_index("table_base")).set(s.table)
-    e.op("global.get", m.global_index("table_capacity")).set(s.capacity)
+    if threaded:
+        check = _build_check(m, s, recorder)
+        m.define(SIMD_KERNEL, (I32, I32), (), export=True)[1].get(0).get(1).call(simd_range).op("drop")
+        status = fb.add_local(I32)
+        e.i32(0).i32(lanes).call(check).tee(status).i32(_CHUNKABLE).op("i32.eq")
+        with e.if_():
+            e.i32(lanes).call(m.host("parallel_lanes"))
+            e.i32(SIMD_DONE).op("return")
+        e.get(status).i32(SIMD_FALLBACK).op("i32.eq")
+        with e.if_():
+            e.i32(SIMD_FALLBACK).op("return")
+    e.i32(0).i32(lanes).call(simd_range)
+    return fb.index, lanes
+
+
+def _define_with_locals(m: ModuleContext, name: str, recorder: LocalRecorder):
+    """A function ``name(lo, hi) -> i32`` with the recorder's locals (after its two parameters)."""
+    fb, e = m.define(name, (I32, I32), (I32,))
+    for valtype, local_name in recorder.types[2:]:
+        fb.add_local(valtype, local_name)
+    return fb, e
+
+
+def _prologue(e, s: SimdBuilder) -> None:
+    """The table's base and capacity from the header (no globals: worker instances run this), then the
+    prologue: uniform values, address set-up and every lane's checks (SIMD_FALLBACK returned on failure)."""
+    e.i32(0).op("i32.load", layout.HEADER_TABLE_BASE).set(s.table)
+    e.i32(0).op("i32.load", layout.HEADER_TABLE_CAPACITY).set(s.capacity)
     e.code += s.pro.code
-    e.i32(0).set(s.gid)
+
+
+def _build_range(m: ModuleContext, s: SimdBuilder, recorder: LocalRecorder) -> int:
+    """``simd_range(lo, hi) -> i32``: the prologue, then lanes ``lo .. hi`` (``lo`` a multiple of
+    LANES_PER_RANGE_STEP, ``hi`` of SIMD_LANES), four per step; SIMD_DONE, or SIMD_FALLBACK before anything
+    ran."""
+    fb, e = _define_with_locals(m, "simd_range", recorder)
+    lo, hi = 0, 1
+    _prologue(e, s)
+    e.get(lo).set(s.gid)
+    for address, advance in s.addresses:
+        e.get(address).get(lo).i32(advance // SIMD_LANES).op("i32.mul").op("i32.add").set(address)
 
     def step() -> None:
         e.code += s.body.code  # position independent: no labels inside
@@ -130,17 +223,48 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int
             e.get(address).i32(advance).op("i32.add").set(address)
         e.get(s.gid).i32(SIMD_LANES).op("i32.add").set(s.gid)
 
-    pairs_end = lanes - lanes % (UNROLL * SIMD_LANES)
+    pairs_end = fb.add_local(I32, "pairs_end")
+    e.get(hi).get(hi).i32(LANES_PER_RANGE_STEP).op("i32.rem_u").op("i32.sub").set(pairs_end)
     with e.block("pairs_done"):
         with e.loop("pairs"):
-            e.get(s.gid).i32(pairs_end).op("i32.ge_u").br_if("pairs_done")
+            e.get(s.gid).get(pairs_end).op("i32.ge_u").br_if("pairs_done")
             for _ in range(UNROLL):
                 step()
             e.br("pairs")
     with e.block("done"):
         with e.loop("steps"):
-            e.get(s.gid).i32(lanes).op("i32.ge_u").br_if("done")
+            e.get(s.gid).get(hi).op("i32.ge_u").br_if("done")
             step()
             e.br("steps")
     e.i32(SIMD_DONE)
-    return fb.index, lanes
+    return fb.index
+
+
+def _build_check(m: ModuleContext, s: SimdBuilder, recorder: LocalRecorder) -> int:
+    """``simd_check(lo, hi) -> i32`` (parameters unused): the prologue (SIMD_FALLBACK when a check fails),
+    then _CHUNKABLE when every store's byte range over the lanes is disjoint from every other access's or
+    the same range with the same element size (a load read once in the prologue must be disjoint), else
+    SIMD_DONE (run in one call)."""
+    fb, e = _define_with_locals(m, "simd_check", recorder)
+    _prologue(e, s)
+    ranges = []
+    for address, size, lanes, stores in s.accesses:
+        start, end = fb.add_local(I64), fb.add_local(I64)
+        e.get(address).op("i64.extend_i32_u").tee(start).i64(size * lanes).op("i64.add").set(end)
+        ranges.append((address, size, lanes, start, end, stores))
+    e.i32(1)
+    for k, (address, size, lanes, start, end, stores) in enumerate(ranges):
+        if not stores:
+            continue
+        for j, (other, other_size, other_lanes, other_start, other_end, _) in enumerate(ranges):
+            if j == k:
+                continue
+            if (other_size, other_lanes) == (size, lanes):  # lane k meets only its own element
+                e.get(address).get(other).op("i32.eq")
+            else:
+                e.i32(0)
+            e.get(end).get(other_start).op("i64.le_u").op("i32.or")
+            e.get(other_end).get(start).op("i64.le_u").op("i32.or")
+            e.op("i32.and")
+    e.i32(_CHUNKABLE).op("i32.mul")
+    return fb.index

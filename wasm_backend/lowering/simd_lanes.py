@@ -136,6 +136,10 @@ class SimdBuilder:
         self.guarded_lanes: int | None = None
         self.gid = fb.add_local(I32, "simd_gid")  # the step's first lane
         self.addresses: list[tuple[int, int]] = []  # (address local, bytes per step)
+        #: every checked memory access: (address local of lane 0, bytes per lane, lanes it spans (1: the
+        #: same address in every lane), whether it stores); simd_function decides from them whether
+        #: ranges of lanes may run on several threads
+        self.accesses: list[tuple[int, int, int, bool]] = []
         self.stored = False
         self.table = fb.add_local(I32, "simd_table")
         self.capacity = fb.add_local(I32, "simd_capacity")

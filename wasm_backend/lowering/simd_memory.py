@@ -105,6 +105,7 @@ def _checked_address(s: SimdBuilder, field: str, ty: Type, uniform: bool = False
     p.get(entry).op("i32.load", layout.ENTRY_BASE).get(first).op("i32.wrap_i64").op("i32.add").set(address)
     if not uniform:
         s.addresses.append((address, SIMD_LANES * size))
+    s.accesses.append((address, size, 1 if uniform else s.lanes, field == "dst"))
     return address
 
 
