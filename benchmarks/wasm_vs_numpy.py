@@ -1,9 +1,9 @@
 """WasmBackend against NumPy on the design notes' targets, measured in one run (ratios = NumPy time / wasm time).
 
 * ParallelMapBinary Add f32 over 16M values vs ``np.add(a, b, out=c)``            (target >= 0.8)
-  (maps: once with ``threads=1`` and once with the default thread count)
 * a per-lane kernel (2 LDG, ADD, STG by GLOBAL_LANE_ID) over 4M lanes vs ``a + b`` (target >= 0.5)
 * ParallelReduce Sum f32 over 16M values vs ``np.sum``                             (target >= 0.8)
+  (these three and Exp: once with the default thread count and once with ``threads=1``)
 * ParallelMap Exp f32 over 4M values vs ``np.exp(x, out=y)``                       (target >= 1)
 * compile time of a 200-instruction program (verify, lower, engine compile)       (target < 20 ms)
 * host overhead of a cached launch (a one-lane program that does nothing)          (target < 30 us)
@@ -23,7 +23,8 @@ import numpy as np
 
 from atlas_web import Address, LaunchConfig, Program, ProgramBuilder
 from atlas_web.isa import (
-    BinaryMapOperation, MapOperation, ParallelMap, ParallelMapBinary, ParallelReduce, ReduceOperation, Register, Type,
+    STG, BinaryMapOperation, MapOperation, ParallelMap, ParallelMapBinary, ParallelReduce, ReduceOperation, Register,
+    Type,
 )
 from wasm_backend import WasmBackend
 
@@ -95,7 +96,8 @@ def main() -> None:
     threads = backend.device_info()["threads"]
     big = int(16 * 1024 * 1024 * args.scale)
     mid = int(4 * 1024 * 1024 * args.scale)
-    print(f"WasmBackend ({backend.device_info()['engine']}, {threads} threads for large maps) vs NumPy "
+    print(f"WasmBackend ({backend.device_info()['engine']}, {threads} threads for large maps, reductions and "
+          f"per-lane launches) vs NumPy "
           f"{np.__version__}, wall time, best of {args.repeats}")
 
     a = rng.standard_normal(big, dtype=np.float32)
@@ -118,17 +120,28 @@ def main() -> None:
                 each.free_buffer(handle)
     ha, hb, hc = handles[f"threads={threads}"]
 
-    kernel = per_lane_add_program(ha, hb, hc)
     lanes = LaunchConfig.linear(mid)
     a4, b4 = a[:mid], b[:mid]
-    report("per-lane LDG, LDG, ADD, STG f32", *best_pair(lambda: backend.execute_program(kernel, lanes),
-                                                         lambda: a4 + b4, args.repeats), 0.5)
-    assert np.array_equal(backend.copy_typed_from(hc, Type.F32, mid), a4 + b4)
-
-    total = ProgramBuilder().add(ParallelReduce(dst=Register(1), src_array=Address.BufferOffset(ha), count=big,
-                                                operation=ReduceOperation.Sum)).build()
-    report("ParallelReduce Sum f32", *best_pair(lambda: backend.execute_program(total, one),
-                                                lambda: np.sum(a), args.repeats), 0.8)
+    sums = {}
+    for label, each in ((f"threads={threads}", backend), ("threads=1", single)):
+        own = (ha, hb, hc) if each is backend else (each.allocate_typed(a), each.allocate_typed(b),
+                                                     each.allocate_typed(big, Type.F32))
+        kernel = per_lane_add_program(*own)
+        times = best_pair(lambda each=each, kernel=kernel: each.execute_program(kernel, lanes), lambda: a4 + b4,
+                          args.repeats)
+        report(f"per-lane LDG, LDG, ADD, STG f32, {label}", *times, 0.5)
+        assert np.array_equal(each.copy_typed_from(own[2], Type.F32, mid), a4 + b4)
+        total = ProgramBuilder().add(ParallelReduce(dst=Register(1), src_array=Address.BufferOffset(own[0]),
+                                                    count=big, operation=ReduceOperation.Sum)).add(
+            STG(dst=Address.BufferOffset(own[2]), src=Register(1), ty=Type.F32)).build()
+        times = best_pair(lambda each=each, total=total: each.execute_program(total, one), lambda: np.sum(a),
+                          args.repeats)
+        report(f"ParallelReduce Sum f32, {label}", *times, 0.8)
+        sums[label] = each.copy_from_buffer(own[2], bytearray(4))
+        if each is single:
+            for handle in own:
+                each.free_buffer(handle)
+    assert len(set(map(bytes, sums.values()))) == 1, "the sum differs between thread counts"
 
     x = (rng.random(mid, dtype=np.float32) * 20 - 10).astype(np.float32)
     y = np.empty_like(x)

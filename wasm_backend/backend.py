@@ -8,12 +8,20 @@ Programs: verified once per (digest, preset register types), compiled and instan
 Copies: ``copy_to_*``/``copy_from_*`` copy once; ``buffer_view`` is a zero-copy NumPy view valid until
 the linear memory grows (any allocation may grow it).
 
-Threads: natively the memory is shared and a ParallelMap/ParallelMapBinary of at least
-``coop_map.parallel_map_threshold(operation)`` elements (1M for math-library operations, 2M for
-arithmetic) over disjoint (or exactly aliased) arrays runs its kernel in
-chunks on ``threads`` threads (the launching thread and ``threads - 1`` workers of the runner;
-``env.parallel_map``); results are bit-identical for every thread count. In the browser the runner
-has one thread and every map runs on it.
+Threads: natively the memory is shared and, on ``threads`` threads (the launching thread and
+``threads - 1`` workers of the runner), results bit-identical for every thread count:
+
+* a ParallelMap/ParallelMapBinary of at least ``coop_map.parallel_map_threshold(operation)`` elements
+  (1M for math-library operations, 2M for arithmetic) over disjoint (or exactly aliased) arrays runs its
+  kernel in chunks (``env.parallel_map``);
+* a ParallelReduce of at least ``coop_reduce.PARALLEL_REDUCE_THRESHOLD`` elements (4M; not the float
+  Product) runs its fixed chunks in groups (``env.parallel_reduce``: partials in scratch memory, folded
+  by the module in chunk order, as one thread folds them);
+* a SIMD lane-mode launch of at least ``simd_function.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
+  cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``).
+
+``device_info()["parallel_dispatches"]`` counts the three. In the browser the runner has one thread and
+everything runs on it (the same chunks, the same bits).
 """
 
 from __future__ import annotations
@@ -84,10 +92,10 @@ class WasmBackend(Backend):
     ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it per launch).
     ``memory_limit``: the most bytes the linear memory may grow to (default and ceiling 4 GiB).
     ``runner``: the runner name (default: the platform's, wasmtime natively). ``cache_size``: compiled
-    programs kept. ``threads``: threads large maps run on, the launching thread included (None: the
-    host's CPU count, at most 8; 1: no worker threads); runners without threads (the browser's) run
-    on one whatever is asked. Raises ExecutionFailed / AllocationFailed for bad arguments,
-    BackendUnavailable when no runner can start.
+    programs kept. ``threads``: threads large maps, reductions and SIMD launches run on, the launching
+    thread included (None: the host's CPU count, at most 8; 1: no worker threads); runners without
+    threads (the browser's) run on one whatever is asked. Raises ExecutionFailed / AllocationFailed for
+    bad arguments, BackendUnavailable when no runner can start.
     """
 
     name = "wasm"
