@@ -244,7 +244,8 @@ class WasmBackend(Backend):
                                    shared_memory=runner.shared_memory, parallel=runner.threads > 1)
         module = runner.compile(compiled.wasm)
         instance_cell: list = []
-        host = {name: getattr(self, f"_host_{name}") for name in compiled.host_imports if not name.startswith("parallel")}
+        host = {name: getattr(self, f"_host_{name}") for name in compiled.host_imports
+                if not name.startswith("parallel")}
         if "parallel_map" in compiled.host_imports:
             host["parallel_map"] = lambda index, dst, a, b, count: self._parallel_map(
                 instance_cell[0], compiled, index, dst, a, b, count)

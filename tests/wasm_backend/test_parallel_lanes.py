@@ -184,8 +184,8 @@ def _two_stores_program(handles: list[int]) -> Program:
     """a[i] = 1 and a[i + 1] = 2 (a lane's second store is the next lane's first)."""
     (a,) = handles
     return Program.from_text("\n".join(_pointers(F32, ("r5", a)) + [
-        "    mov_imm.f32 r10, 1.0", "    mov_imm.f32 r11, 2.0", "    stg.f32 [r5 + 0], r10", "    stg.f32 [r5 + 4], r11",
-        "    exit"]))
+        "    mov_imm.f32 r10, 1.0", "    mov_imm.f32 r11, 2.0", "    stg.f32 [r5 + 0], r10",
+        "    stg.f32 [r5 + 4], r11", "    exit"]))
 
 
 #: a launch without a lane tail (the scalar segment's tail lanes would read a[0] after lane 0 stored it,

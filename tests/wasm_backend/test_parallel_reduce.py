@@ -175,8 +175,8 @@ def test_a_float_sum_gives_the_same_bits_on_every_thread_count_run_after_run(bac
     assert _on_every_thread_count(backends, ReduceOperation.Sum, Type.F32, data) == first
 
 
-@pytest.mark.parametrize("count", [0, 1, REDUCE_CHUNK_ELEMENTS - 1, REDUCE_CHUNK_ELEMENTS, 3 * REDUCE_CHUNK_ELEMENTS + 17,
-                                   PARALLEL_REDUCE_THRESHOLD - 1])
+@pytest.mark.parametrize("count", [0, 1, REDUCE_CHUNK_ELEMENTS - 1, REDUCE_CHUNK_ELEMENTS,
+                                   3 * REDUCE_CHUNK_ELEMENTS + 17, PARALLEL_REDUCE_THRESHOLD - 1])
 def test_below_the_threshold_nothing_is_dispatched_and_results_meet_the_reference(backends, reference, count):
     values = _float_values(max(count, 1), 9)
     data = _value_bytes(Type.F32, values)
