@@ -20,13 +20,16 @@ Threads: natively the memory is shared and, on ``threads`` threads (the launchin
 * a SIMD lane-mode launch of at least ``simd_function.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
   cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``).
 
-``device_info()["parallel_dispatches"]`` counts the three. In the browser the runner has one thread and
+``device_info()["parallel_dispatches"]`` counts the three, ``["parallel_worker_chunks"]`` the chunks worker
+threads ran. A failure or a KeyboardInterrupt stops the chunks of a launch between two chunks, and the
+launch raises once no worker runs any (no write to the memory after it raised). In the browser the runner has one thread and
 everything runs on it (the same chunks, the same bits).
 """
 
 from __future__ import annotations
 
 import platform
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -244,18 +247,9 @@ class WasmBackend(Backend):
                                    shared_memory=runner.shared_memory, parallel=runner.threads > 1)
         module = runner.compile(compiled.wasm)
         instance_cell: list = []
-        host = {name: getattr(self, f"_host_{name}") for name in compiled.host_imports
-                if not name.startswith("parallel")}
-        if "parallel_map" in compiled.host_imports:
-            host["parallel_map"] = lambda index, dst, a, b, count: self._parallel_map(
-                instance_cell[0], compiled, index, dst, a, b, count)
-        if "parallel_lanes" in compiled.host_imports:
-            host["parallel_lanes"] = lambda lanes: self._parallel_lanes(instance_cell[0], lanes)
-        if "parallel_reduce" in compiled.host_imports:
-            host["parallel_reduce"] = lambda index, src, count: self._parallel_reduce(
-                instance_cell[0], compiled, index, src, count)
-        instance = runner.instantiate(module, memory=self._memory.memory, imports={"env": host})
-        instance_cell.append(instance)
+        instance = runner.instantiate(module, memory=self._memory.memory,
+                                      imports={"env": _host_imports(self, compiled, instance_cell)})
+        instance_cell.append(weakref.ref(instance))
         presets = [(reg, ty, compiled.launch.presets[reg.index]) for reg, ty in info.preset_types.items()]
         names = tuple(instr.INFO.name for instr in program.instructions)
         loaded = _Loaded(compiled, instance, self._runner.bind(instance, "launch"), presets, names)
@@ -319,8 +313,9 @@ class WasmBackend(Backend):
         return 0
 
     def _parallel_map(self, instance, compiled, index: int, dst: int, src_a: int, src_b: int, count: int) -> None:
-        """``env.parallel_map``: run map ``index``'s kernel over ``0 .. count`` in one chunk per thread, each
-        starting at a multiple of the elements per vector chunk (so results equal one call's)."""
+        """``env.parallel_map``: run map ``index``'s kernel over ``0 .. count`` in ``CHUNKS_PER_THREAD`` chunks per
+        thread (fewer for small maps), each thread taking the next chunk when done; every chunk starts at a
+        multiple of the elements per vector chunk (so results equal one call's)."""
         export, per_chunk = compiled.parallel_maps[index]
         operands = (dst & 0xFFFFFFFF, src_a & 0xFFFFFFFF, src_b & 0xFFFFFFFF)
         chunks = [(*operands, lo, hi)
@@ -386,7 +381,8 @@ class WasmBackend(Backend):
         fewest elements a map needs to run on them, by the cost of its operation),
         ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_lanes_threshold``
         (the fewest SIMD lanes a launch needs), ``parallel_dispatches``
-        (maps, reductions and SIMD lane ranges that ran on the threads so far)."""
+        (maps, reductions and SIMD lane ranges that ran on the threads so far), ``parallel_worker_chunks``
+        (the chunks of those that worker threads, not the launching thread, ran)."""
         engine = self._runner.engine_name
         return {
             "name": self.name,
@@ -403,6 +399,7 @@ class WasmBackend(Backend):
             "parallel_reduce_threshold": PARALLEL_REDUCE_THRESHOLD,
             "parallel_lanes_threshold": PARALLEL_LANES_THRESHOLD,
             "parallel_dispatches": self._parallel_dispatches,
+            "parallel_worker_chunks": self._runner.worker_calls,
         }
 
     def resonance_accumulator(self) -> list[float]:
@@ -412,11 +409,36 @@ class WasmBackend(Backend):
         return list(self._memory.access.unpack(f"<{NUM_CLASSES}d", layout.RES_SUMS))
 
     def close(self) -> None:
-        """Drop compiled programs and instances and stop the worker threads (the backend's memory stays while
-        referenced; a later large map starts them again)."""
+        """Drop compiled programs and instances and stop the worker threads, returning once they have ended.
+        The backend stays usable: its memory and buffers stay, a later launch compiles again, and a later
+        large map, reduction or SIMD launch starts new workers. A backend dropped without ``close`` stops its
+        workers when it is collected (nothing it registers with the engine refers to it strongly)."""
         self._loaded.clear()
         self._verified_programs.clear()
         self._runner.close()
+
+
+def _host_imports(backend: WasmBackend, compiled: Any, instance_cell: list) -> dict:
+    """The ``env`` functions a compiled program imports. wasmtime-py keeps a host function in a global table
+    until its Store is freed, and the Store lives as long as the backend: so each function reaches the
+    backend through a weak proxy and its instance through the weak reference put in ``instance_cell``
+    after instantiation (a strong one would keep the backend, its memory and its threads alive for ever)."""
+    proxy = weakref.proxy(backend)
+    host = {name: _weak_method(proxy, f"_host_{name}") for name in compiled.host_imports
+            if not name.startswith("parallel")}
+    if "parallel_map" in compiled.host_imports:
+        host["parallel_map"] = lambda index, dst, a, b, count: proxy._parallel_map(
+            instance_cell[0](), compiled, index, dst, a, b, count)
+    if "parallel_lanes" in compiled.host_imports:
+        host["parallel_lanes"] = lambda lanes: proxy._parallel_lanes(instance_cell[0](), lanes)
+    if "parallel_reduce" in compiled.host_imports:
+        host["parallel_reduce"] = lambda index, src, count: proxy._parallel_reduce(
+            instance_cell[0](), compiled, index, src, count)
+    return host
+
+
+def _weak_method(proxy: Any, name: str) -> Any:
+    return lambda *args: getattr(proxy, name)(*args)
 
 
 _PRESET_FORMATS = {Type.F32: "<f", Type.F64: "<d", Type.F16: "<f", Type.BF16: "<f"}

@@ -107,9 +107,10 @@ class WasmMemory:
 
 
 class WasmInstance:
-    """An instantiated module: its ``module``, ``memory`` (or None), the engine's ``native`` and ``context``."""
+    """An instantiated module: its ``module``, ``memory`` (or None), the engine's ``native`` and ``context``
+    (weakly referable: host functions that need their own instance refer to it weakly)."""
 
-    __slots__ = ("module", "memory", "native", "context")
+    __slots__ = ("module", "memory", "native", "context", "__weakref__")
 
     def __init__(self, module: CompiledModule, memory: WasmMemory | None, native: Any, context: Any) -> None:
         self.module = module
@@ -160,6 +161,11 @@ class WasmRunner(abc.ABC):
     def threads(self) -> int:
         """The threads ``parallel_call`` runs on, the calling thread included (1: no worker threads)."""
         return 1
+
+    @property
+    def worker_calls(self) -> int:
+        """Calls of ``parallel_call`` that ran on worker threads rather than the calling thread (0 without)."""
+        return 0
 
     # --- modules -------------------------------------------------------------------------------------------
 
@@ -283,9 +289,12 @@ class WasmRunner(abc.ABC):
         Calls beyond the first run in worker instances of the same module on the same (shared) memory,
         so the function must use neither globals nor tables of the instance, nor call its imports.
         Where the runner has no worker threads or the memory is not shared, the calls run one after the
-        other on the calling thread. An exception of any call (WasmTrap for a trap) is raised after all
-        of them ended; with several, the one of the first failing tuple. Raises WasmInterfaceError for an
-        unknown export, one with results, or unfitting arguments (before any call runs).
+        other on the calling thread. After a call raised (WasmTrap for a trap), or the calling thread was
+        interrupted (KeyboardInterrupt), no further call starts; the exception is raised once no call of
+        this ``parallel_call`` runs any more (so nothing writes the memory after it returned): an
+        interrupt first, else the one of the first failing tuple (the failure one thread calling in order
+        meets first). Raises WasmInterfaceError for an unknown export, one with results, or unfitting
+        arguments (before any call runs).
         """
         export = instance.module.export(export_name)
         if export.kind != ExternKind.FUNC or export.functype is None or export.functype.results:

@@ -16,6 +16,7 @@ from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
 from wasm_backend.lowering.coop_map import map_chunk_ranges
 from wasm_backend.lowering.simd_function import LANES_PER_RANGE_STEP, PARALLEL_LANES_THRESHOLD, scalar_lanes_only
+from wasm_backend.runners.worker_pool import WorkerPool
 
 THREAD_COUNTS = (1, 2, 3)
 #: 67651 blocks of 31 lanes: over the threshold; the SIMD range ends 4 lanes past a whole unrolled step
@@ -37,6 +38,12 @@ def backends():
 @pytest.fixture(scope="module")
 def reference():
     return CpuBackend()
+
+
+@pytest.fixture
+def dealt(monkeypatch):
+    """Every worker of a batch runs its first range of lanes however late it starts (WorkerPool's test knob)."""
+    monkeypatch.setattr(WorkerPool, "deal_first_items", True)
 
 
 def _pointers(ty: Type, *names_and_handles: tuple[str, int]) -> list[str]:
@@ -103,11 +110,17 @@ def _bits(array: np.ndarray) -> np.ndarray:
     return array.view(f"u{array.dtype.itemsize}")
 
 
-def _same_on_every_thread_count(backends, program_of, arrays, parallel: bool, config=ODD) -> list[np.ndarray]:
+def _same_on_every_thread_count(backends, program_of, arrays, parallel: bool, config=ODD, dealt: bool = False
+                               ) -> list[np.ndarray]:
+    """The arrays after the launch, the same bits for every thread count; dispatched exactly when ``parallel``
+    (and, ``dealt``, every worker ran a range of lanes at least)."""
     results = {}
     for threads, backend in backends.items():
+        ranges = backend.device_info()["parallel_worker_chunks"]
         results[threads], dispatched = _run(backend, program_of, arrays, config)
         assert dispatched == (parallel and threads > 1), f"threads={threads}: {dispatched} dispatches"
+        if dealt and parallel:
+            assert backend.device_info()["parallel_worker_chunks"] >= ranges + threads - 1
     for threads in THREAD_COUNTS[1:]:
         for got, want in zip(results[threads], results[1]):
             assert np.array_equal(_bits(got), _bits(want)), f"threads={threads} differs from threads=1"
@@ -138,10 +151,10 @@ def _arrays(spec, count: int = LANES) -> list[tuple[Type, np.ndarray]]:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_lanes_run_on_threads_bit_identical_to_one_thread_and_match_the_reference(backends, reference, name):
+def test_lanes_run_on_threads_bit_identical_to_one_thread_and_match_the_reference(backends, reference, dealt, name):
     program_of, spec, ulps = CASES[name]
     arrays = _arrays(spec)
-    got = _same_on_every_thread_count(backends, program_of, arrays, parallel=True)
+    got = _same_on_every_thread_count(backends, program_of, arrays, parallel=True, dealt=True)
     _matches_reference(reference, program_of, arrays, got, ulps)
 
 

@@ -17,6 +17,7 @@ from wasm_backend.lowering.coop_map import map_chunk_ranges
 from wasm_backend.lowering.coop_reduce import (
     PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS, reduce_chunk_count, reduce_chunked,
 )
+from wasm_backend.runners.worker_pool import WorkerPool
 
 ONE = LaunchConfig()
 #: over the threshold, odd: the last chunk is short and ends in a scalar tail
@@ -38,6 +39,12 @@ def backends():
 @pytest.fixture(scope="module")
 def reference():
     return CpuBackend()
+
+
+@pytest.fixture
+def dealt(monkeypatch):
+    """Every worker of a batch runs its first group however late it starts (WorkerPool's test knob)."""
+    monkeypatch.setattr(WorkerPool, "deal_first_items", True)
 
 
 def _bf16_bytes(values: np.ndarray) -> bytes:
@@ -92,15 +99,17 @@ def _float_of(ty: Type, bits: int) -> float:
     return float(np.array([bits], dtype=unsigned).view(_DTYPES[ty])[0])
 
 
-def _on_every_thread_count(backends, operation, ty, data: bytes, count: int = COUNT) -> int:
+def _on_every_thread_count(backends, operation, ty, data: bytes, count: int = COUNT, dealt: bool = False) -> int:
     """The result's bits, the same for every thread count; each parallel backend dispatched exactly when
-    the reduction is chunked and over the threshold."""
+    the reduction is chunked and over the threshold (and, ``dealt``, its workers ran a group each at least)."""
     results = {}
     parallel = reduce_chunked(operation, ty) and count >= PARALLEL_REDUCE_THRESHOLD
     for threads, backend in backends.items():
-        before = backend.device_info()["parallel_dispatches"]
+        before, groups = backend.device_info()["parallel_dispatches"], backend.device_info()["parallel_worker_chunks"]
         results[threads] = _reduce_bits(backend, operation, ty, data, count)
         assert backend.device_info()["parallel_dispatches"] == before + (threads > 1 and parallel)
+        if dealt and parallel:
+            assert backend.device_info()["parallel_worker_chunks"] >= groups + threads - 1
     for threads in THREAD_COUNTS[1:]:
         assert results[threads] == results[1], f"threads={threads} gives other bits than threads=1"
     return results[1]
@@ -130,9 +139,9 @@ CASES = [(op, ty) for op in ReduceOperation for ty in (Type.F32, Type.F64)] + [
 
 
 @pytest.mark.parametrize("operation, ty", CASES, ids=[f"{op.name}-{ty.name}" for op, ty in CASES])
-def test_reduce_is_the_same_on_every_thread_count_and_meets_the_reference(backends, reference, operation, ty):
+def test_reduce_is_the_same_on_every_thread_count_and_meets_the_reference(backends, reference, dealt, operation, ty):
     data = _value_bytes(ty, _values(ty, COUNT, ty.code * 7 + len(operation.name), operation))
-    got = _on_every_thread_count(backends, operation, ty, data)
+    got = _on_every_thread_count(backends, operation, ty, data, dealt=True)
     want = _reduce_bits(reference, operation, ty, data, COUNT)
     _check_against_reference(ty, operation, got, want, COUNT)
 

@@ -28,7 +28,11 @@ makes a ``wasmtime.SharedMemory`` (reserved up to its maximum, so it never
 moves and views stay valid across growth; the calling thread's instances still
 share one store). ``parallel_call`` runs on ``threads`` threads: the calling
 thread and ``threads - 1`` persistent daemon workers (``worker_pool``, started
-on first use, stopped by ``close``). Every thread has its own Store and, made
+on first use, stopped by ``close`` or, for a runner collected unclosed, by a
+``weakref.finalize`` that refers to the pool only; a later call after ``close``
+starts new ones). A failure or an interrupt (KeyboardInterrupt) stops the
+batch between calls, and ``parallel_call`` raises only once no worker runs a
+call of it, so nothing writes the memory after it returned. Every thread has its own Store and, made
 lazily and cached per module, its own instance of the module on the same
 shared memory; those instances' imported functions refuse to run (a kernel
 must not call imports). wasmtime-py 50 builds the import descriptor of a
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -69,8 +73,10 @@ _WORKER_INSTANCES = 32
 
 
 def default_threads() -> int:
-    """The host's CPU count, at most DEFAULT_THREADS_CAP (at least 1)."""
-    return max(1, min(os.cpu_count() or 1, DEFAULT_THREADS_CAP))
+    """The CPUs this process may run on (its affinity where the host reports it, else the CPU count), at
+    most DEFAULT_THREADS_CAP (at least 1)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(usable or 1, DEFAULT_THREADS_CAP))
 
 # wasmtime trap codes -> engine-neutral kinds (codes absent here map to OTHER)
 _TRAP_KINDS: dict[Any, WasmTrapKind] = {
@@ -157,8 +163,9 @@ class WasmtimeRunner(WasmRunner):
             raise WasmInterfaceError(f"threads must be an int in 1..{MAX_THREADS} or None, got {threads!r}")
         self._threads = threads
         self._pool: WorkerPool | None = None
+        self._pool_finalizer: weakref.finalize | None = None
         self._batches = 0
-        self._closed_pools: list[WorkerPool] = []  # kept to report workers that did not stop in time
+        self._worker_calls = 0
         self._slots: dict[int, _SlotInstances] = {}
         if default_budget is not None and (not isinstance(default_budget, int) or isinstance(default_budget, bool)
                                            or not 0 <= default_budget <= UNLIMITED_FUEL):
@@ -192,9 +199,14 @@ class WasmtimeRunner(WasmRunner):
         return self._batches
 
     @property
+    def worker_calls(self) -> int:
+        """Calls of ``parallel_call`` that ran on worker threads (not the calling thread) so far."""
+        return self._worker_calls
+
+    @property
     def workers_alive(self) -> int:
         """Worker threads running now (0 before the first parallel call and after ``close``)."""
-        return sum(pool.alive_workers for pool in (self._pool, *self._closed_pools) if pool is not None)
+        return 0 if self._pool is None else self._pool.alive_workers
 
     @property
     def engine(self) -> "wasmtime.Engine":
@@ -317,41 +329,36 @@ class WasmtimeRunner(WasmRunner):
         return caller
 
     def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
-        """Every thread takes the next call not yet taken until none is left (a thread that starts late, on a
-        busy machine, takes fewer); the first failure by tuple order is raised after all ended."""
-        if self._pool is None:
-            self._pool = WorkerPool(self._threads, name="wasmtime-worker")
-        module, memory = instance.module, instance.memory
-        taken = iter(range(len(argument_lists)))
-        lock = threading.Lock()
-        failures: dict[int, BaseException] = {}
+        """The calls run as one ``WorkerPool`` batch: every thread takes the next call not yet taken (a thread
+        that starts late, on a busy machine, takes fewer); after a failure or an interrupt no thread takes
+        another, and the failure is raised once no worker runs a call of the batch (see ``worker_pool``)."""
+        pool = self._pool
+        if pool is None:
+            pool = WorkerPool(self._threads, name="wasmtime-worker")
+            # stops the workers when the runner is collected unclosed (the finalizer refers to the pool only)
+            self._pool_finalizer = weakref.finalize(self, pool.close)
+            self._pool = pool
+        module, memory, slots = instance.module, instance.memory, self._slots
 
-        def work(slot: int) -> None:
-            slot_instances = self._slots.get(slot)
+        def prepare(slot: int) -> Callable[[tuple], None]:
+            slot_instances = slots.get(slot)
             if slot_instances is None:
-                slot_instances = self._slots[slot] = _SlotInstances(self)
-            call = slot_instances.caller(module, memory, export_name)
-            while True:
-                with lock:
-                    index = next(taken, None)
-                if index is None:
-                    return
-                try:
-                    call(argument_lists[index])
-                except BaseException as exc:  # raised below, after every thread ended
-                    failures[index] = exc
+                slot_instances = slots[slot] = _SlotInstances(self)
+            return slot_instances.caller(module, memory, export_name)
 
         self._batches += 1
-        self._pool.run([work] * min(self._threads, len(argument_lists)))
-        if failures:
-            raise failures[min(failures)]
+        before = pool.items_on_workers
+        try:
+            pool.run(argument_lists, prepare)
+        finally:
+            self._worker_calls += pool.items_on_workers - before
 
     def close(self) -> None:
-        """Drop cached modules, stop the worker threads and drop their instances."""
+        """Drop cached modules, stop the worker threads (returns when they have ended) and drop their
+        instances. A later ``parallel_call`` starts new workers."""
         super().close()
         if self._pool is not None:
-            self._pool.close()
-            self._closed_pools.append(self._pool)
+            self._pool_finalizer()  # WorkerPool.close, once
             self._pool = None
         self._slots.clear()
 
