@@ -11,8 +11,9 @@ not depend on the platform's libm.
   sum or product (Knuth, Dekker; the split needs ``|a|, |b| < 2**995``).
 - ``exp_scaled(t_hi, t_lo)``: ``exp(t) = 2**k * (e_hi + e_lo)`` with k an
   int64 array and ``e`` in about [0.99, 2.02) to a relative error below 2**-62, for
-  ``|t| <= 2**12``. ``t = m*ln2/64 + r`` (ln2/64 in three parts, the first
-  with 32 bits so ``m * part`` is exact), ``2**(j/64)`` from a double-double
+  ``|t| <= 1400``. ``t = m*ln2/64 + r`` (ln2/64 in three parts, the first
+  two with 32 and 36 bits so their products with m are exact),
+  ``2**(j/64)`` from a double-double
   table, ``exp(r) - 1`` a degree-6 Taylor polynomial for ``|r| <= ln2/128``.
 - ``round_scaled(hi, lo, k)``: ``(hi + lo) * 2**k`` rounded once to f64 (to
   nearest, ties to even), subnormal results included; no overflow handling
@@ -36,7 +37,6 @@ _SPLITTER = 134217729.0          # 2**27 + 1 (Dekker's split of a 53-bit signifi
 _EXP_TABLE_BITS = 6
 _EXP_TABLE_SIZE = 1 << _EXP_TABLE_BITS
 _SUBNORMAL_QUANTUM_EXP = -1074   # the spacing of f64 subnormals, 2**-1074
-_SCALED_EXP_CLIP = 64            # lanes that are not subnormal never need a larger scaling in round_scaled
 
 
 def split_constant(value: Decimal) -> tuple[float, float]:
@@ -54,17 +54,19 @@ def _decimal_ln2() -> Decimal:
         return Decimal(2).ln()
 
 
+def _leading_bits(value: float, bits: int) -> float:
+    mantissa, exponent = np.frexp(value)
+    return float(np.ldexp(np.round(np.ldexp(mantissa, bits)), int(exponent) - bits))
+
+
 def _ln2_over_table_in_three() -> tuple[float, float, float]:
-    """ln2/64 as p1 + p2 + p3: p1 has 32 significant bits (so m*p1 is exact for |m| < 2**21)."""
+    """ln2/64 as p1 + p2 + p3: p1 has 32 and p2 36 significant bits, so m*p1 and m*p2 are exact for |m| < 2**17."""
     with localcontext() as ctx:
         ctx.prec = 60
         value = _decimal_ln2() / _EXP_TABLE_SIZE
-        head = float(value)
-        mantissa, exponent = np.frexp(head)
-        p1 = float(np.ldexp(np.round(np.ldexp(mantissa, 32)), int(exponent) - 32))
-        rest = value - Decimal(p1)
-        p2 = float(rest)
-        p3 = float(rest - Decimal(p2))
+        p1 = _leading_bits(float(value), 32)
+        p2 = _leading_bits(float(value - Decimal(p1)), 36)
+        p3 = float(value - Decimal(p1) - Decimal(p2))
     return p1, p2, p3
 
 
@@ -117,13 +119,12 @@ def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def exp_scaled(t_hi: np.ndarray, t_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """exp(t_hi + t_lo) as (k, e_hi, e_lo): 2**k * (e_hi + e_lo), k int64, for |t| <= 2**12 (finite)."""
+    """exp(t_hi + t_lo) as (k, e_hi, e_lo): 2**k * (e_hi + e_lo), k int64, for |t| <= 1400 (finite)."""
     m = np.rint(t_hi * _INV_LN2_TABLE)
-    # t - m*ln2/64 in two parts: t_hi - m*p1 is exact (Sterbenz; m*p1 exact), then the smaller parts
+    # t - m*ln2/64 in two parts: t_hi - m*p1 is exact (Sterbenz; m*p1 exact), m*p2 exact, then the rest
     reduced = t_hi - m * _LN2_PART1
-    middle, middle_err = two_product(m, np.full_like(m, _LN2_PART2))
-    r_hi, r_err = two_sum(reduced, -middle)
-    r_lo = ((r_err - middle_err) + t_lo) - m * _LN2_PART3
+    r_hi, r_err = two_sum(reduced, -(m * _LN2_PART2))
+    r_lo = (r_err + t_lo) - m * _LN2_PART3
     r_hi, r_lo = fast_two_sum(r_hi, r_lo)
     poly = np.full_like(r_hi, _TAYLOR[0])
     for coefficient in _TAYLOR[1:]:
@@ -151,11 +152,11 @@ def round_scaled(hi: np.ndarray, lo: np.ndarray, k: np.ndarray) -> np.ndarray:
     rounded to the multiple of 2**-1074 in the scaled space, where the scaled hi and lo are exact.
     """
     normal = np.ldexp(hi + lo, k)
-    shift = np.minimum(k - _SUBNORMAL_QUANTUM_EXP, _SCALED_EXP_CLIP)
-    scaled_hi = np.ldexp(hi, shift)
-    scaled_lo = np.ldexp(lo, shift)
-    n = np.rint(scaled_hi)
-    below = scaled_hi - n                   # exact: |scaled_hi| < 2**53 in the lanes that use it
+    with np.errstate(over="ignore", invalid="ignore"):  # lanes with normal results may overflow here: unused
+        scaled_hi = np.ldexp(hi, k - _SUBNORMAL_QUANTUM_EXP)
+        scaled_lo = np.ldexp(lo, k - _SUBNORMAL_QUANTUM_EXP)
+        n = np.rint(scaled_hi)
+        below = scaled_hi - n               # exact: |scaled_hi| < 2**53 in the lanes that use it
     # |scaled_lo| <= ulp(scaled_hi)/2, so it only decides the lanes where scaled_hi is half-way
     n = n + ((below == 0.5) & (scaled_lo > 0)) - ((below == -0.5) & (scaled_lo < 0))
     subnormal = np.ldexp(n, _SUBNORMAL_QUANTUM_EXP)
