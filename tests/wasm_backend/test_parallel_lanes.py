@@ -201,23 +201,21 @@ def _two_stores_program(handles: list[int]) -> Program:
         "    stg.f32 [r5 + 4], r11", "    exit"]))
 
 
-#: a launch without a lane tail (the scalar segment's tail lanes would read a[0] after lane 0 stored it,
-#: unlike the reference: a limit of the SIMD mode's uniform loads, threads or not)
+#: a launch without a lane tail (the scalar segment's tail lanes would read a[0] after lane 0 stored it)
 EVEN = LaunchConfig.linear(PARALLEL_LANES_THRESHOLD + 64, 64)
-#: name -> (program, launch, whether the reference defines the result: two lanes storing to one element
-#: in one stage is a race the contract leaves open; one call gives the same bits on every thread count)
-SERIAL = {"shifted-overlap": (_shifted_program, ODD, True),
-          "uniform-load-in-stored-range": (_uniform_load_program, EVEN, True),
-          "overlapping-stores": (_two_stores_program, ODD, False)}
+#: name -> (program, launch). Each is a data race between lanes of one stage, whose values the contract
+#: leaves unspecified (docs/semantics.md, "Data races"); the run-time check keeps it on the single call, so
+#: the backend gives the same bits on every thread count
+SERIAL = {"shifted-overlap": (_shifted_program, ODD),
+          "uniform-load-in-stored-range": (_uniform_load_program, EVEN),
+          "overlapping-stores": (_two_stores_program, ODD)}
 
 
 @pytest.mark.parametrize("name", list(SERIAL))
-def test_kernels_with_cross_lane_effects_keep_the_single_call(backends, reference, name):
-    program_of, config, defined = SERIAL[name]
+def test_racy_kernels_keep_the_single_call(backends, name):
+    program_of, config = SERIAL[name]
     arrays = [(F32, _values(F32, config.total_threads + 1, 7))]
-    got = _same_on_every_thread_count(backends, program_of, arrays, parallel=False, config=config)
-    if defined:
-        _matches_reference(reference, program_of, arrays, got, config=config)
+    _same_on_every_thread_count(backends, program_of, arrays, parallel=False, config=config)
     compiled = compile_program(program_of([2]), verify(program_of([2])), config, shared_memory=True, parallel=True)
     assert compiled.simd and compiled.parallel_lanes  # it is the run-time check that keeps the single call
 
