@@ -47,6 +47,20 @@ _TINY_FACTOR_EXP = 600
 _SUBNORMAL_QUANTUM_EXP = -1074
 _SUBNORMAL_QUANTUM = 2.0 ** _SUBNORMAL_QUANTUM_EXP
 _HALF_TIE_LIMIT = 2.0 ** -1021    # below: x/2 is subnormal
+_BLOCK = 16384                  # elements per block: about twice as fast as whole 1M-lane arrays
+
+
+def _blockwise(fn):
+    """Apply an element-wise f64 function over blocks of _BLOCK elements (its temporaries stay in cache)."""
+    def apply(x: np.ndarray) -> np.ndarray:
+        flat = np.ravel(x)
+        out = np.empty_like(flat)
+        for start in range(0, flat.size, _BLOCK):
+            out[start:start + _BLOCK] = fn(flat[start:start + _BLOCK])
+        return out.reshape(np.shape(x))
+    apply.__name__ = fn.__name__
+    apply.__doc__ = fn.__doc__
+    return apply
 
 
 def _logistic(t_hi: np.ndarray, t_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -76,12 +90,14 @@ def _times(x: np.ndarray, q: np.ndarray, q_lo: np.ndarray, k: np.ndarray) -> np.
     k = k - np.where(tiny, _TINY_FACTOR_EXP, 0)
     p, p_err = two_product(factor, q)
     p, p_lo = fast_two_sum(p, p_err + factor * q_lo)
-    value = np.copysign(np.abs(round_scaled(p, p_lo, k)), x)
+    value = round_scaled(p, p_lo, k)
     # |x| < 2**-1021: x*sigmoid(c*x) = x/2 + (c/4)*x**2 with c > 0, beyond the double-double's reach; x/2
     # is a tie on the subnormal grid when x is an odd multiple of 2**-1074, and the positive rest breaks it
     # upward: (x + 2**-1074)/2, exact
-    half_tie = (np.abs(x) < _HALF_TIE_LIMIT) & (np.fmod(np.ldexp(x, -_SUBNORMAL_QUANTUM_EXP), 2.0) != 0)
-    return np.where(half_tie, np.ldexp(x + _SUBNORMAL_QUANTUM, -1), value)
+    small = np.where(np.abs(x) < _HALF_TIE_LIMIT, x, 0.0)
+    half_tie = np.fmod(np.ldexp(small, -_SUBNORMAL_QUANTUM_EXP), 2.0) != 0
+    value = np.where(half_tie, np.ldexp(small + _SUBNORMAL_QUANTUM, -1), value)
+    return np.copysign(np.abs(value), x)
 
 
 def _select_outside(x: np.ndarray, value: np.ndarray, zero_below: float) -> np.ndarray:
@@ -90,6 +106,7 @@ def _select_outside(x: np.ndarray, value: np.ndarray, zero_below: float) -> np.n
     return np.where((x < zero_below) | np.isnan(x), x * 0.0, value)
 
 
+@_blockwise
 def sigmoid(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)) in f64, within 1 ulp of the correctly rounded value (double-double)."""
     finite = np.clip(np.nan_to_num(x, nan=0.0), -_LOGISTIC_SATURATION, _LOGISTIC_SATURATION)
@@ -97,6 +114,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), x, round_scaled(q, q_lo, k))
 
 
+@_blockwise
 def swish(x: np.ndarray) -> np.ndarray:
     """x * sigmoid(x) in f64, within 1 ulp of the correctly rounded value (double-double)."""
     clipped = np.clip(np.nan_to_num(x, nan=0.0), _SWISH_ZERO, _PASS_THROUGH)
@@ -118,6 +136,7 @@ def _gelu_argument(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return 2.0 * u, 2.0 * u_err
 
 
+@_blockwise
 def gelu(x: np.ndarray) -> np.ndarray:
     """The tanh form of GELU in f64 as x*sigmoid(2z), within 1 ulp of the correctly rounded value."""
     clipped = np.clip(np.nan_to_num(x, nan=0.0), _GELU_ZERO, _PASS_THROUGH)

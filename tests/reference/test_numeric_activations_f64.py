@@ -27,7 +27,10 @@ from atlas_web.reference.numeric_double_double import exp_scaled, round_scaled, 
 from atlas_web.reference.numeric_formats import round_to
 from atlas_web.reference.numeric_transcendentals import UNARY
 
-__all__ = ["exact_activation"]
+__all__ = ["exact_activation", "COVERS"]
+
+COVERS = ([(name, Type.F64) for name in ("SIGMOID", "SWISH", "GELU")]
+          + [(f"MAP:{op}", Type.F64) for op in ("Sigmoid", "Swish", "Gelu")])
 
 _GELU_CUBIC = "0.044715"      # exact; made an mpf at the working precision
 _PRECISION = 200
@@ -81,7 +84,7 @@ def exact_activation(name: str, x: float) -> float:
     with mpmath.workprec(_PRECISION + extra):
         value = formula(mpmath.mpf(x))
     result = _to_f64(value)
-    return math.copysign(result, x) if result == 0 else result
+    return math.copysign(result, x) if result == 0 and name != "SIGMOID" else result
 
 
 def _ordinal(x: float) -> int:
@@ -148,11 +151,12 @@ def test_parallel_map_f64_within_one_ulp(name):
 
 
 def test_special_values():
-    xs = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, -1000.0, 1000.0, -1e308])
-    want = {
-        "SIGMOID": [math.nan, 1.0, 0.0, 0.5, 0.5, 0.0, 1.0, 0.0],
-        "SWISH": [math.nan, math.inf, math.nan, 0.0, -0.0, -0.0, 1000.0, -0.0],
-        "GELU": [math.nan, math.inf, math.nan, 0.0, -0.0, -0.0, 1000.0, -0.0],
+    q = 2.0 ** -1074
+    xs = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, -1000.0, 1000.0, -1e308, q, -q, 3 * q, -3 * q])
+    want = {   # x*sigmoid(c*x) = x/2 + (c/4)*x**2 near 0: the ties at odd multiples of 2**-1074 break upward
+        "SIGMOID": [math.nan, 1.0, 0.0, 0.5, 0.5, 0.0, 1.0, 0.0, 0.5, 0.5, 0.5, 0.5],
+        "SWISH": [math.nan, math.inf, math.nan, 0.0, -0.0, -0.0, 1000.0, -0.0, q, -0.0, 2 * q, -q],
+        "GELU": [math.nan, math.inf, math.nan, 0.0, -0.0, -0.0, 1000.0, -0.0, q, -0.0, 2 * q, -q],
     }
     for name, values in want.items():
         got = UNARY[name](Type.F64, xs).tolist()
