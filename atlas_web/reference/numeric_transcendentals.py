@@ -35,7 +35,8 @@ from .numeric_formats import round_to
 
 __all__ = ["UNARY", "BINARY", "in_binary64", "sigmoid", "swish", "gelu"]
 
-_GELU_SCALE_HI, _GELU_SCALE_LO = split_constant(Decimal("0.797884560802865355879892119868763736951717262"))  # sqrt(2/pi)
+_SQRT_2_OVER_PI = Decimal("0.797884560802865355879892119868763736951717262")   # sqrt(2/pi) to 45 digits
+_GELU_SCALE_HI, _GELU_SCALE_LO = split_constant(_SQRT_2_OVER_PI)
 _GELU_CUBIC_HI, _GELU_CUBIC_LO = split_constant(Decimal("0.044715"))
 _LOGISTIC_SATURATION = 1200.0   # exp(-1200) < 2**-1731: beyond it no f64 result changes
 _DENOMINATOR_MIN_EXP = -200     # 1 + 2**k*e is 1 to far beyond double-double precision below this
