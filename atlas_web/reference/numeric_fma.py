@@ -22,34 +22,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..isa.types import Type
+from .numeric_double_double import two_product, two_sum
 from .numeric_floats import finish
 from .numeric_formats import in_chunks, to_compute
 
 __all__ = ["fma", "fms", "fma_f64", "fma_f32", "fma_exact_scalar"]
 
-_SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's constant for binary64
 _INF = np.float64(np.inf)
-
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(s, err) with s = RN(a + b) and a + b = s + err exactly (no overflow)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    t = _SPLITTER * x
-    hi = t - (t - x)
-    return hi, x - hi
-
-
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(p, err) with p = RN(a*b) and a*b = p + err exactly (Dekker; needs no overflow or underflow)."""
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def _odd(s: np.ndarray, err: np.ndarray) -> np.ndarray:
@@ -98,7 +77,7 @@ def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         suspicious |= magnitude < _F32_MIN_NORMAL
         if suspicious.any():
             idx = np.flatnonzero(suspicious)
-            s_few, err = _two_sum(product[idx], c64[idx])
+            s_few, err = two_sum(product[idx], c64[idx])
             s[idx] = _odd(s_few, np.where(np.isfinite(err), err, 0.0))  # inf/NaN need no nudge
         return s.astype(np.float32)
 
@@ -133,15 +112,15 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 def _fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """RN_f64(a*b + c) for f64 arrays, exactly."""
     with np.errstate(all="ignore"):
-        uh, ul = _two_product(a, b)
+        uh, ul = two_product(a, b)
         abs_c = np.abs(c)
         abs_uh = np.abs(uh)
         # Inside this window ExactMult neither overflows nor loses its error term, every intermediate is a
         # multiple of 2**-1006 (nothing subnormal) and nothing reaches 2**1022. NaN and inf fall outside.
         fast = ((np.abs(a) < _WINDOW_HIGH) & (np.abs(b) < _WINDOW_HIGH) & (abs_uh >= _WINDOW_LOW)
                 & ((c == 0) | ((abs_c >= _WINDOW_LOW) & (abs_c < _C_HIGH))))
-        th, tl = _two_sum(c, uh)
-        v, verr = _two_sum(tl, ul)
+        th, tl = two_sum(c, uh)
+        v, verr = two_sum(tl, ul)
         result = th + _odd(v, np.where(fast, verr, 0.0))
         if fast.all():
             return result

@@ -10,40 +10,18 @@ import pytest
 from atlas_web import AtlasTrap, LaunchConfig, Program
 from atlas_web.errors import TrapCode
 from atlas_web.isa import Type
-from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
-from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
 from wasm_backend.lowering.coop_map import map_chunk_ranges
 from wasm_backend.lowering.simd_function import LANES_PER_RANGE_STEP, PARALLEL_LANES_THRESHOLD, scalar_lanes_only
-from wasm_backend.runners.worker_pool import WorkerPool
+from tests.wasm_backend.thread_counts import THREAD_COUNTS
 
-THREAD_COUNTS = (1, 2, 3)
 #: 67651 blocks of 31 lanes: over the threshold; the SIMD range ends 4 lanes past a whole unrolled step
 #: (the last range ends with a single step) and the scalar segment runs the last lane
 ODD = LaunchConfig(grid=(67651, 1, 1), block=(31, 1, 1))
 LANES = ODD.total_threads
 assert LANES >= PARALLEL_LANES_THRESHOLD and LANES % 4 == 1 and (LANES - 1) % LANES_PER_RANGE_STEP == 4
 _DTYPES = {Type.F32: np.float32, Type.F64: np.float64, Type.I32: np.int32, Type.U32: np.uint32}
-
-
-@pytest.fixture(scope="module")
-def backends():
-    started = {threads: WasmBackend(threads=threads) for threads in THREAD_COUNTS}
-    yield started
-    for backend in started.values():
-        backend.close()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
-@pytest.fixture
-def dealt(monkeypatch):
-    """Every worker of a batch runs its first range of lanes however late it starts (WorkerPool's test knob)."""
-    monkeypatch.setattr(WorkerPool, "deal_first_items", True)
 
 
 def _pointers(ty: Type, *names_and_handles: tuple[str, int]) -> list[str]:

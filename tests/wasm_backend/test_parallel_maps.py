@@ -11,7 +11,6 @@ import pytest
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramBuilder
 from atlas_web.errors import ExecutionFailed, TrapCode
 from atlas_web.isa import Address, BinaryMapOperation, MapOperation, ParallelMap, ParallelMapBinary, Type
-from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
 from wasm_backend import WasmBackend
 from wasm_backend.encoding.immediates import MemArg
@@ -24,32 +23,11 @@ from wasm_backend.lowering.coop_map import (
     parallel_map_threshold,
 )
 from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
-from wasm_backend.runners.worker_pool import WorkerPool
+from tests.wasm_backend.thread_counts import THREAD_COUNTS
 
 ONE = LaunchConfig()
 #: over every threshold, not a multiple of any vector width: every chunking leaves a scalar tail
 COUNT = max(PARALLEL_MAP_THRESHOLDS.values()) + 4099
-THREAD_COUNTS = (1, 2, 3)
-
-
-@pytest.fixture(scope="module")
-def backends():
-    started = {threads: WasmBackend(threads=threads) for threads in THREAD_COUNTS}
-    yield started
-    for backend in started.values():
-        backend.close()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
-@pytest.fixture
-def dealt(monkeypatch):
-    """Every worker of a batch runs its first chunk however late it starts (WorkerPool's test knob), so
-    ``parallel_worker_chunks`` proves the workers ran chunks."""
-    monkeypatch.setattr(WorkerPool, "deal_first_items", True)
 
 
 def _values(ty: Type, count: int, seed: int) -> np.ndarray:

@@ -9,42 +9,20 @@ import pytest
 
 from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import STG, Address, ParallelReduce, ReduceOperation, Register, Type
-from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
-from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
 from wasm_backend.lowering.coop_map import map_chunk_ranges
 from wasm_backend.lowering.coop_reduce import (
     PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS, reduce_chunk_count, reduce_chunked,
 )
-from wasm_backend.runners.worker_pool import WorkerPool
+from tests.wasm_backend.thread_counts import THREAD_COUNTS
 
 ONE = LaunchConfig()
 #: over the threshold, odd: the last chunk is short and ends in a scalar tail
 COUNT = PARALLEL_REDUCE_THRESHOLD + 4099
-THREAD_COUNTS = (1, 2, 3)
 _DTYPES = {Type.F32: np.float32, Type.F64: np.float64, Type.F16: np.float16, Type.I8: np.int8, Type.U8: np.uint8,
            Type.I16: np.int16, Type.U16: np.uint16, Type.I32: np.int32, Type.U32: np.uint32, Type.I64: np.int64,
            Type.U64: np.uint64}
-
-
-@pytest.fixture(scope="module")
-def backends():
-    started = {threads: WasmBackend(threads=threads) for threads in THREAD_COUNTS}
-    yield started
-    for backend in started.values():
-        backend.close()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
-@pytest.fixture
-def dealt(monkeypatch):
-    """Every worker of a batch runs its first group however late it starts (WorkerPool's test knob)."""
-    monkeypatch.setattr(WorkerPool, "deal_first_items", True)
 
 
 def _bf16_bytes(values: np.ndarray) -> bytes:

@@ -35,12 +35,6 @@ CALLS = 1000
 COUNT = max(PARALLEL_MAP_THRESHOLDS.values()) + 4099
 
 
-@pytest.fixture
-def dealt(monkeypatch):
-    """Every worker of a batch runs its first item (WorkerPool's test knob)."""
-    monkeypatch.setattr(WorkerPool, "deal_first_items", True)
-
-
 def _wait_until(condition, what: str) -> None:
     deadline = time.monotonic() + PATIENCE
     while not condition():
