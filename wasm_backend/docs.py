@@ -67,8 +67,12 @@ def backend_documentation() -> BackendDocumentation:
         "lanes per step (SIMD lane mode), the rest one lane at a time.",
         "Transcendentals come from the vectorized math library (`wasm_backend.mathlib`); F16/BF16 use its F32 "
         "functions and round once to their format.",
-        "ParallelReduce sums floats in binary64 (four f64x2 accumulators), within the contract's `count * eps`; "
-        "products run in binary64 in index order (bit-exact with the reference).",
+        "ParallelReduce sums F32 in blocks: each lane of four f32x4 accumulators adds 32 values in f32, then the "
+        "block is added exactly into binary64 accumulators (error at most 32 eps times the sum of magnitudes, "
+        "like NumPy's pairwise sum, far inside the contract's bound; a block with cancellation such as "
+        "2**24 + 1 - 2**24 loses its ones, as NumPy's does); F64, F16 and BF16 add every value in binary64. "
+        "Fixed 64K-element chunks combined in order give the same bits on every thread count and in the "
+        "browser. Products run in binary64 in index order (bit-exact with the reference).",
         "FMA/FMS on F64 round once inside the proved window of Boldo and Melquiond's emulation and twice "
         "outside it (operands with very large or very small exponents).",
     )
