@@ -50,7 +50,8 @@ class HandleTable:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise AllocationFailed(f"{what} size must be a non-negative int, got {size!r}")
         if size > MAX_ALLOCATION:
-            raise AllocationFailed(f"{what} of {size} bytes asked; the limit is {MAX_ALLOCATION} bytes (32-bit offsets)")
+            raise AllocationFailed(f"{what} of {size} bytes asked; the limit is {MAX_ALLOCATION} bytes "
+                                   "(32-bit offsets)")
         return size
 
     def add(self, kind: str, size: int, base: int = 0) -> Allocation:
@@ -96,7 +97,8 @@ class HandleTable:
             raise InvalidBuffer(f"{what}: offset must be a non-negative int, got {offset!r}")
         if offset + length > alloc.size:
             raise InvalidBuffer(
-                f"{what}: bytes {offset}..{offset + length} are outside {alloc.kind} {alloc.handle} of {alloc.size} bytes")
+                f"{what}: bytes {offset}..{offset + length} are outside {alloc.kind} {alloc.handle} of "
+                f"{alloc.size} bytes")
         return offset
 
     def __iter__(self):

@@ -11,8 +11,8 @@ import itertools
 
 from atlas_web import LaunchConfig, Program, ProgramBuilder
 from atlas_web.isa import (
-    CVT, INSTRUCTION_CLASSES, LDG, MOV_IMM, MUL, OPCODE_TABLE, OR, SEL, STG, Access, Address, Condition, OperandKind, Predicate,
-    Register, SETcc, Type, TypeRule,
+    CVT, INSTRUCTION_CLASSES, LDG, MOV_IMM, MUL, OPCODE_TABLE, OR, SEL, STG, Access, Address, Condition, OperandKind,
+    Predicate, Register, SETcc, Type, TypeRule,
 )
 
 from .harness import Buffer, Case

@@ -332,3 +332,31 @@ def test_a_trap_in_a_parallel_call_is_raised_in_the_caller_and_the_runner_stays_
     finally:
         runner.close()
     assert runner.workers_alive == 0
+
+
+def test_threads_sharing_a_backend_take_turns_and_get_their_own_results(backends):
+    """Two Python threads launch large (parallel) maps on one backend at once: launches, allocations and
+    copies take turns (wasmtime's Store is not safe to use from two threads), every result is right."""
+    backend = backends[2]
+    inputs = {seed: _values(Type.F32, COUNT, seed) for seed in range(2)}
+    results: dict[int, list[np.ndarray]] = {0: [], 1: []}
+    failures: list[BaseException] = []
+
+    def launches(seed: int) -> None:
+        try:
+            for _ in range(4):
+                results[seed].append(_run_map(backend, MapOperation.Exp, Type.F32, [inputs[seed]]))
+        except BaseException as exc:  # reported by the test below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=launches, args=(seed,)) for seed in inputs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    serial = {seed: _run_map(backend, MapOperation.Exp, Type.F32, [inputs[seed]]) for seed in inputs}
+    for seed in inputs:
+        assert len(results[seed]) == 4
+        for result in results[seed]:
+            assert np.array_equal(_bits(result), _bits(serial[seed]))

@@ -144,6 +144,55 @@ def test_an_interrupt_while_the_caller_waits_is_raised_after_the_workers_left(de
         pool.close()
 
 
+def test_a_second_thread_gets_an_error_and_the_running_batch_completes():
+    pool = WorkerPool(2, name="test-pool")
+    started, release, refused = threading.Event(), threading.Event(), []
+
+    def prepare(slot):
+        def call(item):
+            if item == 0:
+                started.set()
+                release.wait(PATIENCE)
+        return call
+
+    def intruder():
+        started.wait(PATIENCE)
+        try:
+            pool.run(list(range(10)), prepare)
+        except RuntimeError as exc:
+            refused.append(str(exc))
+        finally:
+            release.set()
+
+    thread = threading.Thread(target=intruder)
+    thread.start()
+    try:
+        counts = pool.run(list(range(50)), prepare)
+        thread.join(PATIENCE)
+        assert sum(counts) == 50  # the owner's batch ran every item
+        assert refused and "one thread at a time" in refused[0]
+    finally:
+        pool.close()
+
+
+def test_a_run_from_inside_an_item_is_refused_and_fails_the_batch():
+    pool = WorkerPool(2, name="test-pool")
+
+    def prepare(slot):
+        def call(item):
+            if item == 3:
+                pool.run([1, 2], lambda inner_slot: (lambda inner_item: None))
+        return call
+
+    try:
+        with pytest.raises(RuntimeError, match="nested parallel work"):
+            pool.run(list(range(8)), prepare)
+        counts, ran = _recording_pool_run(pool, list(range(10)), lambda slot, item: None)  # still works
+        assert sorted(item for _, item in ran) == list(range(10))
+    finally:
+        pool.close()
+
+
 def test_a_worker_keeps_no_reference_to_a_finished_batch():
     pool = WorkerPool(3, name="test-pool")
 

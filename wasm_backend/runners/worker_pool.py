@@ -16,6 +16,9 @@ that lands while the caller waits is remembered and the wait goes on. (Should a 
 in the few bytecodes between two waits, the batch is still marked stopped, and the next ``run`` or
 ``close`` waits for it before anything else.)
 
+One thread at a time: ``run`` raises RuntimeError when another thread's batch is running, or when it is
+called from inside an item (nested parallel work), instead of stopping or waiting for that batch.
+
 Errors: ``run`` raises an interrupt (an exception not derived from Exception, such as KeyboardInterrupt)
 first; else the failure of the lowest item index, a failed ``prepare`` counting as before every item.
 Since items are taken in order and every taken item finishes, that is the failure one thread running the
@@ -36,6 +39,8 @@ __all__ = ["WorkerPool"]
 _STOP = None
 #: the index a failure outside any item is recorded under (before every item)
 _BEFORE_ITEMS = -1
+#: per thread: how many items of some batch it is running now (a ``run`` from inside one is refused)
+_running_item = threading.local()
 
 
 class _Batch:
@@ -43,7 +48,7 @@ class _Batch:
     it (a worker joins before it takes anything; once the caller sealed the batch, no worker joins)."""
 
     __slots__ = ("items", "prepare", "taken", "dealt", "workers", "stopped", "failures", "counts", "members",
-                 "inside", "arrived", "sealed")
+                 "inside", "arrived", "sealed", "owner")
 
     def __init__(self, items: Sequence[Any], prepare: Callable[[int], Callable[[Any], None]], workers: int,
                  deal: bool) -> None:
@@ -59,6 +64,7 @@ class _Batch:
         self.inside = 0  # workers in the batch now
         self.arrived = 0  # workers that joined it so far
         self.sealed = False
+        self.owner = threading.get_ident()  # the thread whose ``run`` this is
 
     def join(self) -> bool:
         """A worker enters the batch; False when the caller sealed it (the worker then leaves it alone)."""
@@ -85,7 +91,11 @@ class _Batch:
             call = self.prepare(slot)
             index = slot - 1 if self.dealt and slot else next(self.taken)
             while index < len(self.items) and not self.stopped:
-                call(self.items[index])
+                _running_item.depth = getattr(_running_item, "depth", 0) + 1
+                try:
+                    call(self.items[index])
+                finally:
+                    _running_item.depth -= 1
                 self.counts[slot] += 1
                 index = next(self.taken)
         except BaseException as exc:  # raised by ``run`` in the calling thread
@@ -166,11 +176,17 @@ class WorkerPool:
         returns the number of items each slot ran. Raises the batch's first failure (see the module
         docstring) once no worker is in the batch any more."""
         workers = max(min(self.slots, len(items)) - 1, 0)
+        if getattr(_running_item, "depth", 0):
+            raise RuntimeError("WorkerPool.run from inside an item of a batch (nested parallel work) is not "
+                               "supported")
         batch = None
         try:
             with self._lock:  # handed to the workers before a close() can queue their stop
                 if self._closed:
                     raise RuntimeError("the worker pool is closed")
+                if self._batch is not None and self._batch.owner != threading.get_ident():
+                    raise RuntimeError("the worker pool is running another thread's batch: a WasmBackend is "
+                                       "used by one thread at a time")
                 self._finish_abandoned()
                 if workers and not self._threads:
                     self._start()
