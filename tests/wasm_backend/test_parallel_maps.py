@@ -11,6 +11,7 @@ import pytest
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramBuilder
 from atlas_web.errors import ExecutionFailed, TrapCode
 from atlas_web.isa import Address, BinaryMapOperation, MapOperation, ParallelMap, ParallelMapBinary, Type
+from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
 from wasm_backend import WasmBackend
 from wasm_backend.encoding.immediates import MemArg
@@ -123,7 +124,7 @@ def _run_same_buffer(backend, values: np.ndarray, ty: Type, program_of) -> tuple
     return result, backend.device_info().get("parallel_dispatches", 0) - before
 
 
-def test_in_place_map_runs_on_threads(backends):
+def test_in_place_map_runs_on_threads(backends, dealt):
     values = _values(Type.F32, COUNT, 7)
 
     def program(handle):
@@ -131,8 +132,10 @@ def test_in_place_map_runs_on_threads(backends):
 
     want = _run_same_buffer(backends[1], values, Type.F32, program)[0]
     for threads in THREAD_COUNTS[1:]:
+        chunks_before = backends[threads].device_info()["parallel_worker_chunks"]
         got, dispatches = _run_same_buffer(backends[threads], values, Type.F32, program)
         assert dispatches == 1
+        assert backends[threads].device_info()["parallel_worker_chunks"] >= chunks_before + threads - 1
         assert np.array_equal(_bits(got), _bits(want))
 
 
@@ -187,14 +190,22 @@ def test_a_map_over_the_threshold_that_traps_reports_the_trap(backends):
     dst = backend.allocate_typed(np.full(COUNT - 1, 5.0, dtype=np.float32))
     before = backend.device_info()["parallel_dispatches"]
     # register-held pointers: the launch checks nothing statically, the cooperative step finds the short dst
-    program = Program.from_text(f"""
+    def program_for(dst: int, src: int) -> Program:
+        return Program.from_text(f"""
     mov_imm.u64 r1, {dst << 32}
     mov_imm.u64 r2, {src << 32}
     pmap.exp.f32 [r1 + 0], [r2 + 0], {COUNT}
 """)
     with pytest.raises(AtlasTrap) as trapped:
-        backend.execute_program(program, ONE)
-    assert trapped.value.code is TrapCode.OUT_OF_BOUNDS
+        backend.execute_program(program_for(dst, src), ONE)
+    cpu = CpuBackend()
+    cpu_src = cpu.allocate_typed(_values(Type.F32, COUNT, 11))
+    cpu_dst = cpu.allocate_typed(np.full(COUNT - 1, 5.0, dtype=np.float32))
+    with pytest.raises(AtlasTrap) as on_reference:
+        cpu.execute_program(program_for(cpu_dst, cpu_src), ONE)
+    assert (trapped.value.code, trapped.value.instruction_index, trapped.value.lane) == \
+        (on_reference.value.code, on_reference.value.instruction_index, on_reference.value.lane)
+    assert trapped.value.code is TrapCode.OUT_OF_BOUNDS and trapped.value.instruction_index == 2
     assert backend.device_info()["parallel_dispatches"] == before
     assert np.all(np.asarray(backend.copy_typed_from(dst, Type.F32)) == 5.0)
     # the backend stays usable, and the parallel path with it
