@@ -1,5 +1,6 @@
 """The seed's vector-add example, translated line by line: two f32 inputs added by one ParallelMapBinary,
-on every backend that can start here (the reference at least)."""
+on every backend that can start here (the reference at least; WasmBackend and WebGpuBackend where they
+start, each made by its class as the seed makes CpuBackend)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def test_seed_vector_add(available_backend):
     buffer_a = backend.allocate_buffer(1024)
     buffer_b = backend.allocate_buffer(1024)
     buffer_c = backend.allocate_buffer(1024)
+    assert (buffer_a, buffer_b, buffer_c) == (2, 3, 4)  # deterministic handles from 2 on a fresh backend
 
     # a = 0, 1, 2, ...; b = 0, 2, 4, ...
     data_a = array.array("f", (float(i) for i in range(256)))

@@ -40,6 +40,7 @@ from atlas_web.backend import Backend
 from atlas_web.errors import (
     AllocationFailed, AtlasTrap, ExecutionFailed, InvalidBuffer, ProgramError, TrapCode,
 )
+from atlas_web.host_bytes import source_bytes, target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
 from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
@@ -50,7 +51,6 @@ from atlas_web.program import Program
 from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
-from .host_bytes import source_bytes, target_bytes
 from .lowering.coop_map import PARALLEL_MAP_THRESHOLDS, map_chunk_ranges
 from .lowering.coop_reduce import PARALLEL_REDUCE_THRESHOLD, PARTIAL_BYTES, reduce_chunk_count
 from .lowering.simd_function import LANES_PER_RANGE_STEP, PARALLEL_LANES_THRESHOLD, SIMD_KERNEL

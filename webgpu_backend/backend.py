@@ -16,6 +16,7 @@ from typing import Any
 
 from atlas_web.backend import Backend, resolve_op
 from atlas_web.errors import ExecutionFailed, InvalidBuffer, ProgramError
+from atlas_web.host_bytes import target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
 from atlas_web.isa.floats import float_to_bits
@@ -29,8 +30,8 @@ from .launcher import Launcher, LaunchOutcome
 from .memory import GpuMemory
 from .wgsl import TYPE_MAP, ShaderFeatures
 from .wgsl.accuracy import TOLERANCE_ULP
-from .wgsl.emitter import LLVMPIPE_LOOP_LIMIT
 from .wgsl.cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS
+from .wgsl.emitter import LLVMPIPE_LOOP_LIMIT
 from .wgsl.rules_atlas import RES_FLAG_NAN, RES_FLAG_NEG_INF, RES_FLAG_POS_INF, RES_LIMBS, RES_STRIDE, RES_WORDS
 from .wgsl.stage_shader import SHARED_RESERVED_BYTES
 from .wgsl.support import supports_instruction
@@ -41,16 +42,6 @@ _PROGRAM_CACHE_SIZE = 256
 _OPERATION_NAMES = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}
 #: bindings a stage shader needs besides the memory chunks (launch, rt, device table, lane state)
 _RUNTIME_BINDINGS = 3
-
-
-def _byte_view(out: Any, what: str) -> memoryview:
-    try:
-        view = memoryview(out)
-    except TypeError:
-        raise InvalidBuffer(f"{what}: out must be a writable buffer, got {type(out).__name__}") from None
-    if view.readonly or not view.c_contiguous:
-        raise InvalidBuffer(f"{what}: out must be a writable C-contiguous buffer")
-    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
 def _preset_words(ty: Type, value: int | float) -> tuple[int, ...]:
@@ -160,7 +151,7 @@ class WebGpuBackend(Backend):
         if out is None:
             self._memory.table.check_range(alloc, offset, 0, what)
             return bytes(self._memory.read(alloc, offset, alloc.size - offset, what))
-        target = _byte_view(out, what)
+        target = target_bytes(out, what)
         target[:] = self._memory.read(alloc, offset, target.nbytes, what)
         return out
 

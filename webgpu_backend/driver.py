@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed, InvalidBuffer
+from atlas_web.host_bytes import source_bytes
 
 from .resources import (
     ALL_USAGES, BindingSpec, BufferBinding, BufferUsage, ComputePipeline, DispatchCommand, GpuBuffer, ShaderModule,
@@ -70,17 +71,6 @@ def _check_int(value: object, what: str, error: type[Exception] = InvalidBuffer)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise error(f"{what} must be a non-negative int, got {value!r}")
     return value
-
-
-def _byte_view(data: Any) -> memoryview:
-    """A flat byte view of a buffer-protocol object (a contiguous copy when it is not contiguous)."""
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise InvalidBuffer(f"data must support the buffer protocol, got {type(data).__name__}") from None
-    if not view.contiguous:
-        view = memoryview(view.tobytes())
-    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
 def layout_entries(layout: Sequence[BindingSpec]) -> list[dict[str, Any]]:
@@ -219,7 +209,7 @@ class GpuDriver(abc.ABC):
         Raises InvalidBuffer (bad buffer, no COPY_DST usage, range outside the buffer).
         """
         self._check_usage(buffer, BufferUsage.COPY_DST, "write_buffer")
-        view = _byte_view(data)
+        view = source_bytes(data, "write_buffer")
         self._check_range(buffer, offset, view.nbytes, "write_buffer")
         if view.nbytes == 0:
             return

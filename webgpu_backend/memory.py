@@ -29,7 +29,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from atlas_web.errors import AllocationFailed, InvalidBuffer
+from atlas_web.errors import AllocationFailed
+from atlas_web.host_bytes import source_bytes
 from atlas_web.isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE
 from atlas_web.memory import Allocation, ArenaAllocator, HandleTable
 
@@ -231,7 +232,7 @@ class GpuMemory:
     def write(self, alloc: Allocation, offset: int, data: Any, what: str) -> None:
         """Copy the bytes of ``data`` (a buffer-protocol object) into ``alloc`` at ``offset`` (one
         host copy into staging memory). Raises InvalidBuffer for a range outside the allocation."""
-        view = _byte_view(data, what)
+        view = source_bytes(data, what)
         self.table.check_range(alloc, offset, view.nbytes, what)
         buffer, base = self.location(alloc)
         self.driver.write_buffer(buffer, base + offset, view)
@@ -253,14 +254,3 @@ class GpuMemory:
 
 def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
-
-
-def _byte_view(data: Any, what: str) -> memoryview:
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise InvalidBuffer(f"{what}: data must support the buffer protocol (bytes, array, NumPy array), "
-                            f"got {type(data).__name__}") from None
-    if not view.contiguous:
-        view = memoryview(view.tobytes())
-    return view.cast("B") if view.format != "B" or view.ndim != 1 else view

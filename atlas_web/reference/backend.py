@@ -19,8 +19,8 @@ from ..cache import ProgramCache
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
-from ..isa.registers import Register
 from ..isa.opcodes import OpcodeInfo
+from ..isa.registers import Register
 from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, ExecutionParams, check_budget
 from ..program import Program
@@ -121,8 +121,8 @@ class CpuBackend(Backend):
     def _copy_in(self, handle: int, kind: str, offset: int, data: Any, what: str) -> None:
         alloc, target = self._memory.get(handle, kind)
         source = source_bytes(data, what)
-        self._memory.table.check_range(alloc, offset, source.size, what)
-        target[offset:offset + source.size] = source
+        self._memory.table.check_range(alloc, offset, source.nbytes, what)
+        target[offset:offset + source.nbytes] = source
 
     def _copy_out(self, handle: int, kind: str, offset: int, out: Any, what: str) -> Any:
         alloc, source = self._memory.get(handle, kind)
@@ -130,8 +130,8 @@ class CpuBackend(Backend):
             self._memory.table.check_range(alloc, offset, 0, what)
             return source[offset:].tobytes()
         target = target_bytes(out, what)
-        self._memory.table.check_range(alloc, offset, target.size, what)
-        target[:] = source[offset:offset + target.size]
+        self._memory.table.check_range(alloc, offset, target.nbytes, what)
+        target[:] = source[offset:offset + target.nbytes]
         return out
 
     # ---- execution ---------------------------------------------------------------
