@@ -102,26 +102,16 @@ fn gelu_f32(x: f32) -> f32 {
 }"""
 
 
-@helper("pow_f32", deps=("is_nan", "quiet_nan", "is_odd_integer", "log_parts", "two_sum", "two_prod", "exp_df",
-                         "opaque_f32"))
+@helper("pow_f32", deps=("is_nan", "quiet_nan", "is_odd_integer", "exponent_split", "two_sum", "two_prod",
+                         "exp_df", "opaque_f32"))
 def _pow() -> str:
-    # log2 |x| in double-f32 (from log_parts' m: s = f / (2 + f) refined by its residual), times y,
+    # log2 |x| in double-f32 (from exponent_split's m: s = f / (2 + f) refined by its residual), times y,
     # then 2^t = e^(t ln 2) with t split into an integer and a small double-f32 part
     return """
 fn log2_df(ax: f32) -> vec2<f32> {
-    var b = bitcast<u32>(ax);
-    var e = -127;
-    if (b < 0x00800000u) {
-        b = bitcast<u32>(ax * 8388608.0);
-        e = e - 23;
-    }
-    e = e + i32(b >> 23u);
-    var m = bitcast<f32>((b & 0x7fffffu) | 0x3f800000u);
-    if (m > 1.4142135381698608) {
-        m = m * 0.5;
-        e = e + 1;
-    }
-    let f = m - 1.0;
+    let em = exponent_split(ax);
+    let e = em.x;
+    let f = em.y - 1.0;
     let d = two_sum(2.0, f);
     let s = f / d.x;
     let p = two_prod(s, d.x);
@@ -133,7 +123,7 @@ fn log2_df(ax: f32) -> vec2<f32> {
     let l2 = two_prod(ln.x, 1.4426950216293335);
     let l2lo = opaque_f32(l2.y + opaque_f32(opaque_f32(ln.x * 1.925963033500011e-08)
         + opaque_f32(ln.y * 1.4426950216293335)));
-    let whole = two_sum(f32(e), l2.x);
+    let whole = two_sum(e, l2.x);
     return two_sum(whole.x, opaque_f32(whole.y + l2lo));
 }
 

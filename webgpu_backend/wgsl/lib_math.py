@@ -83,11 +83,11 @@ fn exp_f32(x: f32) -> f32 {
 }"""
 
 
-@helper("log_parts", deps=())
-def _log_parts() -> str:
+@helper("exponent_split", deps=())
+def _exponent_split() -> str:
     return """
-// (e, log(m)) with x = 2^e m, m in [sqrt(1/2), sqrt(2)), for a positive finite x
-fn log_parts(x: f32) -> vec2<f32> {
+// (e, m) with x = 2^e m, m in [sqrt(1/2), sqrt(2)), for a positive finite x (subnormals included)
+fn exponent_split(x: f32) -> vec2<f32> {
     var b = bitcast<u32>(x);
     var e = -127;
     if (b < 0x00800000u) {
@@ -100,11 +100,22 @@ fn log_parts(x: f32) -> vec2<f32> {
         m = m * 0.5;
         e = e + 1;
     }
-    let f = m - 1.0;
+    return vec2<f32>(f32(e), m);
+}"""
+
+
+@helper("log_parts", deps=("exponent_split",))
+def _log_parts() -> str:
+    return """
+// (e, log(m)) with x = 2^e m, m in [sqrt(1/2), sqrt(2)), for a positive finite x
+fn log_parts(x: f32) -> vec2<f32> {
+    let em = exponent_split(x);
+    let e = em.x;
+    let f = em.y - 1.0;
     let s = f / (2.0 + f);
     let z = s * s;
     let t = z * (0.6666666269302368 + z * (0.4000157117843628 + z * (0.28417128324508667 + z * 0.26393142342567444)));
-    return vec2<f32>(f32(e), f - s * (f - t));
+    return vec2<f32>(e, f - s * (f - t));
 }"""
 
 
