@@ -20,11 +20,6 @@ CASES = atlas_cases()
 BACKENDS = compiled_backends()
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_reference_runs_case(reference, case):
     assert run_case(reference, case).trap is None

@@ -16,11 +16,6 @@ PRESET_CASES = preset_cases()
 BACKENDS = compiled_backends()
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_reference_runs_case(reference, case):
     result = run_case(reference, case)

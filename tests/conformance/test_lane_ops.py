@@ -15,11 +15,6 @@ CASES = lane_cases()
 BACKENDS = compiled_backends()
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_reference_runs_case(reference, case):
     """The generated program verifies and runs on the reference with a result or a trap."""

@@ -17,11 +17,6 @@ POOL_CASES = pool_cases()
 BACKENDS = compiled_backends()
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
 @pytest.mark.parametrize("case", CASES + POOL_CASES, ids=str)
 def test_reference_runs_case(reference, case):
     """The case verifies and runs on the reference without a trap."""

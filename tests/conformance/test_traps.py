@@ -17,11 +17,6 @@ BUDGET_CASES = budget_cases()
 BACKENDS = compiled_backends()
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return CpuBackend()
-
-
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_reference_traps(reference, case):
     """Every case traps on the reference (so the comparison below compares traps)."""
