@@ -28,6 +28,21 @@ CHROMIUM_ARGS: tuple[str, ...] = (
 )
 #: how long Pyodide may take to boot: ~20 s on an idle machine, minutes on 2 busy cores (9.6 MB of wasm to compile)
 BOOT_TIMEOUT_MS = 420_000
+#: triples every element of buffer 2 (16 i32), guarded for the spare lanes of the block
+TRIPLE = """\
+    mov_imm.u32 r10, 16
+    set.ge.u32 p0, r255, r10
+    bra.p0 @done
+    mov_imm.u32 r1, 2
+    mov_imm.u32 r2, 4
+    mul.u32 r3, r255, r2
+    ldg.i32 r4, [r1 + r3]
+    mov_imm.i32 r5, 3
+    mul.i32 r4, r4, r5
+    stg.i32 [r1 + r3], r4
+done:
+    exit
+"""
 
 
 @pytest.fixture(scope="package")

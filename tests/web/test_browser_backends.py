@@ -26,7 +26,7 @@ from webdemo.session import DEFAULT_SIZE
 import examples
 from tests.wasm import modules
 
-from .conftest import run_python
+from .conftest import TRIPLE, run_python
 
 BROWSER_BACKENDS = ("wasm", "webgpu")
 #: how Chromium's console shows a shader module's compilation warnings (informative: WGSL that compiles)
@@ -34,21 +34,6 @@ SHADER_LOG = "warning: Compilation log for [ShaderModule"
 #: calls of modules.trap_module that trap, and the kind wasmtime reports for each
 TRAP_CALLS = (("boom", ()), ("div", (1, 0)), ("div", (-(2**31), -1)), ("to_int", (math.nan,)),
               ("poke", (PAGE_SIZE - 2,)), ("recurse", ()))
-#: triples every element of buffer 2 (16 i32), guarded for the spare lanes of the block
-TRIPLE = """\
-    mov_imm.u32 r10, 16
-    set.ge.u32 p0, r255, r10
-    bra.p0 @done
-    mov_imm.u32 r1, 2
-    mov_imm.u32 r2, 4
-    mul.u32 r3, r255, r2
-    ldg.i32 r4, [r1 + r3]
-    mov_imm.i32 r5, 3
-    mul.i32 r4, r4, r5
-    stg.i32 [r1 + r3], r4
-done:
-    exit
-"""
 #: lane 5 divides by zero; lanes below it write first
 DIVIDE = """\
     mov_imm.u32 r1, 2

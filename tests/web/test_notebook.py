@@ -8,22 +8,7 @@ import pytest
 import atlas_web
 from atlas_web import Program
 
-from .conftest import open_page, run_python
-
-PROGRAM = """\
-    mov_imm.u32 r10, 16
-    set.ge.u32 p0, r255, r10
-    bra.p0 @done
-    mov_imm.u32 r1, 2
-    mov_imm.u32 r2, 4
-    mul.u32 r3, r255, r2
-    ldg.i32 r4, [r1 + r3]
-    mov_imm.i32 r5, 3
-    mul.i32 r4, r4, r5
-    stg.i32 [r1 + r3], r4
-done:
-    exit
-"""
+from .conftest import TRIPLE as PROGRAM, open_page, run_python
 
 CELL = f'''
 import asyncio, sys
