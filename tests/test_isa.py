@@ -88,3 +88,19 @@ def test_programs_that_differ_only_in_the_sign_of_a_zero_are_different():
     assert plus != minus and len({plus, minus}) == 2
     again = Program.from_bytes(minus.to_bytes())
     assert again == minus and hash(again) == hash(minus)
+
+
+def test_ulp_distance_counts_the_values_of_the_type_between_two_values():
+    import math
+
+    from atlas_web.isa.floats import ulp_distance
+
+    assert ulp_distance(1.0, math.nextafter(1.0, 2.0), Type.F64) == 1.0
+    assert ulp_distance(1.0, 1.0 + 2.0 ** -23, Type.F32) == 1.0
+    assert ulp_distance(1.0, 1.0 + 2.0 ** -7, Type.BF16) == 1.0
+    assert ulp_distance(-0.0, 0.0, Type.F32) == 0.0
+    assert ulp_distance(-(2.0 ** -149), 2.0 ** -149, Type.F32) == 2.0   # across zero
+    assert ulp_distance(math.nan, math.nan, Type.F16) == 0.0
+    assert ulp_distance(math.nan, 1.0, Type.F16) == math.inf
+    assert ulp_distance(math.inf, 65504.0, Type.F16) == math.inf
+    assert ulp_distance(-math.inf, -math.inf, Type.F16) == 0.0

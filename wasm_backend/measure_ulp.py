@@ -20,7 +20,7 @@ from atlas_web.isa import (
     CVT, INSTRUCTION_CLASSES, LDG, MOV_IMM, MUL, OPCODE_TABLE, OR, STG, BinaryMapOperation, MapOperation, ParallelMap,
     ParallelMapBinary, Register, Type,
 )
-from atlas_web.isa.floats import bits_to_float, float_to_bits, round_float
+from atlas_web.isa.floats import bits_to_float, float_to_bits, round_float, ulp_distance
 from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, FLOATS, Access, OperandKind
 
 from .tolerances import operation_key
@@ -55,23 +55,6 @@ def float_inputs(ty: Type, n: int, seed: int) -> list[float]:
         out.append(round_float(v, ty))
     rng.shuffle(out)
     return out[:n]
-
-
-def ulp_distance(a: float, b: float, ty: Type) -> float:
-    """Distance in ulps of ``ty`` between two of its values (NaN = NaN; infinities only equal themselves)."""
-    if math.isnan(a) or math.isnan(b):
-        return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
-    if math.isinf(a) or math.isinf(b):
-        return 0.0 if a == b else math.inf
-    if a == b:
-        return 0.0
-
-    def ordinal(x: float) -> int:
-        raw = float_to_bits(x, ty)
-        sign = 1 << (ty.bits - 1)
-        return -(raw & ~sign) if raw & sign else raw
-
-    return float(abs(ordinal(a) - ordinal(b)))
 
 
 def _encode(ty: Type, values: list[float]) -> bytes:

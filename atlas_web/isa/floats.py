@@ -13,7 +13,7 @@ import struct
 
 from .types import Type
 
-__all__ = ["round_float", "CANONICAL_NAN", "float_to_bits", "bits_to_float"]
+__all__ = ["round_float", "CANONICAL_NAN", "float_to_bits", "bits_to_float", "ulp_distance"]
 
 CANONICAL_NAN = float("nan")
 
@@ -68,3 +68,22 @@ def bits_to_float(bits: int, ty: Type) -> float:
     if ty is Type.BF16:
         return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
     raise ValueError(f"{ty} is not a float type")
+
+
+def ulp_distance(a: float, b: float, ty: Type) -> float:
+    """Distance in units in the last place of float type ``ty`` between two of its values: how many values
+    of ``ty`` lie between them, plus one (NaN equals NaN; an infinity only equals itself, else inf)."""
+    if math.isnan(a) or math.isnan(b):
+        return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
+    if math.isinf(a) or math.isinf(b):
+        return 0.0 if a == b else math.inf
+    if a == b:
+        return 0.0
+    return float(abs(_ordinal(a, ty) - _ordinal(b, ty)))
+
+
+def _ordinal(x: float, ty: Type) -> int:
+    """Monotonic integer index of a value of ``ty`` (adjacent values differ by 1; -0 and +0 are both 0)."""
+    bits = float_to_bits(x, ty)
+    sign_bit = 1 << (ty.bits - 1)
+    return -(bits & ~sign_bit) if bits & sign_bit else bits

@@ -6,7 +6,7 @@ import math
 import random
 
 from atlas_web.isa import Type
-from atlas_web.isa.floats import float_to_bits, round_float
+from atlas_web.isa.floats import float_to_bits, round_float, ulp_distance
 
 _FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, math.inf, -math.inf, math.nan, 1e-3, 123.456,
                 -7.75, 1e30, -1e-30, 65504.0, 1e-7, 2.0 ** -126, 2.0 ** -140, 0.1]
@@ -70,24 +70,6 @@ def decode(ty: Type, raw: bytes) -> list:
         from atlas_web.isa.floats import bits_to_float
         return [bits_to_float(v, ty) for v in vals]
     return [ty.wrap(v) for v in vals]
-
-
-def ulp_distance(a: float, b: float, ty: Type) -> float:
-    """Distance in units in the last place of ``ty`` between two values of it (NaN = NaN; inf only equals inf)."""
-    if math.isnan(a) or math.isnan(b):
-        return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
-    if math.isinf(a) or math.isinf(b):
-        return 0.0 if a == b else math.inf
-    if a == b:
-        return 0.0
-    return abs(_ordinal(a, ty) - _ordinal(b, ty))
-
-
-def _ordinal(x: float, ty: Type) -> int:
-    """Monotonic integer index of a float in ``ty`` (adjacent floats differ by 1)."""
-    bits = float_to_bits(x, ty)
-    sign_bit = 1 << (ty.bits - 1)
-    return -(bits & ~sign_bit) if bits & sign_bit else bits
 
 
 __all__ = ["float_values", "int_values", "encode", "decode", "ulp_distance"]
