@@ -206,18 +206,8 @@ def _elementwise_loop(kc: KernelContext, ty: Type, total: int, dst: int, sources
                 e.br("next")
         e.else_()
         e.i32(0).set(i)
-        with e.block("done"):
-            with e.loop("next"):
-                e.get(i).get(chunk_bytes).op("i32.ge_u").br_if("done")
-                chunk(i)
-                e.get(i).i32(16).op("i32.add").set(i)
-                e.br("next")
-        with e.block("tail_done"):
-            with e.loop("tail"):
-                e.get(i).get(total).op("i32.ge_u").br_if("tail_done")
-                element(i)
-                e.get(i).i32(size).op("i32.add").set(i)
-                e.br("tail")
+        e.while_below(i, chunk_bytes, 16, lambda: chunk(i))
+        e.while_below(i, total, size, lambda: element(i), labels=("tail_done", "tail"))
 
 
 def _copy_sources_behind(cc: CoopContext, total: int, dst: int, sources: list[int]) -> None:

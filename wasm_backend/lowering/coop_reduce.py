@@ -143,13 +143,7 @@ class _Plan:
 
 def _loop(kc, i: int, end: int, step: int, body) -> None:
     """while (i < end) { body(i); i += step } (``end`` a local)."""
-    e = kc.e
-    with e.block("done"):
-        with e.loop("next"):
-            e.get(i).get(end).op("i32.ge_u").br_if("done")
-            body(i)
-            e.get(i).i32(step).op("i32.add").set(i)
-            e.br("next")
+    kc.e.while_below(i, end, step, lambda: body(i))
 
 
 #: f32 values each f32x4 accumulator lane adds before its block is flushed into the f64 accumulators

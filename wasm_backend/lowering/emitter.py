@@ -228,6 +228,18 @@ class Emitter:
     def loop(self, label: str | None = None, blocktype: object = None) -> _Scope:
         return self._open("loop", label, blocktype)
 
+    def while_below(self, i: int, end: int, step: int, body: Callable[[], None], *,
+                    labels: tuple[str, str] = ("done", "next")) -> "Emitter":
+        """``while i < end (unsigned) { body(); i += step }`` over the i32 locals ``i`` and ``end`` (``i`` is
+        not initialised here); ``labels`` names the block and the loop (for branches inside ``body``)."""
+        with self.block(labels[0]):
+            with self.loop(labels[1]):
+                self.get(i).get(end).op("i32.ge_u").br_if(labels[0])
+                body()
+                self.get(i).i32(step).op("i32.add").set(i)
+                self.br(labels[1])
+        return self
+
     def if_(self, label: str | None = None, blocktype: object = None) -> _Scope:
         return self._open("if", label, blocktype)
 

@@ -38,12 +38,7 @@ def _limb(e, base: int, index: int) -> None:
 def _counting_loop(e, i: int, n: int, body) -> None:
     """for i in 0..n-1: body() (n may be zero)."""
     e.i32(0).set(i)
-    with e.block("done"):
-        with e.loop("next"):
-            e.get(i).get(n).op("i32.ge_u").br_if("done")
-            body()
-            e.get(i).i32(1).op("i32.add").set(i)
-            e.br("next")
+    e.while_below(i, n, 1, body)
 
 
 def _down_loop(e, i: int, n: int, body) -> None:
@@ -306,13 +301,7 @@ def _ext_from_i64(m: ModuleContext) -> None:
 
     e.get(d).get(v).op("i64.store", 0)
     e.i32(1).set(i)
-    with e.block("done"):
-        with e.loop("next"):
-            e.get(i).get(n).op("i32.ge_u").br_if("done")
-            _limb(e, d, i)
-            e.get(fill).op("i64.store", 0)
-            e.get(i).i32(1).op("i32.add").set(i)
-            e.br("next")
+    e.while_below(i, n, 1, lambda: (_limb(e, d, i), e.get(fill).op("i64.store", 0)))
 
 
 @runtime_helper("ext_resize")
