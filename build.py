@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))  # the core is standard library only: build.py may use it before any install
+from atlas_web.host_env import ensure_runtime_dir  # noqa: E402
 VENV = ROOT / ".venv"
 VENV_PYTHON = VENV / "bin" / "python"
 #: the extras installed into .venv
@@ -47,20 +49,11 @@ def say(message: str) -> None:
     print(f"build.py: {message}", flush=True)
 
 
-def _runtime_dir() -> str:
-    """A private runtime directory (mode 0700) for child processes, made once per user under the temp dir."""
-    import tempfile
-    path = Path(tempfile.gettempdir()) / f"atlas-web-runtime-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
-    return str(path)
-
-
 def run(command: Sequence[str | os.PathLike], *, env: dict | None = None, check: bool = True) -> int:
     """Run ``command`` in the repository root, echoing it; raises BuildError when it fails and ``check``."""
     say("$ " + " ".join(str(part) for part in command))
     merged = {**os.environ, **(env or {})}
-    if not merged.get("XDG_RUNTIME_DIR"):  # Mesa's Vulkan loader prints an error line per device without one
-        merged["XDG_RUNTIME_DIR"] = _runtime_dir()
+    ensure_runtime_dir(merged)  # Mesa's Vulkan loader prints an error line per device without one
     code = subprocess.run([str(part) for part in command], cwd=ROOT, env=merged).returncode
     if check and code != 0:
         raise BuildError(f"command failed with exit status {code}: {' '.join(map(str, command))}")

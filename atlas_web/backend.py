@@ -27,11 +27,15 @@ from .launch import ExecutionParams, LaunchConfig, as_int
 __all__ = [
     "Backend", "API_VERSION", "LaunchConfig", "ExecutionParams", "BufferHandle", "PoolHandle",
     "AtlasError", "ProgramError", "UnsupportedOperation", "AllocationFailed", "InvalidBuffer",
-    "ExecutionFailed", "BackendUnavailable", "AtlasTrap", "TrapCode", "resolve_op", "typed_format", "typed_bytes",
+    "ExecutionFailed", "BackendUnavailable", "AtlasTrap", "TrapCode", "DEVICE_TYPES", "resolve_op", "typed_format",
+    "typed_bytes",
 ]
 
 #: version of the Backend protocol; plugins declaring another are refused by the registry
 API_VERSION = 1
+
+#: what ``device_info()["device_type"]`` may say (see ``Backend.device_info``)
+DEVICE_TYPES = ("cpu", "gpu", "software-gpu")
 
 # struct / array.array format and NumPy dtype name for the types host helpers can view
 _TYPED_FORMATS: dict[Type, tuple[str, str]] = {
@@ -139,6 +143,44 @@ def _numpy():
         return numpy
     except ImportError:  # Pyodide without NumPy
         return None
+
+
+class _TypedRead:
+    """The new array a typed read fills, and the byte view and offset to copy into it.
+
+    Checks ``ty``, ``count`` and ``offset`` (InvalidBuffer, UnsupportedOperation) before any copy.
+    """
+
+    __slots__ = ("start", "target", "_code", "_raw", "_array")
+
+    def __init__(self, backend: "Backend", handle: int, ty: Type, count: Any, offset: Any, what: str) -> None:
+        self._code, dtype = typed_format(_checked_type(ty, what))
+        start = as_int(offset)
+        if start is None or start < 0:
+            raise InvalidBuffer(f"{what}: offset must be a non-negative int, got {offset!r}")
+        if count is None:
+            size = backend.buffer_size(handle)
+            if start > size:
+                raise InvalidBuffer(f"{what}: offset {start} is outside buffer {int(handle)} of {size} bytes")
+            number = (size - start) // ty.size_bytes()
+        else:
+            number = as_int(count)  # type: ignore[assignment]
+            if number is None or number < 0:
+                raise InvalidBuffer(f"{what}: count must be a non-negative int, got {count!r}")
+        self.start = start
+        np = _numpy()
+        if np is not None:
+            self._array = np.empty(number, dtype=dtype)
+            self._raw = None
+            self.target = self._array.view(np.uint8)
+        else:
+            self._array = None
+            self._raw = bytearray(number * ty.size_bytes())
+            self.target = self._raw
+
+    def result(self) -> Any:
+        """The filled array (NumPy, or an ``array.array`` without NumPy)."""
+        return self._array if self._raw is None else _unpacked(self._raw, self._code)
 
 
 class Backend(abc.ABC):
@@ -258,8 +300,11 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def device_info(self) -> dict:
-        """What runs this backend: a new dict with at least ``name``, ``device`` and ``engine``
-        (``max_memory``, where reported, lets ``init_backend_with_memory_check`` answer without allocating)."""
+        """What runs this backend: a new dict with at least ``name``, ``device``, ``engine`` and
+        ``device_type`` (one of DEVICE_TYPES: "cpu" for the host's processor, "gpu" for a graphics
+        processor, "software-gpu" for a GPU API implemented on the CPU such as lavapipe, llvmpipe or
+        SwiftShader, which ``init_backend(AUTO)`` tries last). ``max_memory``, where reported, lets
+        ``init_backend_with_memory_check`` answer without allocating."""
 
     @abc.abstractmethod
     def resonance_accumulator(self) -> list[float]:
@@ -310,27 +355,26 @@ class Backend(abc.ABC):
         ``offset``: a NumPy array where NumPy is present, else an ``array.array`` (F16 values widened
         exactly to ``"f"``). One copy (into the new array). Raises InvalidBuffer (bad handle, count,
         offset or range) or UnsupportedOperation for a type with no host array form."""
-        code, dtype = typed_format(_checked_type(ty, "copy_typed_from"))
-        start = as_int(offset)
-        if start is None or start < 0:
-            raise InvalidBuffer(f"copy_typed_from: offset must be a non-negative int, got {offset!r}")
-        if count is None:
-            size = self.buffer_size(handle)
-            if start > size:
-                raise InvalidBuffer(f"copy_typed_from: offset {start} is outside buffer {int(handle)} of {size} bytes")
-            number = (size - start) // ty.size_bytes()
-        else:
-            number = as_int(count)  # type: ignore[assignment]
-            if number is None or number < 0:
-                raise InvalidBuffer(f"copy_typed_from: count must be a non-negative int, got {count!r}")
-        np = _numpy()
-        if np is not None:
-            out = np.empty(number, dtype=dtype)
-            self.copy_from_buffer(handle, out.view(np.uint8), start)
-            return out
-        raw = bytearray(number * ty.size_bytes())
-        self.copy_from_buffer(handle, raw, start)
-        return _unpacked(raw, code)
+        read = _TypedRead(self, handle, ty, count, offset, "copy_typed_from")
+        self.copy_from_buffer(handle, read.target, read.start)
+        return read.result()
+
+    # ---- asynchronous reads (the browser's way to read results) ------------------------------
+    async def copy_from_buffer_async(self, handle: int, out: Any = None, offset: int = 0) -> Any:
+        """As ``copy_from_buffer``, but awaits the device without blocking the event loop where the
+        backend has to wait for one (WebGPU); backends whose memory is host memory copy at once.
+
+        In the browser this is how WebGPU results are read without ``run_sync``. One copy.
+        Raises as ``copy_from_buffer``.
+        """
+        return self.copy_from_buffer(handle, out, offset)
+
+    async def copy_typed_from_async(self, handle: int, ty: Type, count: int | None = None, offset: int = 0) -> Any:
+        """As ``copy_typed_from``, awaiting the device like ``copy_from_buffer_async``. One copy (into
+        the new array). Raises as ``copy_typed_from``."""
+        read = _TypedRead(self, handle, ty, count, offset, "copy_typed_from_async")
+        await self.copy_from_buffer_async(handle, read.target, read.start)
+        return read.result()
 
     def close(self) -> None:  # noqa: B027 - an optional hook: the default has nothing to release
         """Release the backend's device resources (no-op where there are none)."""

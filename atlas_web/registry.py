@@ -32,7 +32,7 @@ from .errors import AllocationFailed, AtlasError, BackendUnavailable, Unsupporte
 from .memory import MAX_ALLOCATION
 
 __all__ = [
-    "BackendPreference", "BackendStatus", "ENTRY_POINT_GROUP", "AUTO_ORDER", "register_backend",
+    "BackendPreference", "BackendStatus", "DeviceProbe", "ENTRY_POINT_GROUP", "AUTO_ORDER", "register_backend",
     "unregister_backend", "registered_backends", "load_backend_class", "discover_backends",
     "print_backend_summary", "get_backend", "init_backend", "init_backend_with_memory_check",
 ]
@@ -60,12 +60,29 @@ class BackendPreference(enum.Enum):
 
 @dataclass(frozen=True)
 class BackendStatus:
-    """Whether backend ``name`` can start here; ``reason`` says why not, ``devices`` what runs it."""
+    """Whether backend ``name`` can start here; ``reason`` says why not, ``devices`` what runs it,
+    ``device_type`` what kind of device that is (see Backend.device_info; None where the probe does
+    not say)."""
 
     name: str
     available: bool
     reason: str = ""
     devices: tuple[str, ...] = ()
+    device_type: str | None = None
+
+    @property
+    def software_gpu(self) -> bool:
+        """Whether the device is a GPU API implemented on the CPU (AUTO tries such a backend last)."""
+        return self.device_type == "software-gpu"
+
+
+@dataclass(frozen=True)
+class DeviceProbe:
+    """What a backend class's ``probe()`` may return instead of a list of device names, to say
+    what kind of device they are (``device_type``, one of atlas_web.backend.DEVICE_TYPES)."""
+
+    devices: tuple[str, ...]
+    device_type: str | None = None
 
 
 @dataclass
@@ -208,16 +225,19 @@ def _probe(name: str) -> BackendStatus:
         cls = load_backend_class(name)
         probe = getattr(cls, "probe", None)
         if callable(probe):
-            devices = tuple(str(d) for d in probe())
+            found = probe()
+            device_type = found.device_type if isinstance(found, DeviceProbe) else None
+            devices = tuple(str(d) for d in (found.devices if isinstance(found, DeviceProbe) else found))
         else:
             backend = cls()
             try:
-                devices = (str(backend.device_info().get("device", name)),)
+                info = backend.device_info()
+                devices, device_type = (str(info.get("device", name)),), info.get("device_type")
             finally:
                 backend.close()
     except Exception as exc:  # a probe reports every failure as the reason, never raises
         return BackendStatus(name, False, _describe(exc))
-    return BackendStatus(name, True, "", devices)
+    return BackendStatus(name, True, "", devices, device_type)
 
 
 def discover_backends(*, refresh: bool = False) -> list[BackendStatus]:
@@ -282,6 +302,7 @@ def _first_that_starts(preference: BackendPreference | str, reject: Callable[[Ba
     """
     failures: list[str] = []
     started = False
+    deferred: tuple[str, Backend] | None = None  # AUTO's accepted software GPU, kept in case nothing else fits
     for name in _candidates(preference):
         try:
             backend = get_backend(name, **options)
@@ -291,17 +312,36 @@ def _first_that_starts(preference: BackendPreference | str, reject: Callable[[Ba
         started = True
         try:
             rejection = reject(backend)
+            software = _is_auto(preference) and _device_type(backend) == "software-gpu"
         except BaseException:
             backend.close()
+            if deferred is not None:
+                deferred[1].close()
             raise
+        if rejection is None and software and deferred is None:
+            deferred = (name, backend)
+            continue
         if rejection is None:
+            if deferred is not None:
+                deferred[1].close()
             return name, backend
         backend.close()
         failures.append(f"{name}: {rejection}")
+    if deferred is not None:
+        return deferred
     summary = "; ".join(failures)
     if started:
         raise AllocationFailed(f"no backend for preference {_label(preference)} can hold the request: {summary}")
     raise BackendUnavailable(f"no backend for preference {_label(preference)} could start: {summary}")
+
+
+def _is_auto(preference: BackendPreference | str) -> bool:
+    return preference is BackendPreference.AUTO or preference == BackendPreference.AUTO.value
+
+
+def _device_type(backend: Backend) -> str | None:
+    """``device_info()["device_type"]`` of a started backend (None where it does not say)."""
+    return backend.device_info().get("device_type")
 
 
 def _label(preference: BackendPreference | str) -> str:
@@ -311,7 +351,9 @@ def _label(preference: BackendPreference | str) -> str:
 def init_backend(preference: BackendPreference | str = BackendPreference.AUTO, *, program: Any = None,
                  **options: Any) -> Backend:
     """Start a backend: AUTO tries webgpu, wasm, cpu (then other registered ones) and falls back when
-    one fails to start; CPU/WASM/WEBGPU, or a registered name, start exactly that one.
+    one fails to start; CPU/WASM/WEBGPU, or a registered name, start exactly that one. AUTO takes a
+    backend whose ``device_info()["device_type"]`` is "software-gpu" (WebGPU on lavapipe, llvmpipe or
+    SwiftShader, slower than wasm on the same CPU) only when no other candidate fits.
 
     With ``program`` (a Program), only a backend that supports every (instruction, type) pair of it
     is returned (``Backend.supports``), so AUTO routes e.g. F64 programs past webgpu.

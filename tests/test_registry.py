@@ -152,6 +152,15 @@ class FutureBackend(HostBackend):
     api_version = API_VERSION + 1
 
 
+class SoftwareGpuBackend(HostBackend):
+    """Says it is a GPU API implemented on the CPU (as WebGPU on lavapipe or SwiftShader does)."""
+
+    max_memory = 1 << 20
+
+    def device_info(self):
+        return {**super().device_info(), "device_type": "software-gpu"}
+
+
 class NotABackend:
     pass
 
@@ -162,7 +171,7 @@ def isolated_registry(monkeypatch):
     reg = registry._REGISTRY
     reg.ensure_plugins()
     monkeypatch.setattr(reg, "entries", dict(reg.entries))
-    for cls in (HostBackend, ProbedBackend):
+    for cls in (HostBackend, ProbedBackend, SoftwareGpuBackend):
         monkeypatch.setattr(cls, "constructed", 0)
         monkeypatch.setattr(cls, "closed", 0)
     return reg
@@ -314,6 +323,20 @@ def test_auto_falls_back_in_order():
     _replace_builtins(LargeBackend, SmallBackend, HostBackend)
     assert type(init_backend(BackendPreference.AUTO)) is LargeBackend
     assert type(init_backend("auto")) is LargeBackend
+
+
+def test_auto_takes_a_software_gpu_only_when_nothing_else_fits():
+    _replace_builtins(SoftwareGpuBackend, SmallBackend, LargeBackend)
+    assert type(init_backend()) is SmallBackend
+    assert SoftwareGpuBackend.constructed == 1 and SoftwareGpuBackend.closed == 1  # started, then given back
+    assert type(init_backend(BackendPreference.WEBGPU)) is SoftwareGpuBackend  # asked by name: taken
+    _replace_builtins(SoftwareGpuBackend, BrokenBackend, "atlas_no_such_package_xyz:Backend")
+    backend = init_backend("auto")
+    assert type(backend) is SoftwareGpuBackend
+    closed = SoftwareGpuBackend.closed
+    _replace_builtins(SoftwareGpuBackend, SmallBackend, LargeBackend)
+    assert type(init_backend_with_memory_check("auto", 2000)) is LargeBackend  # Small too small, software deferred
+    assert SoftwareGpuBackend.closed == closed + 1
 
 
 def test_explicit_preferences_start_exactly_that_backend():

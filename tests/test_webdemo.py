@@ -101,6 +101,15 @@ def test_auto_picks_the_first_available_in_auto_order():
     assert choices.resolve_choice("webgpu", entries).reason == "no adapter"
 
 
+def test_auto_passes_over_a_software_gpu():
+    statuses = [BackendStatus("wasm", True, devices=("v8",), device_type="cpu"),
+                BackendStatus("webgpu", True, devices=("SwiftShader",), device_type="software-gpu")]
+    entries = choices.backend_choices(statuses=statuses)
+    assert entries[0].label == "auto (wasm)" and choices.resolve_choice("auto", entries).name == "wasm"
+    statuses[0] = BackendStatus("wasm", False, "no js runner")
+    assert choices.resolve_choice("auto", choices.backend_choices(statuses=statuses)).name == "webgpu"
+
+
 def test_unknown_names():
     entries = choices.backend_choices(("auto", "nope"), statuses=STATUSES)
     assert entries[1].reason == "no backend 'nope' is registered" and not entries[0].available

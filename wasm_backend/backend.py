@@ -412,6 +412,7 @@ class WasmBackend(Backend):
         engine = self._runner.engine_name
         return {
             "name": self.name,
+            "device_type": "cpu",
             "device": f"{_host_cpu()} (WebAssembly SIMD128)",
             "engine": f"{engine} {_engine_version(engine)}",
             "memory_limit": self._memory.limit,

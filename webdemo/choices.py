@@ -47,13 +47,19 @@ def _concrete(choices: Sequence[str]) -> list[str]:
     return sorted(names, key=lambda n: (AUTO_ORDER.index(n) if n in AUTO_ORDER else len(AUTO_ORDER), names.index(n)))
 
 
+def _auto_order(statuses: dict[str, BackendStatus], names: list[str]) -> list[str]:
+    """``names`` as init_backend(AUTO) tries them: a software GPU (SwiftShader, lavapipe) last."""
+    return sorted(names, key=lambda n: n in statuses and statuses[n].software_gpu)
+
+
 def backend_choices(choices: Sequence[str] = BROWSER_CHOICES,
                     statuses: Sequence[BackendStatus] | None = None) -> list[BackendChoice]:
     """The picker's entries for ``choices`` (default BROWSER_CHOICES), from ``statuses`` (default: discovery).
 
     A name the registry does not know is unavailable with that as the reason;
     AUTO is available when any of the other choices is, and then says which it
-    picks. Never raises for an unavailable backend.
+    picks (as init_backend(AUTO) would: a software GPU only when nothing else
+    can run). Never raises for an unavailable backend.
     """
     by_name = {s.name: s for s in (statuses if statuses is not None else discover_backends())}
     entries: dict[str, BackendChoice] = {}
@@ -62,7 +68,7 @@ def backend_choices(choices: Sequence[str] = BROWSER_CHOICES,
         label = name if status.available else f"{name} ({NOT_AVAILABLE})"
         entries[name] = BackendChoice(name, status.available, label, status.reason, status.devices)
     if AUTO in choices:
-        picked = next((entries[n] for n in _concrete(choices) if entries[n].available), None)
+        picked = next((entries[n] for n in _auto_order(by_name, _concrete(choices)) if entries[n].available), None)
         if picked is not None:
             entries[AUTO] = BackendChoice(AUTO, True, f"auto ({picked.name})", "", (picked.name,))
         else:

@@ -24,6 +24,7 @@ from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.program import Program
+from atlas_web.registry import DeviceProbe
 
 from .compiler import CompiledProgram, compile_program
 from .launcher import Launcher, LaunchOutcome
@@ -89,13 +90,15 @@ class WebGpuBackend(Backend):
         self._closed = False
 
     @classmethod
-    def probe(cls) -> list[str]:
-        """The device that would run this backend; raises BackendUnavailable when there is none."""
+    def probe(cls) -> DeviceProbe:
+        """The device that would run this backend and its device type ("gpu" or "software-gpu");
+        raises BackendUnavailable when there is none."""
         from .drivers import default_driver
         driver = default_driver()
         try:
             info = driver.adapter_info()
-            return [f"{info['device']} ({info['backend']}, {info['adapter_type']})"]
+            return DeviceProbe((f"{info['device']} ({info['backend']}, {info['adapter_type']})",),
+                               driver.device_type())
         finally:
             driver.close()
 
@@ -116,6 +119,18 @@ class WebGpuBackend(Backend):
         """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
         ``bytes`` of the rest of the buffer. Waits for the GPU; one copy. Raises InvalidBuffer."""
         return self._copy_out(self._memory.get(handle, "buffer"), offset, out, "copy_from_buffer")
+
+    async def copy_from_buffer_async(self, handle: int, out: Any = None, offset: int = 0) -> Any:
+        """As ``copy_from_buffer``, but awaits the GPU without blocking the event loop (the browser's
+        way to read results without ``run_sync``). One copy. Raises InvalidBuffer."""
+        alloc = self._memory.get(handle, "buffer")
+        what = "copy_from_buffer_async"
+        if out is None:
+            self._memory.table.check_range(alloc, offset, 0, what)
+            return bytes(await self._memory.read_async(alloc, offset, alloc.size - offset, what))
+        target = target_bytes(out, what)
+        target[:] = await self._memory.read_async(alloc, offset, target.nbytes, what)
+        return out
 
     def buffer_size(self, handle: int) -> int:
         """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
@@ -250,13 +265,15 @@ class WebGpuBackend(Backend):
         return float(row[wt.format])
 
     def device_info(self) -> dict:
-        """``name``, ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
+        """``name``, ``device_type`` ("gpu", or "software-gpu" on lavapipe, llvmpipe or SwiftShader),
+        ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
         ``max_memory`` (what the chunks can hold), ``chunk_capacity``."""
         info = self._driver.adapter_info()
         capacity = self._memory.chunk_capacity * self._memory.max_chunks
         limit = self._memory.memory_limit
         return {
-            "name": self.name, "device": info["device"], "engine": info["engine"], "backend": info["backend"],
+            "name": self.name, "device_type": self._driver.device_type(), "device": info["device"],
+            "engine": info["engine"], "backend": info["backend"],
             "adapter_type": info["adapter_type"], "features": sorted(self._driver.features),
             "memory_limit": limit, "memory_used": self._memory.used,
             "max_memory": capacity if limit is None else min(limit, capacity),

@@ -32,7 +32,7 @@ from .resources import (
 
 __all__ = [
     "GpuDriver", "REQUIRED_LIMITS", "OPTIONAL_FEATURES", "COMPUTE_STAGE", "limit_name", "ResolvedBinding",
-    "EncodedDispatch", "layout_entries", "bind_group_entries",
+    "EncodedDispatch", "layout_entries", "bind_group_entries", "SOFTWARE_ADAPTERS",
 ]
 
 #: the limits every driver reports (WebGPU names)
@@ -43,6 +43,10 @@ REQUIRED_LIMITS = (
     "maxComputeWorkgroupStorageSize", "maxBindingsPerBindGroup", "minStorageBufferOffsetAlignment",
     "minUniformBufferOffsetAlignment",
 )
+
+#: words in an adapter's names that mark WebGPU implemented on the CPU (Mesa's Vulkan and OpenGL
+#: rasterizers, Chromium's SwiftShader)
+SOFTWARE_ADAPTERS = ("lavapipe", "llvmpipe", "swiftshader")
 
 #: features requested by default when the adapter offers them
 OPTIONAL_FEATURES = ("shader-f16",)
@@ -143,6 +147,15 @@ class GpuDriver(abc.ABC):
             raise BackendUnavailable(f"the {self.engine} device reports no {', '.join(missing)}")
 
     # ---- the device -------------------------------------------------------------------------
+    def device_type(self) -> str:
+        """"software-gpu" when the adapter is WebGPU implemented on the CPU (lavapipe, llvmpipe,
+        SwiftShader, or an adapter whose type says CPU), else "gpu" (see Backend.device_info)."""
+        info = self.adapter_info()
+        if info.get("adapter_type") == "CPU":
+            return "software-gpu"
+        names = " ".join(info.get(field, "") for field in ("vendor", "architecture", "device", "description"))
+        return "software-gpu" if any(word in names.lower() for word in SOFTWARE_ADAPTERS) else "gpu"
+
     @abc.abstractmethod
     def adapter_info(self) -> dict[str, str]:
         """What runs the device: ``vendor``, ``architecture``, ``device``, ``description``,

@@ -244,6 +244,12 @@ class GpuMemory:
         buffer, base = self.location(alloc)
         return self.driver.read_buffer(buffer, base + offset, size)
 
+    async def read_async(self, alloc: Allocation, offset: int, size: int, what: str) -> memoryview:
+        """As ``read``, but awaits the GPU without blocking the event loop."""
+        self.table.check_range(alloc, offset, size, what)
+        buffer, base = self.location(alloc)
+        return await self.driver.read_buffer_async(buffer, base + offset, size)
+
     def close(self) -> None:
         """Destroy every chunk and the device table."""
         for chunk in self.chunks:

@@ -192,6 +192,7 @@ class CpuBackend(Backend):
         limit = self._memory.limit
         return {
             "name": self.name,
+            "device_type": "cpu",
             "device": platform.processor() or platform.machine() or "host CPU",
             "engine": f"NumPy {np.__version__}",
             "memory_limit": limit,

@@ -29,7 +29,7 @@ for status in discover_backends():
     with get_backend(status.name) as backend:
         handle = backend.allocate_typed(list(range(16)), Type.I32)
         await backend.execute_async(program, LaunchConfig.linear(16))
-        runs[status.name] = backend.copy_typed_from(handle, Type.I32).tolist()
+        runs[status.name] = (await backend.copy_typed_from_async(handle, Type.I32)).tolist()
 result = {{"python": list(sys.version_info[:2]), "version": atlas_web.__version__, "digest": program.digest(),
           "text": program.to_text(), "manifest_version": manifest["project_version"], "runs": runs}}
 '''

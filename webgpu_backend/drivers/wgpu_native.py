@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import wgpu
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed
+from atlas_web.host_env import ensure_runtime_dir
 
 from ..driver import OPTIONAL_FEATURES, GpuDriver, ResolvedBinding, bind_group_entries, layout_entries, limit_name
 from ..errors import ShaderCompilationError
@@ -41,6 +42,7 @@ def available_adapters() -> list[Any]:
     on lavapipe; an adapter can serve several devices). Raises BackendUnavailable when wgpu fails."""
     global _enumerated
     if _enumerated is None:
+        ensure_runtime_dir()  # before Mesa's Vulkan loader starts, or it prints an error line per device
         try:
             _enumerated = list(wgpu.gpu.enumerate_adapters_sync())
         except Exception as exc:
