@@ -72,7 +72,10 @@ def backend_documentation() -> BackendDocumentation:
         "like NumPy's pairwise sum, far inside the contract's bound; a block with cancellation such as "
         "2**24 + 1 - 2**24 loses its ones, as NumPy's does); F64, F16 and BF16 add every value in binary64. "
         "Fixed 64K-element chunks combined in order give the same bits on every thread count and in the "
-        "browser. Products run in binary64 in index order (bit-exact with the reference).",
+        "browser. A sum whose result is not finite (an infinity or NaN among the values, or partials past "
+        "the range) is summed again in one thread, magnitudes of 2**512 and more scaled by 2**-512 apart, so "
+        "overflowing partials never give NaN or an infinity the values do not have. Products run in binary64 "
+        "in index order (bit-exact with the reference).",
         "FMA/FMS on F64 round once inside the proved window of Boldo and Melquiond's emulation and twice "
         "outside it (operands with very large or very small exponents).",
     )

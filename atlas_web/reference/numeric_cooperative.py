@@ -95,10 +95,12 @@ def _exact_extreme(kind: str, values: np.ndarray, axis: int | None) -> np.ndarra
 
 
 def _exact_sum(values: np.ndarray) -> float:
-    """The sum of f64 values correctly rounded to f64 (IEEE results for infinities and NaN)."""
+    """The sum of f64 values correctly rounded to f64; with infinities or NaN among them the contract's
+    result (docs/semantics.md): NaN for a NaN or both infinities, else that infinity (a plain sum could
+    overflow to the other infinity first and give NaN)."""
     if not np.isfinite(values).all():
-        with np.errstate(all="ignore"):
-            return float(np.sum(values))
+        infinities = {math.copysign(math.inf, v) for v in values[np.isinf(values)].tolist()}
+        return math.nan if np.isnan(values).any() or len(infinities) == 2 else infinities.pop()
     if not values.any():  # only zeros: IEEE gives -0 when every term is -0, in any order
         return -0.0 if np.signbit(values).all() else 0.0
     try:

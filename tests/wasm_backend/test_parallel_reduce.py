@@ -154,6 +154,34 @@ def test_nan_and_infinities_in_different_chunks(backends, reference, operation, 
         assert np.isnan(_float_of(ty, got))  # the NaN (or inf + -inf) reaches the result from any chunk
 
 
+#: type -> its largest finite value: two of them overflow a partial sum
+_LARGEST = {Type.F32: float(np.finfo(np.float32).max), Type.F64: float(np.finfo(np.float64).max)}
+OVERFLOWS = [
+    ("cancelling-in-one-block", lambda big: {0: big, 16: big, 1: -big, 17: -big}),  # one accumulator lane each
+    ("cancelling-across-chunks", lambda big: {5: big, REDUCE_CHUNK_ELEMENTS + 7: big, 20 * REDUCE_CHUNK_ELEMENTS: -big,
+                                              LAST: -big}),
+    ("overflowing-then-minus-inf", lambda big: {0: big, 1: big, REDUCE_CHUNK_ELEMENTS: big, LAST: -np.inf}),
+]
+
+
+@pytest.mark.parametrize("ty", [Type.F32, Type.F64], ids=lambda ty: ty.name)
+@pytest.mark.parametrize("name, placements", OVERFLOWS, ids=[name for name, _ in OVERFLOWS])
+def test_overflowing_partial_sums_give_no_nan_on_any_thread_count(backends, reference, ty, name, placements):
+    """Partials past the type's range (in one f32 block, in a chunk, across chunks on other threads) give
+    the contract's result: the sum of the rest when the large values cancel, the infinity of the values."""
+    values = _with_specials(COUNT, placements(_LARGEST[ty]))
+    data = _value_bytes(ty, values)
+    got = _float_of(ty, _on_every_thread_count(backends, ReduceOperation.Sum, ty, data))
+    want = _float_of(ty, _reduce_bits(reference, ReduceOperation.Sum, ty, data, COUNT))
+    if not np.isfinite(want):
+        assert got == want
+        return
+    assert np.isfinite(got)
+    eps = {Type.F32: 2.0 ** -23, Type.F64: 2.0 ** -52}[ty]
+    with np.errstate(over="ignore"):  # the contract's bound, count * eps * sum(|x|) (inf for F64: finite is all)
+        assert abs(got - want) <= COUNT * eps * float(np.sum(np.abs(values.astype(np.float64))))
+
+
 def test_a_float_sum_gives_the_same_bits_on_every_thread_count_run_after_run(backends):
     """Values whose sum depends on the order: every thread count gives the same bits, run after run."""
     values = _float_values(COUNT, 21) * np.exp2(np.random.default_rng(3).integers(-40, 40, COUNT))

@@ -243,6 +243,49 @@ def _f64_unrolled(kc: KernelContext, base: int, i: int, chunk_bytes: int, accs: 
             e.br("unrolled")
 
 
+#: float sums keep values of at least SCALE_THRESHOLD in magnitude, times 1 / SCALE_THRESHOLD, apart (exact)
+SCALE_THRESHOLD = 2.0 ** 512
+
+
+def _unless_finite(e, total: int, body) -> None:
+    """Run ``body`` when the f64 local ``total`` is an infinity or NaN (``x - x`` is NaN exactly then)."""
+    e.get(total).get(total).op("f64.sub").get(total).get(total).op("f64.sub").op("f64.ne")
+    with e.if_():
+        body()
+
+
+def _scaled_sum(cc, ty: Type, base: int, count: int, total: int) -> None:
+    """total := the sum of the ``count`` values at ``base`` in index order, in binary64 accumulators that
+    no finite values can overflow: magnitudes below SCALE_THRESHOLD in one, the others scaled by its
+    inverse (exact) in another, joined at the end. Only a non-finite fast sum comes here (an infinity or
+    NaN among the values, or partial sums past the f64 range, or an f32 block past the f32 range), so an
+    infinity or NaN in the result comes only from one among the values (the contract, docs/semantics.md)."""
+    e = cc.e
+    small, big, x, i, end = cc.local(F64), cc.local(F64), cc.local(F64), cc.local(I32), cc.local(I32)
+    size = ty.size_bytes()
+    e.f64(0.0).set(small)
+    e.f64(0.0).set(big)
+    e.i32(0).set(i)
+    e.i32(count * size).set(end)
+
+    def element(at: int) -> None:
+        e.get(base).get(at).op("i32.add")
+        load_scalar(cc.m, e, ty)
+        if ty is not Type.F64:
+            e.op("f64.promote_f32")
+        e.set(x)
+        big_enough = lambda: e.get(x).op("f64.abs").f64(SCALE_THRESHOLD).op("f64.ge")  # noqa: E731 (NaN: small)
+        e.get(big).get(x).f64(1.0 / SCALE_THRESHOLD).op("f64.mul").f64(0.0)
+        big_enough()
+        e.op("select").op("f64.add").set(big)
+        e.get(small).f64(0.0).get(x)
+        big_enough()
+        e.op("select").op("f64.add").set(small)
+
+    _loop(cc, i, end, size, element)
+    e.get(big).f64(SCALE_THRESHOLD).op("f64.mul").get(small).op("f64.add").set(total)
+
+
 def _round_f64_result(m, e, ty: Type) -> None:
     """An f64 result rounded to ``ty`` (F16/BF16 through f32)."""
     if ty is Type.F64:
@@ -419,9 +462,12 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None
             plan.fold(e, total, value)
             e.get(chunk).i32(1).op("i32.add").set(chunk)
             e.br("chunks")
-    e.get(total)
     if plan.ty.is_float() and plan.kind == "add":
+        _unless_finite(e, total, lambda: _scaled_sum(cc, plan.ty, base, count, total))
+        e.get(total)
         _round_f64_result(m, e, plan.ty)
+    else:
+        e.get(total)
 
 
 @cooperative_rule("ParallelReduce")

@@ -310,7 +310,59 @@ def _guarded_uniformly(w: CodeWriter) -> None:
     w.emit("if (workgroupUniformLoad(&go) == 0u) { return; }")
 
 
+#: float sums keep values of at least SCALE_THRESHOLD in magnitude, times 1 / SCALE_THRESHOLD, apart
+SCALE_THRESHOLD = 2.0 ** 64
+
+
+def _float_sum_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
+    """A float Sum that no finite values can overflow: f32 accumulators ``vec2(small, big)``, ``small``
+    adding the values under SCALE_THRESHOLD in magnitude and ``big`` the others times its inverse
+    (exact), so no partial of fewer than 2^32 finite values leaves the f32 range; the final kernel
+    joins them (``big * SCALE_THRESHOLD + small``, which overflows only when the sum itself is beyond
+    the range) and rounds once. An infinity or NaN in the result therefore comes only from one among
+    the values, as docs/semantics.md wants."""
+    f32 = TYPE_MAP[Type.F32]
+    threshold, inverse = literal(f32, SCALE_THRESHOLD), literal(f32, 1.0 / SCALE_THRESHOLD)
+    _guarded_uniformly(w)
+    w.emit("var acc = vec2<f32>(0.0);")
+    if spec.kind == "reduce":
+        if spec.vector:
+            w.emit("let vectors = launch.count / 4u;")
+            w.emit("var small4 = vec4<f32>(0.0);")
+            w.emit("var big4 = vec4<f32>(0.0);")
+            with w.block(f"for (var v = wid.x * {WORKGROUP}u + li; v < vectors; v = v + nwg.x * {WORKGROUP}u)"):
+                w.emit("let x4 = bitcast<vec4<f32>>(srca4[(base_a() >> 4u) + v]);")
+                w.emit(f"let big_lanes = abs(x4) >= vec4<f32>({threshold});")
+                w.emit("small4 = small4 + select(x4, vec4<f32>(0.0), big_lanes);")
+                w.emit(f"big4 = big4 + select(vec4<f32>(0.0), x4 * {inverse}, big_lanes);")
+            w.emit("acc = vec2<f32>((small4.x + small4.y) + (small4.z + small4.w), "
+                   "(big4.x + big4.y) + (big4.z + big4.w));")
+            w.emit("let tail_start = select(launch.count, vectors * 4u, wid.x == 0u && li == 0u);")
+            loop = "for (var e = tail_start; e < launch.count; e = e + 1u)"
+        else:
+            loop = f"for (var e = wid.x * {WORKGROUP}u + li; e < launch.count; e = e + nwg.x * {WORKGROUP}u)"
+        with w.block(loop):
+            element = w.temp(load_value(w, wt, "load_a", f"(base_a() + e * {wt.size}u)"), "x")
+            w.emit(f"acc = acc + select(vec2<f32>({element}, 0.0), vec2<f32>(0.0, {element} * {inverse}), "
+                   f"abs({element}) >= {threshold});")
+        _tree(w, lambda x, y: f"({x} + {y})")
+        with w.block("if (li == 0u)"):
+            w.emit("partials[wid.x * 2u] = bitcast<u32>(scratch[0].x);")
+            w.emit("partials[wid.x * 2u + 1u] = bitcast<u32>(scratch[0].y);")
+        return "vec2<f32>"
+    with w.block(f"for (var g = li; g < launch.groups; g = g + {WORKGROUP}u)"):
+        w.emit("acc = acc + bitcast<vec2<f32>>(vec2<u32>(partials[g * 2u], partials[g * 2u + 1u]));")
+    _tree(w, lambda x, y: f"({x} + {y})")
+    with w.block("if (li == 0u)"):
+        total = w.temp(f"scratch[0].y * {threshold} + scratch[0].x", "total")
+        w.emit(f"atomicStore(&rt[launch.result], bitcast<u32>({finish(w, wt, total)}));")
+        w.emit("atomicStore(&rt[REACHED + launch.step], launch.resume);")
+    return "vec2<f32>"
+
+
 def _reduce_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
+    if spec.operation is ReduceOperation.Sum and wt.family == "float":
+        return _float_sum_main(w, spec, wt)
     acc_type, acc_wgsl = _accumulator(wt)
     name = REDUCE_INSTRUCTIONS[spec.operation]
 
