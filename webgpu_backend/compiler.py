@@ -17,7 +17,7 @@ from atlas_web.lowering.liveness import VirtualRegister
 from atlas_web.lowering.structure import EndLane, Suspend
 
 from .wgsl import ShaderFeatures, StageShader, build_stage_shader
-from .wgsl.stage_shader import wide_register_file_base
+from .wgsl.stage_shader import shared_backup_words, wide_register_file_base
 from .wgsl.lane_state import LaneStateLayout
 from .wgsl.runtime_layout import RuntimeLayout
 from .wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, check_program
@@ -79,6 +79,11 @@ class CompiledProgram:
                                                self.multi_stage, self.presets) for stage in self.plan.stages)
             self._shaders[key] = shaders
         return shaders
+
+    def shared_backup(self, config: LaunchConfig) -> tuple[int, int]:
+        """(byte offset, bytes) of the blocks' shared-memory copies in the state buffer ((0, 0): none)."""
+        first, words = shared_backup_words(self.plan, self.state, config, self.multi_stage)
+        return 4 * first, 4 * words
 
     def state_layout(self, config: LaunchConfig, shaders) -> tuple[int, int, int]:
         """(bytes of the state buffer, byte offset and byte size of the wide register file) one

@@ -392,8 +392,11 @@ class Launcher:
             return known_trap[0], words[REACHED + last]
 
         stage, expect = plan.stages[0], 0
-        if 0 in compiled.passes_to and compiled.state.total_slots > 1:
-            io.clear(self.state, 0, 4 * compiled.state.total_slots * config.total_threads)
+        if 0 in compiled.passes_to and compiled.multi_stage:
+            # no first stage starts the lanes: their state (the flags word too: an earlier launch may have
+            # left "ended" there) and the blocks' shared-memory copies start at zero
+            backup, backup_bytes = compiled.shared_backup(config)
+            io.clear(self.state, 0, max(4 * compiled.state.total_slots * config.total_threads, backup + backup_bytes))
         while True:
             passing = compiled.passes_to.get(stage.id)
             if passing is None and stage.id not in compiled.empty_stages:

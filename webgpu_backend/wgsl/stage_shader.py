@@ -39,7 +39,7 @@ from .runtime_layout import GUARD_WGSL, LAUNCH_STRUCT, RuntimeLayout
 from .segments import NO_LABEL, render_segment
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
-           "wide_register_file_base"]
+           "wide_register_file_base", "shared_backup_words"]
 
 FIRST_CHUNK_BINDING = 4
 #: workgroup bytes the stage loop itself uses (the three agreement slots and the guard)
@@ -59,13 +59,21 @@ class StageShader:
     wide_slots: int = 0
 
 
+def shared_backup_words(plan, state: LaneStateLayout, config: LaunchConfig, multi_stage: bool) -> tuple[int, int]:
+    """(first word, words) of the blocks' shared-memory copies in the ``state`` buffer, after the
+    lane-state slots: (0, 0) unless a multi-stage program uses shared memory. A stage that ends
+    saves its block's shared memory there and the next stage loads it, so shared memory lasts the
+    whole launch; the host zeroes the copies when the first stage is not dispatched."""
+    if not (multi_stage and plan.info.uses_shared):
+        return 0, 0
+    return state.total_slots * config.total_threads, config.num_blocks * max(1, -(-config.shared_memory // 4))
+
+
 def wide_register_file_base(plan, state: LaneStateLayout, config: LaunchConfig, multi_stage: bool) -> int:
     """The first word of the wide register file in the ``state`` buffer: after the lane-state slots
-    and, in multi-stage programs that use shared memory, the blocks' shared-memory copies."""
+    and the blocks' shared-memory copies."""
     words = state.total_slots * config.total_threads if multi_stage else 0
-    if multi_stage and plan.info.uses_shared:
-        words += config.num_blocks * max(1, -(-config.shared_memory // 4))
-    return words
+    return words + shared_backup_words(plan, state, config, multi_stage)[1]
 
 
 def _k(k) -> str:
@@ -238,7 +246,8 @@ class _StageBuilder:
         specials = _special_values(self.config)
         for index in sorted(self.resources.specials):
             w.emit(f"{special_name(index)} = {specials[index]};")
-        barriers = len(stage.segments) > 1 or self.shared_spill
+        has_shared = bool(self.resources.shared or self.shared_spill)
+        barriers = len(stage.segments) > 1 or self.shared_spill or has_shared
         if entry.kind is not ResumeKind.ENTRY or stage.id != 0:
             guard = GUARD_WGSL
             if barriers:
@@ -261,7 +270,9 @@ class _StageBuilder:
                 w.emit(f"{self.state_word(self.state.flags_slot)(0)} = 0u;")
             self.zero_float_registers(w)
             self.reload(w, self.presets.values(), lambda v: ("preset", v.id))
-        if self.shared_spill and entry.kind is not ResumeKind.ENTRY:
+        if entry.kind is ResumeKind.ENTRY and has_shared:
+            self.shared_zero(w)
+        elif self.shared_spill:
             self.shared_copy(w, load=True)
         cooperative = [r for r in stage.cooperative_exits]
         if len(stage.segments) == 1:
@@ -323,9 +334,21 @@ class _StageBuilder:
                     self.spill_counters(w)
                 w.emit(f"atomicStore(&rt[REACHED + launch.step], {r + 1}u);")
 
+    def shared_zero(self, w: CodeWriter) -> None:
+        """Zero the block's shared memory where its lanes start (the contract: zero at launch, per
+        block). Workgroup memory is not reliably zeroed between dispatches (lavapipe hands a
+        workgroup what an earlier one, of this launch or another, left there), so the shader does it,
+        every lane a share, and a barrier orders it before any lane's first access. Only the stage
+        where lanes start does it: later stages load the copy the stage before them saved, and so must
+        any later dispatch that resumes lanes in the middle of a stage (a stage split over dispatches)."""
+        with w.block("for (var k = li; k < SHARED_WORDS; k = k + BLOCK_LANES)"):
+            w.emit("shm_store(k, 0u);")
+        w.emit("workgroupBarrier();")
+
     def shared_copy(self, w: CodeWriter, load: bool) -> None:
         """Copy the block's shared memory from (``load``) or to its lane-state backup."""
-        base = f"{self.state.total_slots * self.lanes}u + block * SHARED_WORDS"
+        first, _ = shared_backup_words(self.plan, self.state, self.config, self.multi_stage)
+        base = f"{first}u + block * SHARED_WORDS"
         if not load:
             w.emit("workgroupBarrier();")
         with w.block("for (var k = li; k < SHARED_WORDS; k = k + BLOCK_LANES)"):
