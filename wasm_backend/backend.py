@@ -28,9 +28,7 @@ has one thread and everything runs on it (the same chunks, the same bits).
 
 from __future__ import annotations
 
-import functools
 import platform
-import threading
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -40,6 +38,7 @@ from atlas_web.backend import Backend
 from atlas_web.errors import (
     AllocationFailed, AtlasTrap, ExecutionFailed, InvalidBuffer, ProgramError, TrapCode,
 )
+from atlas_web.exclusive import exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import source_bytes, target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
@@ -91,16 +90,6 @@ class _Loaded:
         self.names = names
 
 
-def _one_thread_at_a_time(method):
-    """Run ``method`` holding the backend's lock: threads sharing a backend take turns (a wasmtime Store,
-    the caches and the memory's allocator are not safe to use from two threads at once)."""
-    @functools.wraps(method)
-    def exclusive(self, *args, **kwargs):
-        with self._exclusive:
-            return method(self, *args, **kwargs)
-    return exclusive
-
-
 class WasmBackend(Backend):
     """The WebAssembly backend.
 
@@ -121,7 +110,7 @@ class WasmBackend(Backend):
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None, runner: str | None = None,
                  cache_size: int = 256, threads: int | None = None) -> None:
         from .runners import create_runner, runner_name
-        self._exclusive = threading.RLock()
+        self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "WasmBackend budget")
         threads = _check_threads(threads)
         # the browser's runner has no threads: there ``threads`` is checked, then ignored
@@ -147,23 +136,23 @@ class WasmBackend(Backend):
         return [f"{runner.engine_name} {_engine_version(runner.engine_name)} (SIMD128) on {_host_cpu()}"]
 
     # ---- buffers and pools ------------------------------------------------------------------------------
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def allocate_buffer(self, size: int) -> BufferHandle:
         """A new zero-filled buffer of ``size`` bytes. Raises AllocationFailed (asked and left in the message)."""
         return BufferHandle(self._memory.allocate("buffer", size).handle)
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def free_buffer(self, handle: int) -> None:
         """Release a buffer. Raises InvalidBuffer (also for a pool or the boundary memory)."""
         self._memory.free(handle, "buffer")
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def copy_to_buffer(self, handle: int, data: Any, offset: int = 0) -> None:
         """Copy the bytes of ``data`` into the buffer at ``offset`` (one copy). Raises InvalidBuffer."""
         self._memory.write(self._memory.get(handle, "buffer"), offset, source_bytes(data, "copy_to_buffer"),
                            "copy_to_buffer")
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def copy_from_buffer(self, handle: int, out: Any = None, offset: int = 0) -> Any:
         """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
         ``bytes`` of the rest of the buffer. One copy. Raises InvalidBuffer."""
@@ -173,7 +162,7 @@ class WasmBackend(Backend):
         """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
         return self._memory.get(handle, "buffer").size
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def buffer_view(self, handle: int, ty: Type | None = None) -> Any:
         """A zero-copy NumPy view of a buffer's bytes (of ``ty``'s dtype when given). Valid until the
         linear memory grows (any allocation may grow it): take it again after allocating. Raises
@@ -187,23 +176,23 @@ class WasmBackend(Backend):
         usable = view.size - view.size % ty.size_bytes()
         return view[:usable].view(dtype)
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def allocate_pool(self, size: int) -> PoolHandle:
         """A new zero-filled pool of ``size`` bytes. Raises AllocationFailed."""
         return PoolHandle(self._memory.allocate("pool", size).handle)
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def free_pool(self, handle: int) -> None:
         """Release a pool. Raises InvalidBuffer (also for a buffer handle)."""
         self._memory.free(handle, "pool")
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
         """Copy ``data`` into the pool at ``offset`` (one copy). Raises InvalidBuffer."""
         self._memory.write(self._memory.get(handle, "pool"), offset, source_bytes(data, "copy_to_pool"),
                            "copy_to_pool")
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
         """Fill ``out`` (a writable buffer; or an int: that many new bytes) from the pool at ``offset``.
 
@@ -227,7 +216,7 @@ class WasmBackend(Backend):
         return out
 
     # ---- execution ----------------------------------------------------------------------------------------
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
         """Verify, compile (cached) and run ``program`` with ``params``.
 
@@ -429,14 +418,14 @@ class WasmBackend(Backend):
             "parallel_worker_chunks": self._runner.worker_calls,
         }
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def resonance_accumulator(self) -> list[float]:
         """The 96 ResAccum sums of the last launch (zeros before any), as Python floats (a copy)."""
         if not self._resaccum_valid:
             return [0.0] * NUM_CLASSES
         return list(self._memory.access.unpack(f"<{NUM_CLASSES}d", layout.RES_SUMS))
 
-    @_one_thread_at_a_time
+    @one_thread_at_a_time
     def close(self) -> None:
         """Drop compiled programs and instances and stop the worker threads, returning once they have ended.
         The backend stays usable: its memory and buffers stay, a later launch compiles again, and a later

@@ -16,6 +16,7 @@ from typing import Any
 
 from atlas_web.backend import Backend, resolve_op
 from atlas_web.errors import ExecutionFailed, InvalidBuffer, ProgramError
+from atlas_web.exclusive import exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
@@ -61,12 +62,16 @@ class WebGpuBackend(Backend):
     ``memory_limit``: optional cap in bytes on buffers and pools together. ``chunk_capacity`` /
     ``max_chunks``: the size of one storage chunk (default: the device's binding limit) and how
     many may exist. Raises BackendUnavailable when no WebGPU device can be had.
+
+    Threads may share a backend: its methods take turns (``atlas_web.exclusive``), so each launch's
+    trap and results are its own.
     """
 
     name = "webgpu"
 
     def __init__(self, *, driver: Any = None, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
                  chunk_capacity: int | None = None, max_chunks: int | None = None) -> None:
+        self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "WebGpuBackend budget")
         if driver is None:
             from .drivers import default_driver
@@ -103,18 +108,22 @@ class WebGpuBackend(Backend):
             driver.close()
 
     # ---- buffers and pools -------------------------------------------------------------------
+    @one_thread_at_a_time
     def allocate_buffer(self, size: int) -> BufferHandle:
         """A new zero-filled buffer of ``size`` bytes. Raises AllocationFailed."""
         return BufferHandle(self._memory.allocate("buffer", size).handle)
 
+    @one_thread_at_a_time
     def free_buffer(self, handle: int) -> None:
         """Release a buffer. Raises InvalidBuffer (also for a pool or the boundary memory)."""
         self._memory.free(handle, "buffer")
 
+    @one_thread_at_a_time
     def copy_to_buffer(self, handle: int, data: Any, offset: int = 0) -> None:
         """Copy the bytes of ``data`` into the buffer at ``offset`` (one copy). Raises InvalidBuffer."""
         self._memory.write(self._memory.get(handle, "buffer"), offset, data, "copy_to_buffer")
 
+    @one_thread_at_a_time
     def copy_from_buffer(self, handle: int, out: Any = None, offset: int = 0) -> Any:
         """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
         ``bytes`` of the rest of the buffer. Waits for the GPU; one copy. Raises InvalidBuffer."""
@@ -132,22 +141,27 @@ class WebGpuBackend(Backend):
         target[:] = await self._memory.read_async(alloc, offset, target.nbytes, what)
         return out
 
+    @one_thread_at_a_time
     def buffer_size(self, handle: int) -> int:
         """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
         return self._memory.get(handle, "buffer").size
 
+    @one_thread_at_a_time
     def allocate_pool(self, size: int) -> PoolHandle:
         """A new zero-filled pool of ``size`` bytes. Raises AllocationFailed."""
         return PoolHandle(self._memory.allocate("pool", size).handle)
 
+    @one_thread_at_a_time
     def free_pool(self, handle: int) -> None:
         """Release a pool. Raises InvalidBuffer (also for a buffer handle)."""
         self._memory.free(handle, "pool")
 
+    @one_thread_at_a_time
     def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
         """Copy ``data`` into the pool at ``offset`` (one copy). Raises InvalidBuffer."""
         self._memory.write(self._memory.get(handle, "pool"), offset, data, "copy_to_pool")
 
+    @one_thread_at_a_time
     def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
         """Fill ``out`` (a writable buffer; or an int: that many new bytes) from the pool at ``offset``.
         Waits for the GPU; one copy. Raises InvalidBuffer."""
@@ -158,6 +172,7 @@ class WebGpuBackend(Backend):
             return bytes(self._memory.read(alloc, offset, out, "copy_from_pool"))
         return self._copy_out(alloc, offset, out, "copy_from_pool")
 
+    @one_thread_at_a_time
     def pool_size(self, handle: int) -> int:
         """Size in bytes of a live pool. Raises InvalidBuffer."""
         return self._memory.get(handle, "pool").size
@@ -193,6 +208,7 @@ class WebGpuBackend(Backend):
         self._resonance, self._pending_resonance = [0.0] * 96, None
         return compiled, config, words, budget
 
+    @one_thread_at_a_time
     def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
         """Verify, compile (cached) and run ``program``.
 
@@ -264,6 +280,7 @@ class WebGpuBackend(Backend):
             return 0.0
         return float(row[wt.format])
 
+    @one_thread_at_a_time
     def device_info(self) -> dict:
         """``name``, ``device_type`` ("gpu", or "software-gpu" on lavapipe, llvmpipe or SwiftShader),
         ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
@@ -280,6 +297,7 @@ class WebGpuBackend(Backend):
             "chunk_capacity": self._memory.chunk_capacity,
         }
 
+    @one_thread_at_a_time
     def resonance_accumulator(self) -> list[float]:
         """The 96 ResAccum sums of the last launch (zeros before any), each the exact sum rounded once
         to f64. Reads them back from the GPU on first use after a launch (one copy)."""
@@ -290,6 +308,7 @@ class WebGpuBackend(Backend):
             self._resonance = [_exact_sum(words[c * RES_STRIDE:(c + 1) * RES_STRIDE]) for c in range(96)]
         return list(self._resonance)
 
+    @one_thread_at_a_time
     def close(self) -> None:
         """Release the device memory (and the device, when the backend made its driver)."""
         if self._closed:

@@ -17,6 +17,7 @@ from ..atlas import NUM_CLASSES
 from ..backend import Backend
 from ..cache import ProgramCache
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
+from ..exclusive import exclusive_lock, one_thread_at_a_time
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
 from ..isa.opcodes import OpcodeInfo
@@ -54,11 +55,13 @@ class CpuBackend(Backend):
     overrides it per launch). ``memory_limit``: optional cap in bytes on all
     buffers and pools together (the boundary memory does not count).
     Raises ExecutionFailed / AllocationFailed for malformed arguments.
+    Threads may share it: its methods take turns (``atlas_web.exclusive``).
     """
 
     name = "cpu"
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None) -> None:
+        self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "CpuBackend budget")
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
@@ -67,40 +70,49 @@ class CpuBackend(Backend):
         self._geometry: LaneGeometry | None = None
 
     # ---- buffers ---------------------------------------------------------------
+    @one_thread_at_a_time
     def allocate_buffer(self, size: int) -> BufferHandle:
         """A new zero-filled buffer of ``size`` bytes. Raises AllocationFailed."""
         return BufferHandle(self._memory.allocate("buffer", size).handle)
 
+    @one_thread_at_a_time
     def free_buffer(self, handle: int) -> None:
         """Release a buffer. Raises InvalidBuffer (also for a pool or the boundary memory)."""
         self._memory.free(handle, "buffer")
 
+    @one_thread_at_a_time
     def copy_to_buffer(self, handle: int, data: Any, offset: int = 0) -> None:
         """Copy the bytes of ``data`` into the buffer at ``offset`` (one copy). Raises InvalidBuffer."""
         self._copy_in(handle, "buffer", offset, data, "copy_to_buffer")
 
+    @one_thread_at_a_time
     def copy_from_buffer(self, handle: int, out: Any = None, offset: int = 0) -> Any:
         """Copy bytes from the buffer at ``offset`` into ``out`` and return it; with ``out=None`` a new
         ``bytes`` of the rest of the buffer. One copy. Raises InvalidBuffer."""
         return self._copy_out(handle, "buffer", offset, out, "copy_from_buffer")
 
+    @one_thread_at_a_time
     def buffer_size(self, handle: int) -> int:
         """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
         return self._memory.get(handle, "buffer")[0].size
 
     # ---- pools -----------------------------------------------------------------
+    @one_thread_at_a_time
     def allocate_pool(self, size: int) -> PoolHandle:
         """A new zero-filled pool of ``size`` bytes. Raises AllocationFailed."""
         return PoolHandle(self._memory.allocate("pool", size).handle)
 
+    @one_thread_at_a_time
     def free_pool(self, handle: int) -> None:
         """Release a pool. Raises InvalidBuffer (also for a buffer handle)."""
         self._memory.free(handle, "pool")
 
+    @one_thread_at_a_time
     def copy_to_pool(self, handle: int, offset: int, data: Any) -> None:
         """Copy ``data`` into the pool at ``offset`` (one copy). Raises InvalidBuffer."""
         self._copy_in(handle, "pool", offset, data, "copy_to_pool")
 
+    @one_thread_at_a_time
     def copy_from_pool(self, handle: int, offset: int, out: Any) -> Any:
         """Fill ``out`` (a writable buffer; or an int: that many new bytes) from the pool at ``offset``.
 
@@ -114,6 +126,7 @@ class CpuBackend(Backend):
             return data[offset:offset + out].tobytes()
         return self._copy_out(handle, "pool", offset, out, "copy_from_pool")
 
+    @one_thread_at_a_time
     def pool_size(self, handle: int) -> int:
         """Size in bytes of a live pool. Raises InvalidBuffer."""
         return self._memory.get(handle, "pool")[0].size
@@ -135,6 +148,7 @@ class CpuBackend(Backend):
         return out
 
     # ---- execution ---------------------------------------------------------------
+    @one_thread_at_a_time
     def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
         """Verify and run ``program`` with ``params``.
 
@@ -183,6 +197,7 @@ class CpuBackend(Backend):
             return False
         return ty is None if not info.types else ty in info.types
 
+    @one_thread_at_a_time
     def device_info(self) -> dict:
         """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``
         and ``max_memory``: the memory limit, or the host's physical memory (None where the host does not
@@ -200,6 +215,7 @@ class CpuBackend(Backend):
             "max_memory": host if limit is None else min(limit, host if host is not None else limit),
         }
 
+    @one_thread_at_a_time
     def resonance_accumulator(self) -> list[float]:
         """The 96 ResAccum sums of the last launch (zeros before any), as Python floats (a copy)."""
         return self._accumulator.tolist()
