@@ -44,6 +44,15 @@ RES_ACCUM_F64 = _POINTER.format(stride=4, buffer=0, dst="r5") + """
     res.accum.f64 r13, r12
 """
 
+#: lanes 4k .. 4k+3 add into class k (values 2^60, 1, -2^60, 1: the order of the additions decides
+#: the binary64 sum, 1 or 2; the contract allows either)
+RES_ACCUM_CANCELLING = _POINTER.format(stride=4, buffer=0, dst="r5") + """
+    ldg.f32 r6, [r5 + 0]
+    mov_imm.u32 r7, 4
+    div.u32 r10, r255, r7
+    res.accum.f32 r10, r6
+"""
+
 PHASE = _POINTER.format(stride=16, buffer=0, dst="r5") + """
     phase.adv 5
     phase.get r1
@@ -90,6 +99,8 @@ def atlas_cases() -> list[Case]:
     specs = [
         ("res_accum", RES_ACCUM, (Buffer(Type.F32, floats),)),
         ("res_accum_f64", RES_ACCUM_F64, (Buffer(Type.F32, floats),)),
+        ("res_accum_cancelling", RES_ACCUM_CANCELLING,
+         (Buffer(Type.F32, struct.pack(f"<{LANES}f", *[2.0 ** 60, 1.0, -2.0 ** 60, 1.0] * (LANES // 4))),)),
         ("phase", PHASE, (Buffer(Type.U8, bytes(16 * LANES), output=True), Buffer(Type.U8, bytes(16)))),
         ("class_operand_types", CLASS_TYPES, (Buffer(Type.U8, bytes(8 * LANES), output=True),)),
     ]
@@ -101,4 +112,4 @@ def atlas_cases() -> list[Case]:
 
 
 #: the cases whose resonance sums are compared
-RESONANCE_CASES = frozenset({"atlas.res_accum", "atlas.res_accum_f64"})
+RESONANCE_CASES = frozenset({"atlas.res_accum", "atlas.res_accum_f64", "atlas.res_accum_cancelling"})
