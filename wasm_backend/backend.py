@@ -392,6 +392,7 @@ class WasmBackend(Backend):
 
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
+        ``max_allocation`` (the largest buffer or pool: the arena's room in an empty linear memory),
         ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_thresholds`` (the
         fewest elements a map needs to run on them, by the cost of its operation),
         ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_lanes_threshold``
@@ -407,6 +408,7 @@ class WasmBackend(Backend):
             "memory_limit": self._memory.limit,
             "memory_used": self._memory.used,
             "memory_size": self._memory.size,
+            "max_allocation": self._memory.max_allocation,
             "max_memory": self._memory.limit - layout.ARENA_START - self._memory.arena.size_of(
                 self._memory.get(1).base),
             "compiled_programs": len(self._loaded),

@@ -21,7 +21,7 @@ from typing import Any
 
 from atlas_web.errors import AllocationFailed
 from atlas_web.isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE
-from atlas_web.memory import Allocation, ArenaAllocator, HandleTable
+from atlas_web.memory import MAX_ALLOCATION, Allocation, ArenaAllocator, HandleTable
 
 from . import layout
 from .encoding.types import MAX_PAGES, PAGE_SIZE
@@ -71,6 +71,8 @@ class DeviceMemory:
         boundary = self.table.get(BOUNDARY_HANDLE)
         boundary.base = self.arena.allocate(BOUNDARY_BYTES, "boundary memory")
         self._mirror(boundary)
+        #: the largest buffer or pool: the arena's room beside the runtime areas (less while others live)
+        self.max_allocation = min(MAX_ALLOCATION, self.arena.free_bytes)
         #: bytes of buffers and pools (the boundary memory and runtime areas not counted)
         self.used = 0
 

@@ -284,7 +284,8 @@ class WebGpuBackend(Backend):
     def device_info(self) -> dict:
         """``name``, ``device_type`` ("gpu", or "software-gpu" on lavapipe, llvmpipe or SwiftShader),
         ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
-        ``max_memory`` (what the chunks can hold), ``chunk_capacity``."""
+        ``max_memory`` (what the chunks can hold), ``chunk_capacity``, ``max_allocation`` (the largest buffer
+        or pool: one chunk)."""
         info = self._driver.adapter_info()
         capacity = self._memory.chunk_capacity * self._memory.max_chunks
         limit = self._memory.memory_limit
@@ -295,6 +296,7 @@ class WebGpuBackend(Backend):
             "memory_limit": limit, "memory_used": self._memory.used,
             "max_memory": capacity if limit is None else min(limit, capacity),
             "chunk_capacity": self._memory.chunk_capacity,
+            "max_allocation": self._memory.chunk_capacity if limit is None else min(limit, self._memory.chunk_capacity),
         }
 
     @one_thread_at_a_time

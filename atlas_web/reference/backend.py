@@ -20,6 +20,7 @@ from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
 from ..exclusive import exclusive_lock, one_thread_at_a_time
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
+from ..memory import MAX_ALLOCATION
 from ..isa.opcodes import OpcodeInfo
 from ..isa.registers import Register
 from ..isa.types import Type
@@ -202,7 +203,7 @@ class CpuBackend(Backend):
         """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``
         and ``max_memory``: the memory limit, or the host's physical memory (None where the host does not
         say), so ``init_backend_with_memory_check`` need not allocate (NumPy's zeros are lazy and would
-        accept any size)."""
+        accept any size); ``max_allocation``: the largest buffer or pool (MAX_ALLOCATION, or the limit)."""
         host = host_memory_bytes()
         limit = self._memory.limit
         return {
@@ -213,6 +214,7 @@ class CpuBackend(Backend):
             "memory_limit": limit,
             "memory_used": self._memory.used,
             "max_memory": host if limit is None else min(limit, host if host is not None else limit),
+            "max_allocation": MAX_ALLOCATION if limit is None else min(limit, MAX_ALLOCATION),
         }
 
     @one_thread_at_a_time
