@@ -12,6 +12,7 @@ import abc
 import array
 import struct
 import sys
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Any, Iterable
 
 from .errors import (
@@ -66,7 +67,11 @@ def _checked_type(ty: object, what: str) -> Type:
 
 
 def _packed(values: Any, ty: Type, what: str) -> memoryview:
-    """``values`` (an iterable of numbers) stored as ``ty``, little-endian, element by element."""
+    """``values`` (an iterable of numbers) stored as ``ty``, little-endian, element by element. A mapping
+    or a set is refused (InvalidBuffer): it is not a sequence of values (a dict would give its keys)."""
+    if isinstance(values, (Mapping, AbstractSet)):
+        raise InvalidBuffer(f"{what}: a {type(values).__name__} is not a sequence of values; pass a list, "
+                            "an array.array or a NumPy array")
     code, _ = typed_format(ty)
     try:
         items = list(values)
