@@ -42,3 +42,14 @@ def test_int_handles_and_handle_subclasses_still_resolve():
         table.get(99)
     with pytest.raises(InvalidBuffer, match="handle True is not a handle"):
         table.remove(True, "buffer")
+
+
+def test_handles_format_as_their_number_and_repr_names_their_kind():
+    """Issue 17: f"{handle}" gave "BufferHandle(2)", which text assembly and messages then carried."""
+    from atlas_web import Program
+    from atlas_web.isa.addresses import PoolHandle
+    buffer, pool = BufferHandle(2), PoolHandle(7)
+    assert (f"{buffer}", str(pool), f"{pool:>3}", "%s" % buffer) == ("2", "7", "  7", "2")
+    assert (repr(buffer), repr(pool), f"{buffer!r}") == ("BufferHandle(2)", "PoolHandle(7)", "BufferHandle(2)")
+    program = Program.from_text(f"ldg.u32 r1, [buf{buffer} + 4]\nmov_imm.u32 r2, {pool}")
+    assert program.instructions[0].src.handle == 2 and program.instructions[1].value == 7

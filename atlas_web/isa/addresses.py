@@ -29,22 +29,28 @@ BOUNDARY_BYTES = 96 * CLASS_STRIDE
 BOUNDARY_HANDLE = 1
 
 
-class BufferHandle(int):
+class _Handle(int):
+    """A handle: an int whose ``str`` and f-string form are its number (``f"[buf{h} + 0]"`` is text
+    assembly) and whose ``repr`` names its kind."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({int(self)})"
+
+    __str__ = int.__repr__
+
+
+class BufferHandle(_Handle):
     """The handle of a device buffer (an int, usable in addresses and pointers)."""
 
     __slots__ = ()
 
-    def __repr__(self) -> str:
-        return f"BufferHandle({int(self)})"
 
-
-class PoolHandle(int):
+class PoolHandle(_Handle):
     """The handle of a pool (shares the handle space with buffers)."""
 
     __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"PoolHandle({int(self)})"
 
 
 def make_pointer(handle: int, offset: int) -> int:
