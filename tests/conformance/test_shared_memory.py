@@ -18,17 +18,23 @@ BACKENDS = {"cpu": CpuBackend(), **compiled_backends()}
 GRID = LaunchConfig(grid=(2, 1, 1), block=(4, 1, 1), shared_memory=16)
 LANES = GRID.total_threads
 
-#: out[GLOBAL_LANE_ID] = shared[LANE_IDX_X] (u32) as read before this launch wrote it; then the marker there
-READ_THEN_MARK = """
-    mov_imm.u32 r1, 4
+
+def _read_then_mark(ty: str, slot: int) -> str:
+    """out[GLOBAL_LANE_ID] = the lane's ``slot``-byte slot of shared memory (of ``ty``) as read before this
+    launch wrote it; then the marker there."""
+    return f"""
+    mov_imm.u32 r1, {slot}
     mul.u32 r2, r252, r1
     mul.u32 r6, r255, r1
-    lds.u32 r3, [r2 + 0]
-    mov_imm.u32 r4, {h0}
-    stg.u32 [r4 + r6], r3
-    mov_imm.u32 r5, {mark}
-    sts.u32 [r2 + 0], r5
+    lds.{ty} r3, [r2 + 0]
+    mov_imm.u32 r4, {{h0}}
+    stg.{ty} [r4 + r6], r3
+    mov_imm.{ty} r5, {{mark}}
+    sts.{ty} [r2 + 0], r5
 """
+
+
+READ_THEN_MARK = _read_then_mark("u32", 4)
 #: the same, then a cooperative step (a stage boundary), then the slot is read again (it must hold the
 #: marker) into out[LANES + GLOBAL_LANE_ID] and overwritten with marker + 1
 ACROSS_A_STAGE = READ_THEN_MARK + """
@@ -45,17 +51,8 @@ ACROSS_A_STAGE = READ_THEN_MARK + """
 AFTER_A_STAGE = """
     preduce.sum.u32 r9, [buf{h1} + 0], 4
 """ + READ_THEN_MARK
-#: 32-byte slots: out[GLOBAL_LANE_ID] (u256) = shared[LANE_IDX_X] before this launch wrote it; then a marker
-WIDE = """
-    mov_imm.u32 r1, 32
-    mul.u32 r2, r252, r1
-    mul.u32 r6, r255, r1
-    lds.u256 r20, [r2 + 0]
-    mov_imm.u32 r4, {h0}
-    stg.u256 [r4 + r6], r20
-    mov_imm.u256 r30, {mark}
-    sts.u256 [r2 + 0], r30
-"""
+#: 32-byte slots (a wide type)
+WIDE = _read_then_mark("u256", 32)
 #: every lane writes the marker over all of a large shared memory (another size than the others)
 FILL = """
     mov_imm.u32 r1, 4

@@ -310,6 +310,22 @@ def _guarded_uniformly(w: CodeWriter) -> None:
     w.emit("if (workgroupUniformLoad(&go) == 0u) { return; }")
 
 
+def _first_pass_loop(w: CodeWriter, spec: KernelSpec, setup, step, finish) -> str:
+    """A reduction's first pass: with ``spec.vector`` emit ``setup()``, a grid-stride loop calling
+    ``step(x4)`` on each whole vec4<f32> ``x4`` of the source, then ``finish()``; return the header of
+    the loop over the elements folded one by one (all of them, grid stride; after the vectors the
+    count % 4 left, taken by the first invocation)."""
+    if not spec.vector:
+        return f"for (var e = wid.x * {WORKGROUP}u + li; e < launch.count; e = e + nwg.x * {WORKGROUP}u)"
+    w.emit("let vectors = launch.count / 4u;")
+    setup()
+    with w.block(f"for (var v = wid.x * {WORKGROUP}u + li; v < vectors; v = v + nwg.x * {WORKGROUP}u)"):
+        step("bitcast<vec4<f32>>(srca4[(base_a() >> 4u) + v])")
+    finish()
+    w.emit("let tail_start = select(launch.count, vectors * 4u, wid.x == 0u && li == 0u);")
+    return "for (var e = tail_start; e < launch.count; e = e + 1u)"
+
+
 #: float sums keep values of at least SCALE_THRESHOLD in magnitude, times 1 / SCALE_THRESHOLD, apart
 SCALE_THRESHOLD = 2.0 ** 64
 
@@ -326,21 +342,15 @@ def _float_sum_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
     _guarded_uniformly(w)
     w.emit("var acc = vec2<f32>(0.0);")
     if spec.kind == "reduce":
-        if spec.vector:
-            w.emit("let vectors = launch.count / 4u;")
-            w.emit("var small4 = vec4<f32>(0.0);")
-            w.emit("var big4 = vec4<f32>(0.0);")
-            with w.block(f"for (var v = wid.x * {WORKGROUP}u + li; v < vectors; v = v + nwg.x * {WORKGROUP}u)"):
-                w.emit("let x4 = bitcast<vec4<f32>>(srca4[(base_a() >> 4u) + v]);")
-                w.emit(f"let big_lanes = abs(x4) >= vec4<f32>({threshold});")
-                w.emit("small4 = small4 + select(x4, vec4<f32>(0.0), big_lanes);")
-                w.emit(f"big4 = big4 + select(vec4<f32>(0.0), x4 * {inverse}, big_lanes);")
-            w.emit("acc = vec2<f32>((small4.x + small4.y) + (small4.z + small4.w), "
-                   "(big4.x + big4.y) + (big4.z + big4.w));")
-            w.emit("let tail_start = select(launch.count, vectors * 4u, wid.x == 0u && li == 0u);")
-            loop = "for (var e = tail_start; e < launch.count; e = e + 1u)"
-        else:
-            loop = f"for (var e = wid.x * {WORKGROUP}u + li; e < launch.count; e = e + nwg.x * {WORKGROUP}u)"
+        def step(x4: str) -> None:
+            w.emit(f"let x4 = {x4};")
+            w.emit(f"let big_lanes = abs(x4) >= vec4<f32>({threshold});")
+            w.emit("small4 = small4 + select(x4, vec4<f32>(0.0), big_lanes);")
+            w.emit(f"big4 = big4 + select(vec4<f32>(0.0), x4 * {inverse}, big_lanes);")
+        loop = _first_pass_loop(
+            w, spec, lambda: [w.emit(f"var {name} = vec4<f32>(0.0);") for name in ("small4", "big4")], step,
+            lambda: w.emit("acc = vec2<f32>((small4.x + small4.y) + (small4.z + small4.w), "
+                           "(big4.x + big4.y) + (big4.z + big4.w));"))
         with w.block(loop):
             element = w.temp(load_value(w, wt, "load_a", f"(base_a() + e * {wt.size}u)"), "x")
             w.emit(f"acc = acc + select(vec2<f32>({element}, 0.0), vec2<f32>(0.0, {element} * {inverse}), "
@@ -372,16 +382,10 @@ def _reduce_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
     _guarded_uniformly(w)
     w.emit(f"var acc: {acc_wgsl} = {_identity(spec.operation, wt)};")
     if spec.kind == "reduce":
-        if spec.vector:
-            w.emit("let vectors = launch.count / 4u;")
-            w.emit("var acc4 = vec4<f32>(acc);")
-            with w.block(f"for (var v = wid.x * {WORKGROUP}u + li; v < vectors; v = v + nwg.x * {WORKGROUP}u)"):
-                w.emit(f"acc4 = {combine('acc4', 'bitcast<vec4<f32>>(srca4[(base_a() >> 4u) + v])')};")
+        def finish_vectors() -> None:
             w.emit(f"acc = {combine(combine('acc4.x', 'acc4.y'), combine('acc4.z', 'acc4.w'))};")
-            w.emit("let tail_start = select(launch.count, vectors * 4u, wid.x == 0u && li == 0u);")
-            loop = "for (var e = tail_start; e < launch.count; e = e + 1u)"
-        else:
-            loop = f"for (var e = wid.x * {WORKGROUP}u + li; e < launch.count; e = e + nwg.x * {WORKGROUP}u)"
+        loop = _first_pass_loop(w, spec, lambda: w.emit("var acc4 = vec4<f32>(acc);"),
+                                lambda x4: w.emit(f"acc4 = {combine('acc4', x4)};"), finish_vectors)
         with w.block(loop):
             element = w.temp(load_value(w, wt, "load_a", f"(base_a() + e * {wt.size}u)"), "x")
             w.emit(f"acc = {combine('acc', element)};")
