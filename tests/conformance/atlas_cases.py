@@ -4,15 +4,16 @@ operands of several integer types."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 from atlas_web import LaunchConfig
 from atlas_web.isa import Type
 
 from .case_tools import needs_of, text_program
-from .harness import Buffer, Case
+from .harness import Buffer, Case, run_case
 
-__all__ = ["atlas_cases", "RESONANCE_CASES"]
+__all__ = ["atlas_cases", "RESONANCE_CASES", "resonance_problems"]
 
 CONFIG = LaunchConfig(grid=(3, 1, 1), block=(32, 1, 1))
 LANES = 96
@@ -113,3 +114,22 @@ def atlas_cases() -> list[Case]:
 
 #: the cases whose resonance sums are compared
 RESONANCE_CASES = frozenset({"atlas.res_accum", "atlas.res_accum_f64", "atlas.res_accum_cancelling"})
+
+
+def _magnitudes(case: Case) -> Case:
+    """``case`` with the magnitudes of its f32 input values (its sums are then the sums of |x|)."""
+    values = struct.unpack(f"<{len(case.buffers[0].data) // 4}f", case.buffers[0].data)
+    data = struct.pack(f"<{len(values)}f", *map(abs, values))
+    return dataclasses.replace(case, buffers=(dataclasses.replace(case.buffers[0], data=data), *case.buffers[1:]))
+
+
+def resonance_problems(case: Case, want: list[float], got: list[float]) -> list[str]:
+    """The classes whose sums break the contract (docs/semantics.md): each sum of n values lies within
+    n * 2^-52 * sum(|x|) of their exact sum, in any order, so the reference's ``want`` and a backend's
+    ``got`` differ by at most twice that (n: at most one ResAccum per lane; the sums of |x| from the
+    reference on the magnitudes)."""
+    from atlas_web.reference import CpuBackend
+    magnitudes = run_case(CpuBackend(), _magnitudes(case)).resonance
+    bound = 2 * case.config.total_threads * 2.0 ** -52
+    return [f"resonance class {k}: reference {w}, backend {g}"
+            for k, (w, g, m) in enumerate(zip(want, got, magnitudes)) if not abs(w - g) <= bound * m]

@@ -13,7 +13,6 @@ artifacts/conformance-<backend>.json.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -92,9 +91,7 @@ def _problems(case, want: Result, got: dict) -> list[str]:
         tolerance = cooperative_cases.reduce_tolerance(case, tolerance)
     problems = compare(case, want, Result(got["outputs"], got["trap"]), tolerance)
     if case.name in atlas_cases.RESONANCE_CASES:
-        problems += [f"resonance class {k}: reference {w}, browser {g}"
-                     for k, (w, g) in enumerate(zip(want.resonance, got["resonance"]))
-                     if not math.isclose(w, g, rel_tol=1e-12, abs_tol=1e-12)][:3]
+        problems += atlas_cases.resonance_problems(case, want.resonance, got["resonance"])[:3]
     return problems
 
 
