@@ -3,7 +3,7 @@
 
     python3 build.py demo [--size N] [--backend NAME]   run the examples on every available backend
     python3 build.py test [PYTEST ARGS...]              run the whole test suite
-    python3 build.py site                               build the static browser demo into www/dist
+    python3 build.py site                               build the static browser demo and lab into www/dist
     python3 build.py serve [--port N]                   build the site and serve it on 127.0.0.1
 
 demo and test first prepare the environment, each step skipped when already done:
@@ -12,8 +12,9 @@ and running as root), the virtual environment .venv, and an editable install of
 atlas-web with the extras in EXTRAS (redone only when pyproject.toml, the set of
 packages or the Python version changes). test also installs TEST_REQUIREMENTS
 (Chromium for the browser tests) and fetches Pyodide once into .cache/npm.
-site and serve need only npm (and fetch Pyodide once); the site is assembled
-by the standard-library package ``sitebuild``; demo also builds and serves it.
+site and serve also prepare the environment (the lab extra builds the JupyterLite
+lab) and need npm (Pyodide is fetched once); the site is assembled by the
+standard-library package ``sitebuild``; demo also builds and serves it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from atlas_web.host_env import ensure_runtime_dir  # noqa: E402
 VENV = ROOT / ".venv"
 VENV_PYTHON = VENV / "bin" / "python"
 #: the extras installed into .venv
-EXTRAS = ("test", "wasm", "webgpu")
+EXTRAS = ("test", "wasm", "webgpu", "lab")
 #: written into .venv after a successful install; holds the hash of what was installed
 STAMP = VENV / ".atlas-web-installed"
 
@@ -195,11 +196,13 @@ def sitebuild():
 
 
 def build_site() -> None:
-    """Build the site into SITE_DIR; raises BuildError when Pyodide cannot be fetched or a wheel not written."""
+    """Build the site, with the JupyterLite lab, into SITE_DIR (the environment first: the lab needs the
+    venv's jupyterlite); raises BuildError when Pyodide, a wheel or the lab cannot be made."""
+    ensure_environment()
     site = sitebuild()
     try:
-        site.build_site(ROOT, SITE_DIR, cache_dir=NPM_CACHE, log=say)
-    except (site.PyodideFetchError, site.WheelError, OSError) as exc:
+        site.build_site(ROOT, SITE_DIR, cache_dir=NPM_CACHE, lab_python=str(VENV_PYTHON), log=say)
+    except (site.PyodideFetchError, site.WheelError, site.LabBuildError, OSError) as exc:
         raise BuildError(f"building the site failed: {exc}") from exc
 
 
@@ -230,7 +233,7 @@ def command_test(args: Sequence[str]) -> int:
 
 
 def command_site(args: Sequence[str]) -> int:
-    """Build the static site into www/dist (standard library and npm only)."""
+    """Build the static site into www/dist, with the JupyterLite lab in www/dist/lab."""
     argparse.ArgumentParser(prog="python3 build.py site", description=command_site.__doc__).parse_args(args)
     ensure_system_requirements([NPM_REQUIREMENT])
     build_site()

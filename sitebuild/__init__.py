@@ -6,12 +6,14 @@ site can be built before the project is installed anywhere.
 - ``pyodide_dist``: Pyodide from its npm package, fetched once into a cache;
 - ``wheel``: pure-Python wheels (PEP 427) of the project and of the demo code;
 - ``assemble``: www/ + Pyodide + the wheels -> www/dist/, with a manifest;
+- ``lab``: the JupyterLite lab under www/dist/lab/, running offline on the site's Pyodide;
 - ``server``: a static server with the MIME types and cross-origin isolation
   headers the page needs, in the foreground or in a thread.
 """
 
 from __future__ import annotations
 
+from .lab import LAB_DIR, LabBuildError, build_lab
 from .assemble import DEMO_PACKAGES, MANIFEST_NAME, SiteManifest, build_site, read_manifest
 from .pyodide_dist import PYODIDE_FILES, PYODIDE_VERSION, PyodideFetchError, ensure_pyodide
 from .server import RunningServer, SiteRequestHandler, SiteServer, serve_forever, start_server
@@ -21,5 +23,5 @@ __all__ = [
     "build_site", "read_manifest", "SiteManifest", "MANIFEST_NAME", "DEMO_PACKAGES",
     "ensure_pyodide", "PYODIDE_VERSION", "PYODIDE_FILES", "PyodideFetchError",
     "SiteServer", "SiteRequestHandler", "RunningServer", "start_server", "serve_forever",
-    "ProjectMetadata", "project_metadata", "write_wheel", "WheelError",
+    "ProjectMetadata", "project_metadata", "write_wheel", "WheelError", "build_lab", "LabBuildError", "LAB_DIR",
 ]

@@ -3,7 +3,9 @@
 Layout of the built site::
 
     index.html, boot.js, style.css, notebook.html, notebook.js   copied from www/
-    pyodide/          the Pyodide files (PYODIDE_FILES), from the npm cache
+    pyodide/          the Pyodide files (PYODIDE_FILES), from the npm cache (with the lab: the kernel's
+                      wheels and atlas-web's, and the lock naming them)
+    lab/              the JupyterLite lab with the example notebooks (sitebuild.lab), when asked for
     wheels/           atlas_web-<v>-py3-none-any.whl        the project (atlas_web and the backends)
                       atlas_web_demo-<v>-py3-none-any.whl   the page's Python (webdemo) and the examples
     site.json         the manifest boot.js reads: Pyodide's path, the wheels, the module to start
@@ -22,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from .lab import LAB_DIR, build_lab
 from .pyodide_dist import PYODIDE_FILES, PYODIDE_VERSION, ensure_pyodide
 from .wheel import ProjectMetadata, find_packages, project_metadata, write_wheel
 
@@ -51,6 +54,8 @@ class SiteManifest:
     project_name: str
     project_version: str
     python_packages: tuple[str, ...]
+    #: the JupyterLite lab's directory ("lab/"), or "" when the site was built without it
+    lab_path: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -88,12 +93,16 @@ def _copy_static(www: Path, staging: Path, dist_dir: Path) -> None:
 
 
 def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | None = None,
-               log: Callable[[str], None] = print) -> SiteManifest:
+               lab_python: str | None = None, log: Callable[[str], None] = print) -> SiteManifest:
     """Build the site of the project at ``root`` into ``dist_dir`` (default ``root/www/dist``).
 
-    ``cache_dir`` holds the npm download (default ``root/.cache/npm``). Returns
-    the manifest written. Raises PyodideFetchError when Pyodide cannot be
-    fetched, WheelError for a bad pyproject.toml, OSError for file errors.
+    ``cache_dir`` holds the npm download (default ``root/.cache/npm``). With
+    ``lab_python`` (a Python with the ``lab`` extra) the JupyterLite lab is
+    built too, under ``lab/`` (see sitebuild.lab; the wheels it fetches are
+    cached beside the npm cache). Returns the manifest written. Raises
+    PyodideFetchError when Pyodide cannot be fetched, WheelError for a bad
+    pyproject.toml, LabBuildError when the lab cannot be built, OSError for
+    file errors.
     """
     root = Path(root).resolve()
     www = root / "www"
@@ -109,10 +118,16 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
         for name in PYODIDE_FILES:
             shutil.copyfile(pyodide_dir / name, staging / _PYODIDE_DIR / name)
         wheels = tuple(f"{_WHEEL_DIR}/{write_wheel(meta, root, staging / _WHEEL_DIR).name}" for meta in (project, demo))
+        lab_path = ""
+        if lab_python is not None:
+            npm_cache = cache_dir if cache_dir is not None else root / ".cache" / "npm"
+            build_lab(root, staging, python=lab_python, cache_dir=Path(npm_cache).parent / "lab-wheels", log=log)
+            lab_path = f"{LAB_DIR}/"
         manifest = SiteManifest(
             pyodide_version=PYODIDE_VERSION, pyodide_path=f"{_PYODIDE_DIR}/", wheels=wheels,
             entry_module=ENTRY_MODULE, project_name=project.name, project_version=project.version,
-            python_packages=tuple(sorted({p.split(".")[0] for p in project.packages + demo.packages})))
+            python_packages=tuple(sorted({p.split(".")[0] for p in project.packages + demo.packages})),
+            lab_path=lab_path)
         (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
         staging.chmod(0o755)
         if dist_dir.exists():

@@ -195,3 +195,33 @@ def test_build_py_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path):
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)
     assert process.returncode == 0 and "stopped" in out
+
+
+# ---- the lab (sitebuild.lab): the pieces that need no browser -------------------------------------
+
+def _wheel_with_requirements(path: Path, lines: list[str]) -> Path:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\n" + "".join(
+            f"Requires-Dist: {line}\n" for line in lines))
+    return path
+
+
+def test_lab_reads_unconditional_requirements_and_the_lock_closure(tmp_path):
+    from sitebuild import lab
+    wheel = _wheel_with_requirements(tmp_path / "demo-1.0-py3-none-any.whl",
+                                     ["comm", "IPython (>=8)", "pytest ; extra == 'test'", "six>=1; python_version>'3'"])
+    assert lab._requirements(wheel) == ["comm", "ipython", "six"]
+    lock = {"packages": {"ipython": {"depends": ["traitlets", "Pygments"]}, "traitlets": {"depends": []},
+                         "Pygments": {"depends": []}, "numpy": {"depends": []}, "micropip": {"depends": []}}}
+    assert lab._lock_closure(lock, ["micropip", "IPython", "not-in-lock"]) == ["Pygments", "ipython", "micropip",
+                                                                                  "traitlets"]
+    settings = lab.kernel_settings("atlas-web")
+    assert settings["disablePyPIFallback"] is True and settings["loadPyodideOptions"]["packages"] == ["atlas-web"]
+    assert settings["pyodideUrl"] == "../../pyodide/pyodide.mjs"  # from lab/<app>/index.html to the site's Pyodide
+
+
+def test_lab_refuses_a_python_without_jupyterlite(tmp_path):
+    from sitebuild import lab
+    with pytest.raises(lab.LabBuildError, match="jupyterlite-pyodide-kernel"):
+        lab.build_lab(tmp_path, tmp_path, python="/bin/false", cache_dir=tmp_path / "cache", log=lambda m: None)

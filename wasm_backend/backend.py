@@ -46,6 +46,7 @@ from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.program import Program
+from atlas_web.registry import DeviceProbe
 
 from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
@@ -128,12 +129,13 @@ class WasmBackend(Backend):
         self._resaccum_valid = False
 
     @classmethod
-    def probe(cls) -> list[str]:
-        """The engine this backend would run on; raises BackendUnavailable when it cannot start."""
+    def probe(cls) -> DeviceProbe:
+        """The engine this backend would run on (a "cpu" device); raises BackendUnavailable when it cannot start."""
         from .runners import create_runner
         runner = create_runner()
         runner.close()
-        return [f"{runner.engine_name} {_engine_version(runner.engine_name)} (SIMD128) on {_host_cpu()}"]
+        return DeviceProbe((f"{runner.engine_name} {_engine_version(runner.engine_name)} (SIMD128) on {_host_cpu()}",),
+                           "cpu")
 
     # ---- buffers and pools ------------------------------------------------------------------------------
     @one_thread_at_a_time

@@ -8,6 +8,7 @@ Debian's (/usr/bin/chromium); Playwright never downloads a browser.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,9 +48,11 @@ done:
 
 @pytest.fixture(scope="package")
 def site_dir(tmp_path_factory) -> Path:
-    """The site, built once per session into a temporary directory (Pyodide from the npm cache)."""
+    """The site with its JupyterLite lab, built once per session into a temporary directory (Pyodide from
+    the npm cache; the lab's kernel wheels fetched once into .cache/lab-wheels; this Python has the lab extra)."""
     target = tmp_path_factory.mktemp("site") / "dist"
-    sitebuild.build_site(ROOT, target, cache_dir=ROOT / ".cache" / "npm", log=lambda message: None)
+    sitebuild.build_site(ROOT, target, cache_dir=ROOT / ".cache" / "npm", lab_python=sys.executable,
+                         log=lambda message: None)
     return target
 
 

@@ -1,0 +1,188 @@
+"""The JupyterLite deployment of the site: ``<site>/lab/``, running fully offline.
+
+JupyterLite's Pyodide kernel loads Pyodide from a CDN by default and then asks
+Pyodide's lock for micropip, IPython and their dependencies, which the npm
+Pyodide does not ship. ``build_lab`` therefore
+
+1. points the kernel at the site's own Pyodide (``<site>/pyodide/``),
+2. fetches the pure-Python wheels the kernel needs from the package index
+   once (cached), puts those the lock names next to Pyodide with the lock's
+   sha256 rewritten to the fetched files (Pyodide repacks its wheels, so
+   the index's differ), and gives the others (``comm``) to piplite,
+3. adds the atlas-web wheel to the lock and has the kernel load it at start,
+   so ``import atlas_web`` works in the first cell (``%pip install atlas-web``
+   also works: piplite indexes the wheel too),
+4. copies the example notebooks (``notebooks/`` of the project) into the lab
+   and runs ``jupyter lite build`` with a Python that has jupyterlite-core and
+   jupyterlite-pyodide-kernel (the ``lab`` extra).
+
+Standard library only; the Python given does the JupyterLite work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable
+
+__all__ = ["LAB_DIR", "KERNEL_LOCK_PACKAGES", "NOTEBOOKS_DIR", "LabBuildError", "build_lab", "kernel_settings"]
+
+#: where the lab goes inside the site
+LAB_DIR = "lab"
+#: the project's example notebooks, copied into the lab's files
+NOTEBOOKS_DIR = "notebooks"
+#: what the kernel's worker loads from Pyodide's lock by name, besides what its own wheels require
+#: (micropip to install them; jedi for completion)
+KERNEL_LOCK_PACKAGES = ("micropip", "jedi")
+#: the JupyterLite plugin that runs the Pyodide kernel
+_KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+#: the kernel extension's bundled wheels, under the Python's prefix
+_KERNEL_WHEELS = Path("share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi")
+#: the lab's pages are lab/<app>/index.html: the site's Pyodide is two levels up from them
+_PYODIDE_FROM_LAB_PAGES = "../../pyodide/pyodide.mjs"
+#: the Python version of the npm Pyodide (wheels are fetched for it)
+_PYODIDE_PYTHON = "3.14"
+
+
+class LabBuildError(Exception):
+    """The lab could not be built; the message says which step and why."""
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def kernel_settings(atlas_package: str) -> dict:
+    """The kernel plugin's settings: the site's Pyodide, no fallback to the public index, and the
+    atlas-web package (its name in Pyodide's lock) loaded when the kernel starts."""
+    return {"pyodideUrl": _PYODIDE_FROM_LAB_PAGES, "disablePyPIFallback": True,
+            "loadPyodideOptions": {"packages": [atlas_package]}}
+
+
+def _requirements(wheel: Path) -> list[str]:
+    """The names a wheel requires unconditionally (Requires-Dist without an ``extra`` marker)."""
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        text = archive.read(metadata).decode("utf-8")
+    names = []
+    for line in text.splitlines():
+        if line.startswith("Requires-Dist:"):
+            spec, _, marker = line[len("Requires-Dist:"):].partition(";")
+            if "extra" not in marker:
+                names.append(_normalize(re.split(r"[\s<>=!~(\[]", spec.strip(), maxsplit=1)[0]))
+    return names
+
+
+def _lock_closure(lock: dict, roots: Iterable[str]) -> list[str]:
+    """The lock's package names reachable from ``roots`` through their ``depends``, sorted."""
+    packages = {_normalize(name): name for name in lock["packages"]}
+    seen: set[str] = set()
+    todo = [_normalize(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in packages:
+            continue
+        seen.add(name)
+        todo.extend(_normalize(d) for d in lock["packages"][packages[name]]["depends"])
+    return sorted(packages[name] for name in seen)
+
+
+def _run(command: list[str], what: str, log: Callable[[str], None], cwd: Path | None = None) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        raise LabBuildError(f"{what} failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
+    log(what)
+
+
+def _fetch(python: str, cache: Path, requirement: str, pattern: str, log: Callable[[str], None]) -> Path:
+    """The cached wheel matching ``pattern`` (a glob), fetched from the index for Pyodide's Python when
+    missing. Raises LabBuildError when the index has no pure-Python wheel for ``requirement``."""
+    found = sorted(cache.glob(pattern))
+    if not found:
+        _run([python, "-m", "pip", "download", "--disable-pip-version-check", "--quiet", "--no-deps",
+              "--only-binary=:all:", "--python-version", _PYODIDE_PYTHON, "--dest", str(cache), requirement],
+             f"fetched {requirement} for the lab's kernel", log)
+        found = sorted(cache.glob(pattern))
+        if not found:
+            raise LabBuildError(f"the index gave no wheel named {pattern} for {requirement}")
+    return found[-1]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
+              log: Callable[[str], None] = print) -> dict:
+    """Build the lab into ``site_dir/lab`` of an assembled site (Pyodide in ``site_dir/pyodide``, the
+    atlas-web wheel in ``site_dir/wheels``), rewriting ``site_dir/pyodide/pyodide-lock.json``.
+
+    ``python`` runs pip and ``jupyter lite build`` (it needs the ``lab`` extra); ``cache_dir`` keeps the
+    fetched wheels between builds. Returns what was bundled: ``{"lock": [...], "piplite": [...],
+    "notebooks": [...]}``. Raises LabBuildError (a missing tool, a wheel the index lacks, a failed build).
+    """
+    site_dir, root, cache_dir = Path(site_dir).resolve(), Path(root).resolve(), Path(cache_dir).resolve()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
+    kernel_wheels = Path(prefix.stdout.strip()) / _KERNEL_WHEELS
+    if prefix.returncode != 0 or not kernel_wheels.is_dir():
+        raise LabBuildError(f"{python} has no jupyterlite-pyodide-kernel (install atlas-web[lab]): "
+                            f"{kernel_wheels} is missing")
+    lock_path = site_dir / "pyodide" / "pyodide-lock.json"
+    lock = json.loads(lock_path.read_text(encoding="utf-8"))
+    bundled = {_normalize(w.name.split("-")[0]) for w in kernel_wheels.glob("*.whl")}
+    wanted = {name for wheel in kernel_wheels.glob("*.whl") for name in _requirements(wheel)} - bundled
+    in_lock = {_normalize(name) for name in lock["packages"]}
+    lock_names = _lock_closure(lock, [*KERNEL_LOCK_PACKAGES, *(w for w in wanted if w in in_lock)])
+    for name in lock_names:
+        entry = lock["packages"][name]
+        wheel = _fetch(python, cache_dir, f"{name}=={entry['version']}", entry["file_name"], log)
+        shutil.copyfile(wheel, site_dir / "pyodide" / entry["file_name"])
+        entry["sha256"] = _sha256(wheel)
+    piplite = [_fetch(python, cache_dir, name, f"{name.replace('-', '_')}-*.whl", log)
+               for name in sorted(wanted - in_lock)]
+    atlas = _add_project_wheel(lock, site_dir)
+    lock_path.write_text(json.dumps(lock), encoding="utf-8")
+    notebooks = sorted((root / NOTEBOOKS_DIR).glob("*.ipynb"))
+    with tempfile.TemporaryDirectory(prefix="atlas-lab-") as work:
+        lite = Path(work)
+        (lite / "files").mkdir()
+        for notebook in notebooks:
+            shutil.copyfile(notebook, lite / "files" / notebook.name)
+        config = {"jupyter-config-data": {"exposeAppInBrowser": "true",
+                                          "litePluginSettings": {_KERNEL_PLUGIN: kernel_settings(atlas["name"])}}}
+        (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+        wheels = [*map(str, piplite), str(site_dir / atlas["wheel_path"])]
+        (lite / "jupyter_lite_config.json").write_text(
+            json.dumps({"PipliteAddon": {"piplite_urls": wheels}}, indent=2), encoding="utf-8")
+        _run([python, "-c", "import sys; from jupyterlite_core.app import main; sys.exit(main())",
+              "build", "--lite-dir", str(lite), "--output-dir", str(site_dir / LAB_DIR)],
+             f"built the lab in {site_dir / LAB_DIR}", log, cwd=lite)  # its task database stays in the temp dir
+    return {"lock": lock_names, "piplite": [w.name for w in piplite], "notebooks": [n.name for n in notebooks]}
+
+
+def _add_project_wheel(lock: dict, site_dir: Path) -> dict:
+    """Put the atlas-web wheel next to Pyodide and into the lock, so the kernel can load it at start.
+
+    Returns ``{"name": lock name, "wheel_path": path of the wheel relative to the site}``.
+    """
+    wheel = next(iter(sorted((site_dir / "wheels").glob("atlas_web-*-py3-none-any.whl"))), None)
+    if wheel is None:
+        raise LabBuildError(f"no atlas_web wheel in {site_dir / 'wheels'}: assemble the site first")
+    with zipfile.ZipFile(wheel) as archive:
+        tops = sorted({n.split("/")[0] for n in archive.namelist()
+                       if n.endswith("/__init__.py") and n.count("/") == 1})
+    shutil.copyfile(wheel, site_dir / "pyodide" / wheel.name)
+    version = wheel.name.split("-")[1]
+    lock["packages"]["atlas-web"] = {
+        "name": "atlas-web", "version": version, "file_name": wheel.name, "install_dir": "site",
+        "sha256": _sha256(wheel), "package_type": "package", "imports": tops, "depends": [],
+        "unvendored_tests": False, "shared_library": False}
+    return {"name": "atlas-web", "wheel_path": f"wheels/{wheel.name}"}
