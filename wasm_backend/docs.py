@@ -76,8 +76,9 @@ def backend_documentation() -> BackendDocumentation:
         "the range) is summed again in one thread, magnitudes of 2**512 and more scaled by 2**-512 apart, so "
         "overflowing partials never give NaN or an infinity the values do not have. Products run in binary64 "
         "in index order (bit-exact with the reference).",
-        "FMA/FMS on F64 round once inside the proved window of Boldo and Melquiond's emulation and twice "
-        "outside it (operands with very large or very small exponents).",
+        "FMA/FMS on F64 round once: Boldo and Melquiond's emulation inside its proved exponent window, and "
+        "outside it the same core on operands scaled by exact powers of two, with subnormal results rounded "
+        "once to the subnormal grid.",
     )
     return BackendDocumentation("wasm", "w", supports, supports_operation, dict(MEASURED_ULPS), notes)
 

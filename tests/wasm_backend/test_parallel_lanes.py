@@ -4,6 +4,8 @@ reference, with lane tails; kernels whose stores overlap other lanes' accesses k
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -241,3 +243,22 @@ def test_lane_ranges_start_on_whole_unrolled_steps():
 
 def test_device_info_reports_the_lanes_threshold(backends):
     assert backends[2].device_info()["parallel_lanes_threshold"] == PARALLEL_LANES_THRESHOLD
+
+
+def _fma_f64_program(handles: list[int]) -> Program:
+    """d[i] = fma(a[i], b[i], c[i]) (f64; each lane calls the fma64 helper in SIMD lane mode)."""
+    a, b, c, d = handles
+    return Program.from_text("\n".join(_pointers(Type.F64, ("r5", a), ("r6", b), ("r7", c), ("r8", d)) + [
+        "    ldg.f64 r10, [r5 + 0]", "    ldg.f64 r11, [r6 + 0]", "    ldg.f64 r12, [r7 + 0]",
+        "    fma.f64 r13, r10, r11, r12", "    stg.f64 [r8 + 0], r13", "    exit"]))
+
+
+def test_fma_f64_at_the_exponent_extremes_on_threads_rounds_once(backends):
+    """Issue 16: on threads in SIMD lane mode FMA F64 was 3-13 ulp off (and once inf) at extreme exponents."""
+    from tests.wasm_backend.test_runtime_helpers import FMA64_EDGES, _extreme_triples, _fraction_fma
+    triples = [t for t in [*FMA64_EDGES, *_extreme_triples(1021, 17)] if all(map(math.isfinite, t))]
+    columns = [np.resize(np.array(column, dtype=np.float64), LANES) for column in zip(*triples)]
+    want = np.resize(np.array([_fraction_fma(*t) for t in triples], dtype=np.float64), LANES)
+    arrays = [(F64, column) for column in columns] + [(F64, np.zeros(LANES))]
+    got = _same_on_every_thread_count(backends, _fma_f64_program, arrays, parallel=True)[3]
+    assert np.array_equal(_bits(got), _bits(want))

@@ -217,3 +217,63 @@ def test_extended_conversions(ext):
         assert _read(instance, D, n) == small & ((1 << bits) - 1)
         call("ext_resize")(D, A, n, n + 1, int(signed))
         assert _read(instance, D, n + 1) == held & ((1 << (64 * n + 64)) - 1)
+
+
+def _fraction_fma(a: float, b: float, c: float) -> float:
+    """a*b + c rounded once to f64, from exact rationals (Python's int division rounds correctly, also to
+    subnormals); an exact zero is -0 only when both a*b and c are negative zeros' signs, as IEEE says."""
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        return -0.0 if math.copysign(1, a) * math.copysign(1, b) < 0 and math.copysign(1, c) < 0 else 0.0
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def _f64_bits(value: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+#: the issue's repros (two roundings gave 0.0) and the edges of the scaled path: a product far above
+#: or below an addend, results at the overflow threshold, in the top subnormal binade and at the
+#: smallest normal (a sum just below it used to round up twice)
+FMA64_EDGES = [
+    (3.2733906109447244e+150, 3.2733906048475593e+150, -1.0715086071862673e+301),
+    (2.409919867347297e-181, 3.872591911242686e-121, -9.332636185032189e-302),
+    (3.654086135919885e-129, 1.375667875693379e-179, -2.8017350536943345e-308),
+    (-5.884716126418723e-45, 1.5048650304357473e-252, 8.85570351271021e-297),
+    (2.0 ** 600, 2.0 ** 423 * 1.9999999999999998, -1.7976931348623157e308),
+    (1.3407807929942596e154, 1.3407807929942596e154, -2.0 ** 970),
+    (2.0 ** -600, 2.0 ** -500, 2.0 ** 10), (2.0 ** 600, 2.0 ** 500, -2.0 ** -1074),
+    (5e-324, 0.5, 0.0), (5e-324, 1.5, -0.0), (-5e-324, 2.0 ** 1023, 2.0 ** -52), (1e-300, 1e-300, -0.0),
+]
+
+
+def _extreme_triples(count: int, seed: int):
+    """Triples with exponents from the whole f64 range, a third with an addend that nearly cancels the
+    product, and products aimed at the subnormal and overflow boundaries."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        a = rng.uniform(1, 2) * rng.choice((1, -1)) * 2.0 ** rng.randint(-1074, 1023)
+        target = rng.choice((-1080, -1074, -1050, -1023, -1022, -1000, 0, 1000, 1023, 1025))
+        b = rng.uniform(1, 2) * rng.choice((1, -1)) * 2.0 ** min(1023, max(-1074, target - math.frexp(a)[1]))
+        product = Fraction(a) * Fraction(b)
+        kind = rng.random()
+        if kind < 0.4 and abs(product) < Fraction(2) ** 1023:
+            c = -float(product) + rng.choice((0, 1, -1)) * 5e-324 * 2.0 ** rng.randint(0, 80)
+        elif kind < 0.6:
+            c = rng.choice((0.0, -0.0))
+        else:
+            c = rng.uniform(-2, 2) * 2.0 ** rng.randint(-1074, 1023)
+        yield a, b, c
+
+
+def test_fma64_rounds_once_at_the_exponent_extremes():
+    _, call = _helpers("fma64")
+    fma64 = call("fma64")
+    for a, b, c in [*FMA64_EDGES, *_extreme_triples(3000, 16)]:
+        if not all(math.isfinite(v) for v in (a, b, c)):
+            continue
+        want = _fraction_fma(a, b, c)
+        assert _f64_bits(fma64(a, b, c)) == _f64_bits(want) == _f64_bits(fma_exact_scalar(a, b, c)), (a, b, c)

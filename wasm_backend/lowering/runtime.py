@@ -12,7 +12,9 @@ exact fmod and exact FMA.
 * ``fmod64`` is C ``fmod`` exactly (shift-and-subtract on the significands), also used for f32;
 * ``fma32`` rounds ``a*b + c`` once for f32 operands (exact product and sum in f64, rounded to odd,
   then to f32); ``fma64`` is Boldo and Melquiond's emulation (exact Dekker product, TwoSum, rounding
-  to odd) inside the exponent window where it is proved correct, and ``a*b + c`` outside it.
+  to odd) inside the exponent window where it is proved correct, and outside it ``fma64_scaled`` runs
+  the same core on operands scaled by exact powers of two (``pow2_64``, ``scale64``), rounding once
+  also where the result overflows or is subnormal.
 """
 
 from __future__ import annotations
@@ -243,13 +245,147 @@ def _fma32(m: ModuleContext) -> None:
 
 
 _SPLITTER = 134217729.0
+#: the sticky stand-in for an addend far below the product's last bit (scaled path): nonzero, of c's sign,
+#: and inside the window where the emulation is proved
+_STICKY = 2.0 ** -890
+
+
+class _Fma64Locals:
+    """The locals of fma64's exact core (the proved exponent window)."""
+
+    def __init__(self, fb) -> None:
+        self.p, self.ul, self.th, self.tl, self.v, self.verr, self.bb, self.t, self.ah, self.al, self.bh, self.bl = (
+            fb.add_local(F64) for _ in range(12))
+
+
+def _fma64_window(e, a: int, b: int, c: int, w: _Fma64Locals) -> None:
+    """w.th + w.v = a*b + c rounded to nearest (one rounding) when a, b and c lie in the proved window:
+    w.th = RN(c + RN(a*b)), w.v = the rest rounded to odd (Boldo and Melquiond)."""
+    for value, hi, lo in ((a, w.ah, w.al), (b, w.bh, w.bl)):
+        e.f64(_SPLITTER).get(value).op("f64.mul").set(w.t)
+        e.get(w.t).get(w.t).get(value).op("f64.sub").op("f64.sub").set(hi)
+        e.get(value).get(hi).op("f64.sub").set(lo)
+    e.get(a).get(b).op("f64.mul").set(w.p)
+    e.get(w.ah).get(w.bh).op("f64.mul").get(w.p).op("f64.sub").get(w.ah).get(w.bl).op("f64.mul").op("f64.add")
+    e.get(w.al).get(w.bh).op("f64.mul").op("f64.add").get(w.al).get(w.bl).op("f64.mul").op("f64.add").set(w.ul)
+    _two_sum(e, c, w.p, w.th, w.tl, w.bb)
+    _two_sum(e, w.tl, w.ul, w.v, w.verr, w.bb)
+    _odd_nudge(e, w.v, w.verr)
+
+
+def _exponent(e, value: int, exp: int) -> None:
+    """exp (i32) := the biased exponent field of the f64 ``value`` minus 1022 (|value| < 2**exp for normals)."""
+    e.get(value).op("i64.reinterpret_f64").i64(52).op("i64.shr_u").op("i32.wrap_i64").i32(0x7FF).op("i32.and")
+    e.i32(1022).op("i32.sub").set(exp)
+
+
+@runtime_helper("pow2_64")
+def _pow2_64(m: ModuleContext) -> None:
+    """pow2_64(n) = 2**n as an f64 for n in [-1074, 1023] (subnormal below -1022)."""
+    fb, e = m.define("pow2_64", (I32,), (F64,))
+    n = 0
+    e.get(n).i32(-1022).op("i32.ge_s")
+    with e.if_(blocktype=F64):
+        e.get(n).i32(1023).op("i32.add").op("i64.extend_i32_u").i64(52).op("i64.shl").op("f64.reinterpret_i64")
+        e.else_()
+        e.i64(1).get(n).i32(1074).op("i32.add").op("i64.extend_i32_u").op("i64.shl").op("f64.reinterpret_i64")
+
+
+@runtime_helper("scale64")
+def _scale64(m: ModuleContext) -> None:
+    """scale64(x, k) = x * 2**k rounded once, for k in [-3000, 3000]: up to two steps by 2**±1000 first
+    (exact, or already infinite or zero where the result is), then one multiplication that rounds (to a
+    subnormal, zero or infinity where it must)."""
+    fb, e = m.define("scale64", (F64, I32), (F64,))
+    x, k = 0, 1
+    for _ in range(2):
+        e.get(k).i32(1000).op("i32.gt_s")
+        with e.if_():
+            e.get(x).f64(2.0 ** 1000).op("f64.mul").set(x)
+            e.get(k).i32(1000).op("i32.sub").set(k)
+        e.get(k).i32(-1000).op("i32.lt_s")
+        with e.if_():
+            e.get(x).f64(2.0 ** -1000).op("f64.mul").set(x)
+            e.get(k).i32(1000).op("i32.add").set(k)
+    e.get(x).get(k).call(m.helper("pow2_64")).op("f64.mul")
+
+
+@runtime_helper("fma64_scaled")
+def _fma64_scaled(m: ModuleContext) -> None:
+    """a*b + c rounded once for finite nonzero a, b and finite c outside the proved window: a and b are
+    scaled by exact powers of two to exponent 0 and c with them (an addend far below the product's last
+    bit becomes a sticky stand-in of its sign; one far above it is the result), the window's core runs,
+    and the sum is scaled back: rounded to nearest where the result is normal, rounded to odd and then
+    once more by the final scaling where it is subnormal (53 bits of odd rounding before a rounding to at
+    most 52 bits is exact)."""
+    fb, e = m.define("fma64_scaled", (F64, F64, F64), (F64,))
+    a, b, c = 0, 1, 2
+    w = _Fma64Locals(fb)
+    ea, eb, ec, k, d = (fb.add_local(I32) for _ in range(5))
+    s, err, bb, y = (fb.add_local(F64) for _ in range(4))
+    pow2, scale = m.helper("pow2_64"), m.helper("scale64")
+    _exponent(e, a, ea)
+    _exponent(e, b, eb)
+    _exponent(e, c, ec)
+    e.get(ea).get(eb).op("i32.add").set(k)
+    e.get(a).i32(0).get(ea).op("i32.sub").call(pow2).op("f64.mul").set(a)
+    e.get(b).i32(0).get(eb).op("i32.sub").call(pow2).op("f64.mul").set(b)
+    e.get(c).f64(0.0).op("f64.ne")
+    with e.if_():
+        e.get(ec).get(k).op("i32.sub").tee(d).i32(1000).op("i32.gt_s")
+        with e.if_():  # the product lies more than 900 binades below c's last bit: c is the rounded sum
+            e.get(c).op("return")
+        e.get(d).i32(-900).op("i32.lt_s")
+        with e.if_(blocktype=F64):
+            e.f64(_STICKY).get(c).op("f64.copysign")
+            e.else_()
+            e.get(c).i32(0).get(k).op("i32.sub").call(scale)
+        e.set(c)
+    _fma64_window(e, a, b, c, w)
+    e.get(w.th).get(w.v).op("f64.add").get(k).call(scale).tee(y)
+    # at the smallest normal too: a sum just below it may round up to it twice (53 bits, then the grid)
+    e.op("f64.abs").f64(2.0 ** -1022).op("f64.le")
+    with e.if_():
+        _round_to_subnormal_grid(e, m, w, k, s, err, bb, y)
+    e.get(y)
+
+
+def _round_to_subnormal_grid(e, m: ModuleContext, w: _Fma64Locals, k: int, q: int, qe: int, t: int, y: int) -> None:
+    """y := the exact sum x = th + tl + ul of the window (scaled by 2**-k) rounded once to f64's subnormal
+    grid g = 2**(-1074-k): |q| = |RN(th + RN(tl + ul))| rounded to a multiple of g with the magic constant
+    2**52 g (ties to even), moved one step of g away from an exact midpoint when the rest of x (the exact
+    error of q, else that of RN(tl + ul)) lies beyond it."""
+    pow2, scale = m.helper("pow2_64"), m.helper("scale64")
+    rest, rq, half = w.bb, w.t, w.p  # free again once the window's core is done
+    e.get(w.tl).get(w.ul).op("f64.add").set(w.v)  # RN(tl + ul), before rounding to odd
+    _two_sum(e, w.th, w.v, q, qe, t)
+    e.get(qe).f64(0.0).op("f64.ne")
+    with e.if_(blocktype=F64):
+        e.get(qe)
+        e.else_()
+        e.get(w.verr)
+    e.set(rest)
+    e.get(q).f64(0.0).op("f64.lt")
+    with e.if_():
+        e.get(rest).op("f64.neg").set(rest)  # the rest, measured along |q|
+    e.i32(-1022).get(k).op("i32.sub").call(pow2).tee(half)
+    e.get(q).op("f64.abs").op("f64.add").get(half).op("f64.sub").set(t)
+    e.get(q).op("f64.abs").get(t).op("f64.sub").set(rq)
+    e.i32(-1075).get(k).op("i32.sub").call(pow2).set(half)
+    e.get(rq).op("f64.abs").get(half).op("f64.eq")
+    e.get(rest).get(rq).op("f64.mul").f64(0.0).op("f64.gt").op("i32.and")
+    with e.if_():
+        e.get(t).get(rq).get(rq).op("f64.add").op("f64.add").set(t)
+    # the sign: q's; where q is zero the rest's (+0 for an exact zero: -0 + 0 is +0)
+    e.get(t).get(rest).f64(0.0).op("f64.add").get(q).get(q).f64(0.0).op("f64.eq").op("select").op("f64.copysign")
+    e.get(k).call(scale).set(y)
 
 
 @runtime_helper("fma64")
 def _fma64(m: ModuleContext) -> None:
     fb, e = m.define("fma64", (F64, F64, F64), (F64,))
     a, b, c = 0, 1, 2
-    p, ul, th, tl, v, verr, bb, t, ah, al, bh, bl = (fb.add_local(F64) for _ in range(12))
+    w = _Fma64Locals(fb)
     ea, eb, ec = (fb.add_local(I32) for _ in range(3))
     # plain IEEE when a factor is not finite or zero (the product is then exact); a finite product
     # (even one that overflows) plus an infinite or NaN c is c
@@ -265,24 +401,14 @@ def _fma64(m: ModuleContext) -> None:
     with e.if_():
         e.get(a).get(b).op("f64.mul").get(c).op("f64.add").op("return")
     for value, exp in ((a, ea), (b, eb), (c, ec)):
-        e.get(value).op("i64.reinterpret_f64").i64(52).op("i64.shr_u").op("i32.wrap_i64").i32(0x7FF).op("i32.and")
-        e.i32(1022).op("i32.sub").set(exp)
-    # outside the proved window: two roundings (within the documented tolerance)
+        _exponent(e, value, exp)
+    # outside the proved window: the exact scaled path (rare: huge or tiny operands)
     e.get(ea).i32(480).op("i32.gt_s").get(ea).i32(-480).op("i32.lt_s").op("i32.or")
     e.get(eb).i32(480).op("i32.gt_s").op("i32.or").get(eb).i32(-480).op("i32.lt_s").op("i32.or")
     e.get(ea).get(eb).op("i32.add").i32(-900).op("i32.lt_s").op("i32.or")
     e.get(c).f64(0.0).op("f64.ne").get(ec).i32(-900).op("i32.lt_s").get(ec).i32(1000).op("i32.gt_s").op("i32.or")
     e.op("i32.and").op("i32.or")
     with e.if_():
-        e.get(a).get(b).op("f64.mul").get(c).op("f64.add").op("return")
-    for value, hi, lo in ((a, ah, al), (b, bh, bl)):
-        e.f64(_SPLITTER).get(value).op("f64.mul").set(t)
-        e.get(t).get(t).get(value).op("f64.sub").op("f64.sub").set(hi)
-        e.get(value).get(hi).op("f64.sub").set(lo)
-    e.get(a).get(b).op("f64.mul").set(p)
-    e.get(ah).get(bh).op("f64.mul").get(p).op("f64.sub").get(ah).get(bl).op("f64.mul").op("f64.add")
-    e.get(al).get(bh).op("f64.mul").op("f64.add").get(al).get(bl).op("f64.mul").op("f64.add").set(ul)
-    _two_sum(e, c, p, th, tl, bb)
-    _two_sum(e, tl, ul, v, verr, bb)
-    _odd_nudge(e, v, verr)
-    e.get(th).get(v).op("f64.add")
+        e.get(a).get(b).get(c).call(m.helper("fma64_scaled")).op("return")
+    _fma64_window(e, a, b, c, w)
+    e.get(w.th).get(w.v).op("f64.add")
