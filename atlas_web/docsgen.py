@@ -104,6 +104,7 @@ _KIND_TEXT: dict[OperandKind, str] = {
 }
 
 _ACCESS_TEXT = {Access.READ: "", Access.WRITE: " (w)", Access.READ_WRITE: " (rw)"}
+_MEMORY_TEXT = {Access.READ: "reads", Access.WRITE: "writes", Access.READ_WRITE: "reads and writes"}
 
 _TRAP_TEXT: dict[TrapCode, str] = {
     TrapCode.OUT_OF_BOUNDS: "an access outside its allocation (or a pointer offset that wraps)",
@@ -172,8 +173,16 @@ def _operand_rule(op) -> str:
     return ""
 
 
+def _extent_text(op) -> str:
+    """An address operand's extent: ``(reads count × ty)``; nothing for other operands."""
+    if op.kind is not OperandKind.ADDR:
+        return ""
+    element = op.element.value if isinstance(op.element, TypeRule) else op.element.suffix
+    return f" ({_MEMORY_TEXT[op.memory]} {op.extent.replace('*', ' × ')} × {element})"
+
+
 def _operand_text(op) -> str:
-    text = f"`{op.name}` {_KIND_TEXT[op.kind]}{_operand_rule(op)}" + _ACCESS_TEXT[op.access]
+    text = f"`{op.name}` {_KIND_TEXT[op.kind]}{_operand_rule(op)}" + _ACCESS_TEXT[op.access] + _extent_text(op)
     return text + (" (suffix)" if op.in_suffix else "")
 
 
@@ -218,10 +227,13 @@ def _operand_rules_section() -> list[str]:
              "`reg:<rule>` a register whose value has the type the rule names (the verifier checks it;",
              "a fixed type such as `u8` is written as itself), `pred` a predicate, `pred?` an optional",
              "predicate, `flag` BRA's negation, `addr:global` / `addr:shared` an address (see Address",
-             "modes), `label` a label, `imm:ty` an immediate of the instruction's type, `imm:u32` an",
-             "unsigned immediate of that width, `enum:<Enum>` a member of that enumeration. `(w)`",
-             "marks an operand the instruction writes, `(rw)` one it reads and writes, `(suffix)` one",
-             "spelled in the mnemonic.", ""]
+             "modes) followed by its extent, what it covers: `(reads count × ty)` reads `count`",
+             "consecutive values of type `ty` from the address (an extent is an expression over the",
+             "instruction's shape operands; the verifier checks the whole range at launch), `label` a",
+             "label, `imm:ty` an immediate of the instruction's type, `imm:u32` an unsigned immediate",
+             "of that width (a shape operand when an extent names it), `enum:<Enum>` a member of that",
+             "enumeration. `(w)` marks an operand the instruction writes, `(rw)` one it reads and",
+             "writes, `(suffix)` one spelled in the mnemonic.", ""]
             + _table(("rule", "meaning"), rows))
 
 

@@ -3,9 +3,9 @@
 The verifier collects every static address once (:func:`static_accesses`);
 :func:`verify_launch` then checks them against the live allocations and the
 launch's shared memory, cheaply enough to run before every launch. The range of
-an access is one value of the instruction's type, or ``count`` values for the
-instructions with a ``count`` operand (cooperative instructions and the per-lane
-Reduce*). Checks run in the order of the semantics: handle, bounds, alignment.
+an access is the operand's extent in the opcode table (``atlas_web.isa.extents``:
+one value for LDG, ``count`` values for ParallelMap, ``m*k`` for a matrix). Checks
+run in the order of the semantics: handle, bounds, alignment.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable
 
 from .errors import ProgramError
 from .isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, Address
-from .isa.opcodes import OperandKind
+from .isa.extents import array_operands
 from .isa.types import Type
 from .launch import LaunchConfig
 from .verify_operands import instruction_text
@@ -56,21 +56,6 @@ ALLOCATION_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-_ADDRESS_OPERANDS: dict[type, tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
-
-
-def _address_operands(cls: type) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
-    """(ADDR operand names, has a ``count`` operand, names of the "global" ADDR operands) of a class."""
-    plan = _ADDRESS_OPERANDS.get(cls)
-    if plan is None:
-        operands = cls.INFO.operands
-        plan = (tuple(o.name for o in operands if o.kind is OperandKind.ADDR),
-                any(o.kind is OperandKind.UINT and o.name == "count" for o in operands),
-                tuple(o.name for o in operands if o.kind is OperandKind.ADDR and o.rule == "global"))
-        _ADDRESS_OPERANDS[cls] = plan
-    return plan
-
-
 def static_accesses(program) -> tuple[StaticAccess, ...]:
     """Every static address of ``program``, in instruction and operand order."""
     return scan_addresses(program)[0]
@@ -81,17 +66,15 @@ def scan_addresses(program) -> tuple[tuple[StaticAccess, ...], bool]:
     out = []
     pointers = False
     for index, instr in enumerate(program.instructions):
-        names, counted, global_names = _address_operands(instr.__class__)
-        for name in names:
-            address = getattr(instr, name)
-            describe = STATIC_ADDRESS_SPACES.get(address.__class__)
+        if not instr.INFO.address_operands:
+            continue
+        for array in array_operands(instr):
+            describe = STATIC_ADDRESS_SPACES.get(array.address.__class__)
             if describe is None:
-                pointers = pointers or name in global_names
+                pointers = pointers or array.space == "global"
                 continue
-            space, handle, offset = describe(address)
-            ty = instr.type
-            size = ty.size_bytes()
-            out.append(StaticAccess(index, name, space, handle, offset, size * instr.count if counted else size, ty))
+            space, handle, offset = describe(array.address)
+            out.append(StaticAccess(index, array.name, space, handle, offset, array.nbytes, array.ty))
     return tuple(out), pointers
 
 

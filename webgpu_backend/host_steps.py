@@ -1,10 +1,10 @@
 """What the host does for cooperative steps: resolve their array operands, and run the pool steps.
 
-``kernel_operands`` turns each array operand of a ParallelMap/MapBinary/Reduce into (the chunk
-buffer that holds it, its byte offset in that buffer). Static addresses were checked when the
-launch started; register-based ones take lane 0's register values (read back from lane state)
-and are checked here in the reference's order, per operand: handle, range (``count`` values),
-alignment of the start; a failure is AtlasTrap with lane -1. PoolAlloc and PoolFree allocate
+``kernel_operands`` turns each array operand of a kernel step (the table's array_operands) into
+(the chunk buffer that holds it, its byte offset in that buffer). Static addresses were checked
+when the launch started; register-based ones take lane 0's register values (read back from lane
+state) and are checked here in the reference's order, per operand: handle, range (the operand's
+extent), alignment of the start; a failure is AtlasTrap with lane -1. PoolAlloc and PoolFree allocate
 and free on the host between two submissions (POOL_EXHAUSTED / INVALID_HANDLE traps).
 """
 
@@ -14,11 +14,20 @@ import struct
 
 from atlas_web.errors import AllocationFailed, AtlasTrap, TrapCode
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, MAX_OFFSET, Address
+from atlas_web.isa.extents import array_operands
+from atlas_web.isa.opcodes import Access
 
-__all__ = ["kernel_operands", "HostSteps", "ROLE_OPERANDS"]
+__all__ = ["kernel_operands", "HostSteps", "binding_roles"]
 
-#: operand name -> role in the kernels' bindings
-ROLE_OPERANDS = {"dst_array": "dst", "src_array": "src_a", "src_a": "src_a", "src_b": "src_b"}
+#: the kernels' bindings of the arrays read, in operand order
+_SOURCE_ROLES = ("src_a", "src_b")
+
+
+def binding_roles(arrays) -> tuple[str, ...]:
+    """The kernels' binding role of each ArrayOperand in ``arrays`` (operand order): the written array is
+    "dst", the read ones "src_a", "src_b" in order."""
+    sources = iter(_SOURCE_ROLES)
+    return tuple("dst" if a.access is not Access.READ else next(sources) for a in arrays)
 
 
 def _value(words: tuple[int, ...]) -> int:
@@ -53,31 +62,27 @@ def kernel_operands(memory, step, lane0: dict | None) -> dict[str, tuple[object,
     ``lane0`` holds lane 0's register words (path -> words) when some address is register-based.
     Raises AtlasTrap (lane -1) for a register-based operand that fails a check.
     """
-    instr = step.instr
-    ty = instr.ty
-    nbytes = ty.size_bytes() * instr.count
+    arrays = array_operands(step.instr)
     out = {}
-    for operand in instr.INFO.operands:
-        if operand.name not in ROLE_OPERANDS:
-            continue
-        address = getattr(instr, operand.name)
+    for array, role in zip(arrays, binding_roles(arrays)):
+        name, address = array.name, array.address
         static = _STATIC.get(type(address))
         if static is not None:
             handle, offset = static(address)
             alloc = memory.get(handle)
         else:
-            handle, offset = _register_address(step, operand.name, address, lane0)
+            handle, offset = _register_address(step, name, address, lane0)
             alloc = memory.lookup(handle)
             if alloc is None:
-                raise _trap(step, TrapCode.INVALID_HANDLE, f"operand '{operand.name}': handle {handle} names no "
+                raise _trap(step, TrapCode.INVALID_HANDLE, f"operand '{name}': handle {handle} names no "
                                                            "live buffer or pool")
-            if offset is None or offset + nbytes > alloc.size:
-                raise _trap(step, TrapCode.OUT_OF_BOUNDS, f"operand '{operand.name}': {instr.count} values at "
+            if offset is None or offset + array.nbytes > alloc.size:
+                raise _trap(step, TrapCode.OUT_OF_BOUNDS, f"operand '{name}': {array.elements} values at "
                                                           f"offset {offset} leave {alloc.kind} {handle}")
-            if offset % ty.alignment():
-                raise _trap(step, TrapCode.MISALIGNED, f"operand '{operand.name}': offset {offset} is misaligned")
+            if offset % array.ty.alignment():
+                raise _trap(step, TrapCode.MISALIGNED, f"operand '{name}': offset {offset} is misaligned")
         buffer, base = memory.location(alloc)
-        out[ROLE_OPERANDS[operand.name]] = (buffer, base + offset)
+        out[role] = (buffer, base + offset)
     return out
 
 

@@ -8,6 +8,7 @@ from .addresses import (
     make_pointer, split_pointer,
 )
 from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
+from .extents import ArrayOperand, array_operands, extent_elements
 from .instructions import INSTRUCTION_CLASSES, Instruction, by_name, by_opcode, info_of
 from .opcodes import (
     ALL, COOPERATIVE_OPERATION_TYPES, EXTENDED, FLOATS, INTS, OPCODE_TABLE, SCALARS, Access, ExecKind,
@@ -30,6 +31,7 @@ __all__ = [
     "Instruction", "INSTRUCTION_CLASSES", "by_name", "by_opcode", "info_of",
     "OPCODE_TABLE", "OpcodeInfo", "Operand", "OperandKind", "Access", "ExecKind", "TypeRule",
     "ALL", "SCALARS", "FLOATS", "INTS", "EXTENDED", "COOPERATIVE_OPERATION_TYPES",
+    "ArrayOperand", "array_operands", "extent_elements",
     *INSTRUCTION_CLASSES,
 ]
 del _instructions

@@ -21,7 +21,8 @@ from .opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo, Oper
 from .registers import Label, Predicate, Register, is_label_name
 from .types import Type
 
-__all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name", "ADDRESS_MODES_BY_RULE"]
+__all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name", "ADDRESS_MODES_BY_RULE",
+           "make_instruction_class"]
 
 #: the address modes an ADDR operand accepts, by its rule ("global" or "shared")
 ADDRESS_MODES_BY_RULE: dict[str, tuple[type, ...]] = {
@@ -210,7 +211,8 @@ def _exact_equality(names: tuple[str, ...], immediates: tuple[str, ...]) -> dict
     return {"__eq__": __eq__, "__hash__": __hash__}
 
 
-def _make_class(info: OpcodeInfo) -> type:
+def make_instruction_class(info: OpcodeInfo) -> type:
+    """The frozen dataclass of the instructions of row ``info`` (how every class of the table is made)."""
     fields: list = []
     for op in info.operands:
         if op.name in info.defaults:
@@ -235,7 +237,7 @@ def _make_class(info: OpcodeInfo) -> type:
 
 INSTRUCTION_CLASSES: dict[str, type] = {}
 for _info in OPCODE_TABLE:
-    _cls = _make_class(_info)
+    _cls = make_instruction_class(_info)
     INSTRUCTION_CLASSES[_info.name] = _cls
     globals()[_info.name] = _cls
     __all__.append(_info.name)

@@ -11,8 +11,12 @@ against it.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 
+from ..errors import ProgramError
+
+from .extents import compile_extent
 from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
 from .types import FLOAT_TYPES, INTEGER_TYPES_UP_TO_64, Type
 
@@ -32,7 +36,8 @@ class OperandKind(enum.Enum):
     ADDR = "addr"          # an Address.* mode; ``rule`` is "global" or "shared"
     LABEL = "label"        # a Label (a str is accepted and converted)
     IMM = "imm"            # MOV_IMM's value: int or float of the instruction's type
-    UINT = "uint"          # an unsigned immediate of ``rule`` bits
+    UINT = "uint"          # an unsigned immediate of ``rule`` bits; also the shape operands (count, m, n, k)
+                           # that address operands' extents name
     ENUM = "enum"          # a member of the enum class in ``rule``
 
 
@@ -67,7 +72,11 @@ class Operand:
     """One operand field: name, kind, rule and access.
 
     ``rule`` is a TypeRule or a fixed Type for REG; "global"/"shared" for ADDR;
-    the bit width for UINT; the enum class for ENUM.
+    the bit width for UINT; the enum class for ENUM. ``access`` is the access to
+    the operand's registers (an address's registers are read). ADDR operands also
+    say what they cover (atlas_web.isa.extents): ``memory``, the access to the
+    elements; ``extent``, how many, as an expression over the row's UINT (shape)
+    operands; ``element``, their type (a TypeRule naming a type field, or a Type).
     """
 
     name: str
@@ -76,6 +85,12 @@ class Operand:
     access: Access = Access.READ
     #: ENUM operands and BRA's predicate are spelled in the mnemonic suffix
     in_suffix: bool = False
+    #: ADDR only: the access to the memory the address covers
+    memory: Access | None = None
+    #: ADDR only: the number of elements covered, e.g. "1", "count", "m*k"
+    extent: str | None = None
+    #: ADDR only: the elements' type
+    element: object = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,15 @@ class OpcodeInfo:
     #: instructions whose defaults appear after the operands (BRA's pred/negate)
     defaults: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        for op in self.operands:
+            _check_operand(self, op)
+
+    @functools.cached_property
+    def address_operands(self) -> tuple[Operand, ...]:
+        """The ADDR operands, in operand order."""
+        return tuple(o for o in self.operands if o.kind is OperandKind.ADDR)
+
     @property
     def fields(self) -> tuple[str, ...]:
         """The instruction's field names: its operands in table order, then its type fields."""
@@ -108,6 +132,28 @@ class OpcodeInfo:
             if o.name == name:
                 return o
         raise KeyError(name)
+
+
+def _check_operand(info: OpcodeInfo, op: Operand) -> None:
+    """Refuse, with ProgramError naming the row and operand, an ADDR operand without a memory access, an
+    extent that is not an expression over the row's UINT operands, or an element type naming no type field;
+    and an extent on any other operand."""
+    where = f"{info.name}: operand {op.name!r}"
+    if op.kind is not OperandKind.ADDR:
+        if op.extent is not None or op.memory is not None or op.element is not None:
+            raise ProgramError(f"{where}: only an address operand has a memory access, extent or element type")
+        return
+    if not isinstance(op.memory, Access):
+        raise ProgramError(f"{where}: an address operand needs its memory access (Access.READ/WRITE/READ_WRITE)")
+    if not isinstance(op.extent, str):
+        raise ProgramError(f"{where}: an address operand needs its extent (e.g. \"1\", \"count\", \"m*k\")")
+    shapes = {o.name for o in info.operands if o.kind is OperandKind.UINT}
+    unknown = compile_extent(op.extent)[1] - shapes
+    if unknown:
+        raise ProgramError(f"{where}: extent {op.extent!r} names {', '.join(sorted(unknown))}, "
+                           f"not a shape (UINT) operand of the row")
+    if not (isinstance(op.element, Type) or (isinstance(op.element, TypeRule) and op.element.value in info.type_fields)):
+        raise ProgramError(f"{where}: element type {op.element!r} is neither a Type nor a type field of the row")
 
 
 FLOATS = frozenset(FLOAT_TYPES)
@@ -140,6 +186,11 @@ def _dst(rule: object = T.TY) -> Operand:
     return Operand("dst", K.REG, rule, W)
 
 
+def _addr(name: str, space: str, memory: Access, extent: str = "1", element: object = T.TY) -> Operand:
+    """An address operand covering ``extent`` elements of ``element`` type in ``space``."""
+    return Operand(name, K.ADDR, space, memory=memory, extent=extent, element=element)
+
+
 _ROWS: list[OpcodeInfo] = []
 
 
@@ -157,13 +208,13 @@ GADDR = "global"
 SADDR = "shared"
 
 # --- data movement -------------------------------------------------------------
-_row("LDG", 0x01, "ldg", [_dst(), Operand("src", K.ADDR, GADDR)], ALL, L, "data movement",
+_row("LDG", 0x01, "ldg", [_dst(), _addr("src", GADDR, R)], ALL, L, "data movement",
      "dst = the value of type ty at global address src")
-_row("STG", 0x02, "stg", [Operand("dst", K.ADDR, GADDR), _reg("src")], ALL, L, "data movement",
+_row("STG", 0x02, "stg", [_addr("dst", GADDR, W), _reg("src")], ALL, L, "data movement",
      "store src (type ty) at global address dst")
-_row("LDS", 0x03, "lds", [_dst(), Operand("src", K.ADDR, SADDR)], ALL, L, "data movement",
+_row("LDS", 0x03, "lds", [_dst(), _addr("src", SADDR, R)], ALL, L, "data movement",
      "dst = the value of type ty at shared-memory address src")
-_row("STS", 0x04, "sts", [Operand("dst", K.ADDR, SADDR), _reg("src")], ALL, L, "data movement",
+_row("STS", 0x04, "sts", [_addr("dst", SADDR, W), _reg("src")], ALL, L, "data movement",
      "store src (type ty) at shared-memory address dst")
 _row("MOV", 0x05, "mov", UN, ALL, L, "data movement", "dst = src")
 _row("MOV_IMM", 0x06, "mov_imm", [_dst(), Operand("value", K.IMM)], ALL, L, "data movement",
@@ -258,7 +309,7 @@ for _name, _op, _mn, _what in (("ReduceAdd", 0x60, "reduce.add", "sum"),
                                ("ReduceMin", 0x61, "reduce.min", "minimum"),
                                ("ReduceMax", 0x62, "reduce.max", "maximum"),
                                ("ReduceMul", 0x63, "reduce.mul", "product")):
-    _row(_name, _op, _mn, [_dst(), Operand("src_array", K.ADDR, GADDR), Operand("count", K.UINT, 32)], SCALARS, L,
+    _row(_name, _op, _mn, [_dst(), _addr("src_array", GADDR, R, "count"), Operand("count", K.UINT, 32)], SCALARS, L,
          "reduction", f"dst = the {_what} of count values of type ty from src_array, in index order")
 
 # --- transcendentals -----------------------------------------------------------
@@ -281,17 +332,17 @@ _row("PoolStore", 0x83, "pool.store", [_reg("pool", T.INT32), _reg("offset", T.I
      "store src (type ty) at byte offset of pool")
 
 # --- cooperative ---------------------------------------------------------------
-_row("ParallelMap", 0x90, "pmap", [Operand("dst_array", K.ADDR, GADDR), Operand("src_array", K.ADDR, GADDR),
+_row("ParallelMap", 0x90, "pmap", [_addr("dst_array", GADDR, W, "count"), _addr("src_array", GADDR, R, "count"),
                                    Operand("count", K.UINT, 32),
                                    Operand("operation", K.ENUM, MapOperation, in_suffix=True)],
      SCALARS, CO, "cooperative", "once per launch: dst_array[i] = operation(src_array[i]) for i < count",
      default_type=Type.F32)
-_row("ParallelMapBinary", 0x91, "pmap2", [Operand("dst_array", K.ADDR, GADDR), Operand("src_a", K.ADDR, GADDR),
-                                          Operand("src_b", K.ADDR, GADDR), Operand("count", K.UINT, 32),
+_row("ParallelMapBinary", 0x91, "pmap2", [_addr("dst_array", GADDR, W, "count"), _addr("src_a", GADDR, R, "count"),
+                                          _addr("src_b", GADDR, R, "count"), Operand("count", K.UINT, 32),
                                           Operand("operation", K.ENUM, BinaryMapOperation, in_suffix=True)],
      SCALARS, CO, "cooperative", "once per launch: dst_array[i] = operation(src_a[i], src_b[i]) for i < count",
      default_type=Type.F32)
-_row("ParallelReduce", 0x92, "preduce", [_dst(), Operand("src_array", K.ADDR, GADDR), Operand("count", K.UINT, 32),
+_row("ParallelReduce", 0x92, "preduce", [_dst(), _addr("src_array", GADDR, R, "count"), Operand("count", K.UINT, 32),
                                          Operand("operation", K.ENUM, ReduceOperation, in_suffix=True)],
      SCALARS, CO, "cooperative", "once per launch: dst (uniform) = operation over src_array[0:count]",
      default_type=Type.F32)

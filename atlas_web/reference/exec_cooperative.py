@@ -4,21 +4,24 @@ They run once, when every live lane stands at them, as a ``CooperativeStep``:
 registers are read from global lane 0 (address registers included), a
 destination register is written for every lane (uniform), and a trap is
 raised at once as AtlasTrap with lane -1. Array operands are checked over
-their whole range (``count`` values) in operand order: handle, bounds,
-alignment of the start.
+their whole range (their extent in the opcode table) in operand order, all
+before any is written: handle, bounds, alignment of the start.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import AllocationFailed, AtlasTrap, TrapCode
+from ..isa.extents import ArrayOperand, array_operands
 from ..isa.types import Type
 from . import numeric
 from .exec_address import check_access, gather_runs, resolve_global, scatter, unsigned
 from .exec_step import Plan, Step, trap_detail
 
-__all__ = ["COOPERATIVE_RULES", "CooperativeStep"]
+__all__ = ["COOPERATIVE_RULES", "CooperativeStep", "CheckedArray", "checked_arrays"]
 
 _LANE_ZERO = np.zeros(1, dtype=np.int64)
 
@@ -40,41 +43,52 @@ class CooperativeStep(Step):
         self.machine.regs.write(number, ty, np.repeat(value[:1], self.machine.geometry.n), None)
 
 
-def _array_span(step: CooperativeStep, field: str, ty: Type, count: int):
-    span, = check_access(step, resolve_global(step, field), ty.size_bytes() * count, ty.alignment())
-    return span.data, int(span.offsets[0])
+@dataclass(slots=True)
+class CheckedArray:
+    """An array operand that passed its checks: the allocation's bytes and the array's byte offset in them."""
+
+    array: ArrayOperand
+    data: np.ndarray
+    offset: int
+
+    def read(self) -> np.ndarray:
+        """The array's ``elements`` values."""
+        return gather_runs(self.data, np.array([self.offset], dtype=np.int64), self.array.ty,
+                           self.array.elements)[0]
+
+    def write(self, values: np.ndarray) -> None:
+        """Store ``values`` (of the array's type) from the array's start."""
+        offsets = self.offset + self.array.ty.size_bytes() * np.arange(len(values), dtype=np.int64)
+        scatter(self.data, offsets, self.array.ty, values)
 
 
-def _read_array(step: CooperativeStep, field: str, ty: Type, count: int) -> np.ndarray:
-    data, offset = _array_span(step, field, ty, count)
-    return gather_runs(data, np.array([offset], dtype=np.int64), ty, count)[0]
-
-
-def _write_array(data: np.ndarray, offset: int, ty: Type, values: np.ndarray) -> None:
-    offsets = offset + ty.size_bytes() * np.arange(len(values), dtype=np.int64)
-    scatter(data, offsets, ty, values)
+def checked_arrays(step: CooperativeStep) -> dict[str, CheckedArray]:
+    """Every array operand of the step's instruction (the table's extents), checked over its whole range in
+    operand order (handle, bounds, alignment of the start): operand name -> CheckedArray. Traps (AtlasTrap,
+    lane -1) at the first failing operand."""
+    out = {}
+    for array in array_operands(step.instr):
+        span, = check_access(step, resolve_global(step, array.name), array.nbytes, array.ty.alignment())
+        out[array.name] = CheckedArray(array, span.data, int(span.offsets[0]))
+    return out
 
 
 def _parallel_map(step: CooperativeStep) -> None:
     instr = step.instr
-    ty, count = instr.ty, instr.count
-    dst, dst_offset = _array_span(step, "dst_array", ty, count)
-    source = _read_array(step, "src_array", ty, count)
-    _write_array(dst, dst_offset, ty, numeric.MAP_OPS[instr.operation](ty, source))
+    arrays = checked_arrays(step)
+    arrays["dst_array"].write(numeric.MAP_OPS[instr.operation](instr.ty, arrays["src_array"].read()))
 
 
 def _parallel_map_binary(step: CooperativeStep) -> None:
     instr = step.instr
-    ty, count = instr.ty, instr.count
-    dst, dst_offset = _array_span(step, "dst_array", ty, count)
-    a = _read_array(step, "src_a", ty, count)
-    b = _read_array(step, "src_b", ty, count)
-    _write_array(dst, dst_offset, ty, numeric.BINARY_MAP_OPS[instr.operation](ty, a, b))
+    arrays = checked_arrays(step)
+    result = numeric.BINARY_MAP_OPS[instr.operation](instr.ty, arrays["src_a"].read(), arrays["src_b"].read())
+    arrays["dst_array"].write(result)
 
 
 def _parallel_reduce(step: CooperativeStep) -> None:
     instr = step.instr
-    values = _read_array(step, "src_array", instr.ty, instr.count)
+    values = checked_arrays(step)["src_array"].read()
     result = numeric.parallel_reduce(instr.operation, instr.ty, values)
     step.write_uniform(step.plan.dest.number, instr.ty, np.asarray(result))
 
