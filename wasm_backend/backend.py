@@ -247,6 +247,13 @@ class WasmBackend(Backend):
             verify_launch(info, config, self._memory.table)
         self._run(loaded, params, min(budget, _MAX_BUDGET))
 
+    @one_thread_at_a_time
+    def generated_code(self, program: Program, config: LaunchConfig) -> str:
+        """The WebAssembly module this backend runs for ``program`` launched with ``config``, disassembled
+        (see wasm_backend.generated_code.wasm_listing: what it raises; nothing runs)."""
+        from .generated_code import wasm_listing
+        return wasm_listing(self, program, config)
+
     def _verified(self, program: Program, params: ExecutionParams, digest: str, preset_key: tuple) -> Any:
         key = (digest, preset_key)
         info = self._verified_programs.get(key)

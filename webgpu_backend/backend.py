@@ -247,6 +247,13 @@ class WebGpuBackend(Backend):
         if config.num_blocks > limits["maxComputeWorkgroupsPerDimension"] ** 3:
             raise ExecutionFailed(f"{config.num_blocks} blocks exceed what the device can dispatch")
 
+    @one_thread_at_a_time
+    def generated_code(self, program: Program, config: LaunchConfig) -> str:
+        """The WGSL this backend runs for ``program`` launched with ``config``: stage shaders and the
+        cooperative steps' kernels (see webgpu_backend.generated_code.wgsl_listing: what it raises)."""
+        from .generated_code import wgsl_listing
+        return wgsl_listing(self, program, config)
+
     def _compiled(self, program: Program, preset_types: dict) -> tuple[Any, CompiledProgram]:
         key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
         cached = self._programs.get(key)

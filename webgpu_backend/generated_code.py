@@ -1,0 +1,48 @@
+"""The WGSL a WebGpuBackend runs for a program (the demo's code view).
+
+``wgsl_listing`` compiles the program as a launch does (the backend's
+program cache) and lists each stage shader's WGSL for the launch shape, then
+the kernel of each cooperative step in its scalar form (a launch may pick
+the vec4 variant of the same kernel when the arrays are 16-byte aligned).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas_web.errors import ProgramError
+from atlas_web.launch import ExecutionParams, LaunchConfig
+from atlas_web.program import Program
+
+from .wgsl import KernelSpec, kernel_source
+
+__all__ = ["wgsl_listing"]
+
+#: cooperative step kind -> the kernels a launch of it dispatches (in order)
+_STEP_KERNELS: dict[str, tuple[str, ...]] = {"map": ("map",), "binary": ("binary",),
+                                             "reduce": ("reduce", "reduce_final")}
+
+
+def wgsl_listing(backend: Any, program: Program, config: LaunchConfig) -> str:
+    """The WGSL sources ``backend`` (a WebGpuBackend) runs for ``program`` launched with ``config``.
+
+    Raises ProgramError (not a Program, or it does not verify), ExecutionFailed (a malformed ``config``) or
+    UnsupportedOperation (an instruction WGSL cannot run here), as execute_program would; runs nothing.
+    """
+    if not isinstance(program, Program):
+        raise ProgramError(f"generated_code needs a Program, got {type(program).__name__}")
+    params = ExecutionParams(config)
+    _info, compiled = backend._compiled(program, {})
+    features = backend.features
+    shaders = compiled.stage_shaders(params.config, features, max(1, len(backend._memory.chunks)))
+    parts = []
+    for shader in shaders:
+        if shader.stage in compiled.passes_to or shader.stage in compiled.empty_stages:
+            continue
+        parts.append(f"// ---- stage {shader.stage}: lanes of program {compiled.digest[:16]}\n{shader.source}")
+    for index, step in sorted(compiled.steps.items()):
+        for kind in _STEP_KERNELS.get(step.kind, ()):
+            spec = KernelSpec(kind, step.instr.operation, step.instr.ty)
+            parts.append(f"// ---- cooperative step {index} ({step.instr.INFO.name}.{step.instr.ty.name.lower()}): "
+                         f"{kind} kernel\n{kernel_source(spec, features)}")
+    return "\n".join(parts) if parts else f"// program {compiled.digest[:16]} needs no shader"
