@@ -11,13 +11,13 @@ the linear memory grows (any allocation may grow it).
 Threads: natively the memory is shared and, on ``threads`` threads (the launching thread and
 ``threads - 1`` workers of the runner), results bit-identical for every thread count:
 
-* a ParallelMap/ParallelMapBinary of at least ``coop_map.parallel_map_threshold(operation)`` elements
+* a ParallelMap/ParallelMapBinary of at least ``thread_policy.parallel_map_threshold(operation)`` elements
   (1M for math-library operations, 2M for arithmetic) over disjoint (or exactly aliased) arrays runs its
   kernel in chunks (``env.parallel_map``);
-* a ParallelReduce of at least ``coop_reduce.PARALLEL_REDUCE_THRESHOLD`` elements (4M; not the float
+* a ParallelReduce of at least ``thread_policy.PARALLEL_REDUCE_THRESHOLD`` elements (4M; not the float
   Product) runs its fixed chunks in groups (``env.parallel_reduce``: partials in scratch memory, folded
   by the module in chunk order, as one thread folds them);
-* a SIMD lane-mode launch of at least ``simd_function.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
+* a SIMD lane-mode launch of at least ``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
   cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``).
 
 ``device_info()["parallel_dispatches"]`` counts the three, ``["parallel_worker_chunks"]`` the chunks worker
@@ -51,9 +51,11 @@ from atlas_web.registry import DeviceProbe
 from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
-from .lowering.coop_map import PARALLEL_MAP_THRESHOLDS, map_chunk_ranges
-from .lowering.coop_reduce import PARALLEL_REDUCE_THRESHOLD, PARTIAL_BYTES, reduce_chunk_count
-from .lowering.simd_function import LANES_PER_RANGE_STEP, PARALLEL_LANES_THRESHOLD, SIMD_KERNEL
+from .thread_policy import (
+    PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD, chunk_ranges, reduce_chunk_count,
+)
+from .lowering.coop_reduce import PARTIAL_BYTES
+from .lowering.simd_function import LANES_PER_RANGE_STEP, SIMD_KERNEL
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -343,7 +345,7 @@ class WasmBackend(Backend):
         export, per_chunk = compiled.parallel_maps[index]
         operands = (dst & 0xFFFFFFFF, src_a & 0xFFFFFFFF, src_b & 0xFFFFFFFF)
         chunks = [(*operands, lo, hi)
-                  for lo, hi in map_chunk_ranges(count & 0xFFFFFFFF, self._runner.threads, per_chunk)]
+                  for lo, hi in chunk_ranges(count & 0xFFFFFFFF, self._runner.threads, per_chunk)]
         self._parallel_dispatches += 1
         self._runner.parallel_call(instance, export, chunks)
 
@@ -359,7 +361,7 @@ class WasmBackend(Backend):
             return 0
         self._scratch.append(partials)
         groups = [(src & 0xFFFFFFFF, first, end, count, partials)
-                  for first, end in map_chunk_ranges(chunks, self._runner.threads, 1, 1)]
+                  for first, end in chunk_ranges(chunks, self._runner.threads, 1, 1)]
         self._parallel_dispatches += 1
         self._runner.parallel_call(instance, compiled.parallel_reduces[index], groups)
         return partials
@@ -367,7 +369,7 @@ class WasmBackend(Backend):
     def _parallel_lanes(self, instance, lanes: int) -> None:
         """``env.parallel_lanes``: run the SIMD kernel over ranges of ``0 .. lanes`` on the threads (range starts
         are multiples of a whole unrolled step, so every lane runs the code it runs in one call)."""
-        ranges = map_chunk_ranges(lanes & 0xFFFFFFFF, self._runner.threads, LANES_PER_RANGE_STEP)
+        ranges = chunk_ranges(lanes & 0xFFFFFFFF, self._runner.threads, LANES_PER_RANGE_STEP)
         self._parallel_dispatches += 1
         self._runner.parallel_call(instance, SIMD_KERNEL, ranges)
 

@@ -14,8 +14,8 @@ from atlas_web.errors import TrapCode
 from atlas_web.isa import Type
 from atlas_web.verify import verify
 from wasm_backend.lowering import compile_program
-from wasm_backend.lowering.coop_map import map_chunk_ranges
-from wasm_backend.lowering.simd_function import LANES_PER_RANGE_STEP, PARALLEL_LANES_THRESHOLD, scalar_lanes_only
+from wasm_backend.lowering.simd_function import LANES_PER_RANGE_STEP, scalar_lanes_only
+from wasm_backend.thread_policy import PARALLEL_LANES_THRESHOLD
 from tests.wasm_backend.thread_counts import THREAD_COUNTS
 
 #: 67651 blocks of 31 lanes: over the threshold; the SIMD range ends 4 lanes past a whole unrolled step
@@ -230,15 +230,6 @@ def test_only_large_simd_launches_of_parallel_modules_import_parallel_lanes():
     assert small.simd and not small.parallel_lanes and "parallel_lanes" not in small.host_imports
     with scalar_lanes_only():
         assert not compile_program(program, info, ODD, shared_memory=True, parallel=True).parallel_lanes
-
-
-def test_lane_ranges_start_on_whole_unrolled_steps():
-    covered = LANES - LANES % 4
-    for threads in (2, 3, 8):
-        ranges = map_chunk_ranges(covered, threads, LANES_PER_RANGE_STEP)
-        assert ranges[0][0] == 0 and ranges[-1][1] == covered and len(ranges) > 1
-        assert all(lo % LANES_PER_RANGE_STEP == 0 for lo, _ in ranges)
-        assert all(a_hi == b_lo for (_, a_hi), (b_lo, _) in zip(ranges, ranges[1:]))
 
 
 def test_device_info_reports_the_lanes_threshold(backends):

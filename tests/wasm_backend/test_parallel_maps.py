@@ -19,10 +19,7 @@ from wasm_backend.encoding.module import ModuleBuilder
 from wasm_backend.encoding.types import ValType
 from wasm_backend.errors import WasmInterfaceError, WasmTrap
 from wasm_backend.lowering import compile_program
-from wasm_backend.lowering.coop_map import (
-    CHUNKS_PER_THREAD, MIN_CHUNK_ELEMENTS, PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS, map_chunk_ranges,
-    parallel_map_threshold,
-)
+from wasm_backend.thread_policy import PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS, parallel_map_threshold
 from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
 from tests.wasm_backend.thread_counts import THREAD_COUNTS
 
@@ -276,26 +273,9 @@ def test_small_maps_and_single_threaded_backends_import_no_parallel_map(operatio
         large, verify(large), ONE, shared_memory=True).wasm
 
 
-def test_arithmetic_needs_more_elements_than_math_functions_to_go_parallel():
-    assert parallel_map_threshold(MapOperation.Exp) == PARALLEL_MAP_THRESHOLD
-    assert parallel_map_threshold(BinaryMapOperation.Add) == parallel_map_threshold(MapOperation.Abs) > \
-        parallel_map_threshold(BinaryMapOperation.Pow) == parallel_map_threshold(MapOperation.Exp)
+def test_a_map_between_the_two_thresholds_goes_parallel_only_for_math_functions():
     middle = _map_program(PARALLEL_MAP_THRESHOLD, MapOperation.Abs)
     assert "parallel_map" not in compile_program(middle, verify(middle), ONE, parallel=True).host_imports
-
-
-@pytest.mark.parametrize("count, threads, per_chunk", [
-    (COUNT, 2, 4), (COUNT, 3, 8), (COUNT, 7, 2), (17, 8, 16), (PARALLEL_MAP_THRESHOLD, 2, 1), (5, 1, 4),
-    (1 << 24, 2, 4)])
-def test_chunks_cover_the_range_in_order_and_start_on_vector_boundaries(count, threads, per_chunk):
-    chunks = map_chunk_ranges(count, threads, per_chunk)
-    assert 1 <= len(chunks) <= threads * CHUNKS_PER_THREAD
-    assert len(chunks) == 1 or all(hi - lo >= MIN_CHUNK_ELEMENTS for lo, hi in chunks[:-1])
-    assert chunks[0][0] == 0 and chunks[-1][1] == count
-    assert all(a_hi == b_lo for (_, a_hi), (b_lo, _) in zip(chunks, chunks[1:]))
-    assert all(lo % per_chunk == 0 and lo < hi for lo, hi in chunks)
-    sizes = [hi - lo for lo, hi in chunks]
-    assert max(sizes) - min(sizes[:-1] or sizes) <= per_chunk
 
 
 @pytest.mark.parametrize("threads", [0, -1, 65, 2.0, True, "2"])

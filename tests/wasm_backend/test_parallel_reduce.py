@@ -11,10 +11,8 @@ from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import STG, Address, ParallelReduce, ReduceOperation, Register, Type
 from atlas_web.verify import verify
 from wasm_backend.lowering import compile_program
-from wasm_backend.lowering.coop_map import map_chunk_ranges
-from wasm_backend.lowering.coop_reduce import (
-    PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS, reduce_chunk_count, reduce_chunked,
-)
+from wasm_backend.lowering.coop_reduce import reduce_chunked
+from wasm_backend.thread_policy import PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS
 from tests.wasm_backend.thread_counts import THREAD_COUNTS
 
 ONE = LaunchConfig()
@@ -217,15 +215,6 @@ def test_only_large_chunked_reductions_of_parallel_modules_import_parallel_reduc
     assert "parallel_reduce" not in compile_program(product, verify(product), ONE, parallel=True).host_imports
     assert "parallel_reduce" in compile_program(integer_product, verify(integer_product), ONE,
                                                 parallel=True).host_imports
-
-
-def test_reduction_chunk_groups_cover_every_chunk_once_in_order():
-    chunks = reduce_chunk_count(COUNT)
-    assert chunks == -(-COUNT // REDUCE_CHUNK_ELEMENTS) and reduce_chunk_count(0) == 0
-    for threads in (2, 3, 8):
-        groups = map_chunk_ranges(chunks, threads, 1, 1)
-        assert [c for lo, hi in groups for c in range(lo, hi)] == list(range(chunks))
-        assert len(groups) > 1
 
 
 def test_device_info_counts_reduce_dispatches(backends):

@@ -20,7 +20,7 @@ from wasm_backend.encoding.immediates import MemArg
 from wasm_backend.encoding.module import ModuleBuilder
 from wasm_backend.encoding.types import ValType
 from wasm_backend.errors import WasmTrap
-from wasm_backend.lowering.coop_map import PARALLEL_MAP_THRESHOLDS, map_chunk_ranges
+from wasm_backend.thread_policy import PARALLEL_MAP_THRESHOLDS, chunk_ranges
 from wasm_backend.runners import wasmtime_runner
 from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
 from wasm_backend.runners.worker_pool import WorkerPool
@@ -364,7 +364,7 @@ def test_sigint_in_a_large_map_stops_its_chunks_and_the_backend_goes_on(dealt, m
             backend.execute_program(_map_program(dst, src), LaunchConfig())
         at_raise = np.asarray(backend.copy_typed_from(dst, Type.F32, COUNT))
         assert len(ended) == len(entered) <= 3  # each thread ran the one chunk it had; all ended before
-        ranges = map_chunk_ranges(COUNT, 3, 4)
+        ranges = chunk_ranges(COUNT, 3, 4)
         ran = {(lo, hi) for *_, lo, hi in entered}
         want = -(np.arange(COUNT, dtype=np.float32) + 1)
         for lo, hi in ranges:

@@ -11,7 +11,7 @@ host (``env.scratch``).
 The loops are a kernel of their own, ``map_kernel_<index>(dst, src_a, src_b, lo, hi)`` (exported; no
 globals, no imports), which the cooperative function calls over the whole range after the handle,
 bounds and alignment checks. A module compiled for several threads imports ``env.parallel_map``: a
-map of at least ``parallel_map_threshold(operation)`` elements whose sources are each the destination
+map of at least ``thread_policy.parallel_map_threshold(operation)`` elements whose sources are each the destination
 itself or disjoint from it calls it instead, and the host runs the kernel over chunks on its
 threads, each thread taking the next chunk when done (chunk starts are multiples of the elements per
 16-byte vector, so results are bit-identical to one call).
@@ -26,6 +26,7 @@ from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
+from ..thread_policy import parallel_map_threshold
 from .coop_context import COOP_OK, CoopContext
 from .coop_ops import SCALAR_OPS, SHAPES, VECTOR_OPS, decode_halves, encode_halves, load_scalar, store_scalar
 from .math_seam import math_function_for
@@ -33,9 +34,7 @@ from .rules import cooperative_rule, support_operation
 from .typemap import type_info
 
 __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
-           "map_kernel_name", "map_chunk_ranges", "CHUNKS_PER_THREAD", "MIN_CHUNK_ELEMENTS", "parallel_map_wanted",
-           "PARALLEL_MAP_THRESHOLD", "PARALLEL_MAP_THRESHOLDS", "parallel_map_threshold",
-           "map_kernel_elements_per_chunk"]
+           "map_kernel_name", "parallel_map_wanted", "map_kernel_elements_per_chunk"]
 
 I32, V128 = ValType.I32, ValType.V128
 
@@ -46,25 +45,6 @@ MAP_OPERATIONS = {MapOperation.Abs: "abs", MapOperation.Neg: "neg", MapOperation
 BINARY_OPERATIONS = {BinaryMapOperation.Add: "add", BinaryMapOperation.Sub: "sub", BinaryMapOperation.Mul: "mul",
                      BinaryMapOperation.Div: "div", BinaryMapOperation.Min: "min", BinaryMapOperation.Max: "max"}
 
-#: the fewest elements a map must have before it is split over threads, by the cost of its operation.
-#: Measured with benchmarks on 2 cores (wall time, f32, idle machine): two threads break even with one
-#: at about 1M elements for Exp (1.55x at 2M-4M) and at about 2M for Add/Abs (1.4-1.5x at 4M); below,
-#: waking the workers (tens of us in this VM, more when other processes hold the cores) and the
-#: slower per-thread speed while both run cost more than the split saves
-PARALLEL_MAP_THRESHOLDS = {"math library": 1 << 20, "arithmetic": 1 << 21}
-#: the smallest of them
-PARALLEL_MAP_THRESHOLD = min(PARALLEL_MAP_THRESHOLDS.values())
-
-
-def parallel_map_threshold(operation: object) -> int:
-    """The fewest elements a map of ``operation`` needs to run on several threads."""
-    arithmetic = operation in MAP_OPERATIONS or operation in BINARY_OPERATIONS
-    return PARALLEL_MAP_THRESHOLDS[_COST_CLASS[arithmetic]]
-
-
-_COST_CLASS = {True: "arithmetic", False: "math library"}
-
-
 def map_kernel_name(index: int) -> str:
     """The export name of the element-wise kernel of the map at instruction ``index``."""
     return f"map_kernel_{index}"
@@ -73,25 +53,6 @@ def map_kernel_name(index: int) -> str:
 def map_kernel_elements_per_chunk(ty: Type) -> int:
     """Elements of ``ty`` per 16-byte vector chunk: chunk boundaries of a parallel map are multiples of it."""
     return SHAPES[ty].per_chunk
-
-
-#: chunks per thread a parallel map is cut into (threads take the next chunk when done, so a thread that
-#: starts late on a busy machine does less), and the fewest elements a chunk has
-CHUNKS_PER_THREAD = 4
-MIN_CHUNK_ELEMENTS = 1 << 14
-
-
-def map_chunk_ranges(count: int, threads: int, per_chunk: int, min_elements: int = MIN_CHUNK_ELEMENTS
-                     ) -> list[tuple[int, int]]:
-    """Element ranges ``(lo, hi)`` covering ``0 .. count`` in order: ``CHUNKS_PER_THREAD`` per thread of nearly
-    equal size (fewer where chunks would have under ``min_elements``), every ``lo`` a multiple of
-    ``per_chunk`` (so each element takes the vector or scalar code it takes in one call over the whole
-    range, and every vector access stays 16-byte aligned). Also splits the fixed chunks of a reduction
-    (``count`` chunks, ``per_chunk`` and ``min_elements`` 1) and the lanes of a SIMD lane-mode launch."""
-    pieces = max(1, min(max(threads, 1) * CHUNKS_PER_THREAD, count // max(min_elements, 1)))
-    step = -(-count // pieces)
-    step = max(per_chunk, -(-step // per_chunk) * per_chunk)
-    return [(lo, min(lo + step, count)) for lo in range(0, count, step)]
 
 
 def parallel_map_wanted(m, count: int, operation: object) -> bool:

@@ -1,6 +1,6 @@
 """ParallelReduce: Sum, Product, Min and Max over ``count`` values, as SIMD loops with scalar tails.
 
-Every reduction but the float Product works in FIXED chunks of ``REDUCE_CHUNK_ELEMENTS`` values (a
+Every reduction but the float Product works in FIXED chunks of ``thread_policy.REDUCE_CHUNK_ELEMENTS`` values (a
 size that depends neither on the thread count nor on the host): a function of its own,
 ``reduce_chunk_<index>(src, lo, hi) -> partial``, reduces elements ``lo .. hi`` to a partial, and the
 partials are combined in chunk order, from the identity, with the operation's scalar step. The
@@ -9,7 +9,7 @@ browser, ``threads=1``, counts under the threshold) or on several:
 
 * in one thread the cooperative function calls the chunk function chunk by chunk and folds as it goes;
 * a module compiled for several threads imports ``env.parallel_reduce(instruction, src, count) ->
-  address``: for at least ``PARALLEL_REDUCE_THRESHOLD`` elements the host runs the exported, global-free
+  address``: for at least ``thread_policy.PARALLEL_REDUCE_THRESHOLD`` elements the host runs the exported, global-free
   ``reduce_kernel_<index>(src, first_chunk, end_chunk, count, partials)`` over groups of chunks on its
   threads, each writing the partial of chunk ``c`` to ``partials + 8 * c`` (scratch memory the host
   returns; 0 when it has none, and then the module folds in one thread), and the module folds the
@@ -43,6 +43,7 @@ from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS, reduce_chunk_count
 from .coop_context import COOP_OK, CoopContext
 from .coop_map import KernelContext
 from .coop_ops import SCALAR_OPS, SHAPES, VECTOR_OPS, decode_halves, load_scalar, splat_constant
@@ -50,8 +51,7 @@ from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule, support_operation
 from .typemap import type_info
 
-__all__ = ["REDUCE_KINDS", "REDUCE_CHUNK_ELEMENTS", "PARALLEL_REDUCE_THRESHOLD", "PARTIAL_BYTES",
-           "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted", "reduce_chunk_count"]
+__all__ = ["REDUCE_KINDS", "PARTIAL_BYTES", "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted"]
 
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
 
@@ -59,16 +59,8 @@ I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, V
 REDUCE_KINDS = {ReduceOperation.Sum: "add", ReduceOperation.Product: "mul", ReduceOperation.Min: "min",
                 ReduceOperation.Max: "max"}
 
-#: elements per chunk of a chunked reduction (a multiple of every vector width and of the F32 block)
-REDUCE_CHUNK_ELEMENTS = 1 << 16
 #: bytes per partial in the host's partials area
 PARTIAL_BYTES = 8
-#: the fewest elements a reduction needs before its chunks go to several threads. Measured on 2 cores
-#: (wall time, best of 30, interleaved, f32 Sum and i32 Max): two threads break even with one at about
-#: 4M elements (the 16 MiB still come from the cache), gain 1.2x at 6M and 1.4-1.7x at 16M; below,
-#: waking the workers (100-150 us in this VM) costs more than the split saves
-PARALLEL_REDUCE_THRESHOLD = 1 << 22
-
 # env.parallel_reduce(instruction, src, count) -> partials address (0: none, fold in one thread)
 HOST_IMPORTS.setdefault("parallel_reduce", ((I32, I32, I32), (I32,)))
 
@@ -90,11 +82,6 @@ def reduce_kernel_name(index: int) -> str:
 def reduce_chunked(operation: ReduceOperation, ty: Type) -> bool:
     """Whether ParallelReduce ``operation`` on ``ty`` works in fixed chunks (all but the float Product)."""
     return not (ty.is_float() and REDUCE_KINDS[operation] == "mul")
-
-
-def reduce_chunk_count(count: int) -> int:
-    """The chunks of a chunked reduction over ``count`` elements."""
-    return -(-count // REDUCE_CHUNK_ELEMENTS)
 
 
 def parallel_reduce_wanted(operation: ReduceOperation, ty: Type, count: int) -> bool:

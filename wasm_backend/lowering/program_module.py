@@ -41,9 +41,8 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
     rules_convert, rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
 from .coop_context import CoopContext
-from .coop_map import (
-    map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported, parallel_map_threshold,
-)
+from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
+from .coop_map import map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported
 from .coop_reduce import parallel_reduce_wanted, reduce_kernel_name
 from .lane_context import STOP_TRAPPED
 from .lane_state import RECORD_ENDED, LaneState, plan_lane_state
@@ -51,7 +50,7 @@ from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
 from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
-from .simd_function import SIMD_KERNEL, build_simd_function, parallel_lanes_wanted
+from .simd_function import SIMD_KERNEL, build_simd_function
 from .simd_lanes import SIMD_DONE
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]

@@ -16,7 +16,7 @@ iteration. The prologue and the loop are ``simd_range(lo, hi) -> i32`` (lanes ``
 the table's base and capacity come from the header), which ``simd_lanes`` calls over all its lanes.
 
 Threads. A module compiled for several threads whose SIMD function covers at least
-``PARALLEL_LANES_THRESHOLD`` lanes imports ``env.parallel_lanes(lanes)`` and exports
+``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes imports ``env.parallel_lanes(lanes)`` and exports
 ``simd_kernel(lo, hi)`` (``simd_range`` without its result): when the checks pass and the lanes have no
 effect another lane's order could change, the host runs the kernel over ranges of lanes on its threads
 (every ``lo`` a multiple of ``SIMD_LANES * UNROLL``, so each lane runs the code it runs in one call:
@@ -40,6 +40,7 @@ from atlas_web.lowering.structure import Code, EndLane, If
 
 from .. import layout
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_LANES_THRESHOLD
 from . import simd_arith, simd_masks, simd_memory  # noqa: F401  (they add their rules to SIMD_RULES on import)
 from .math_seam import LANE_MATH_OPS
 from .module_context import HOST_IMPORTS, ModuleContext
@@ -47,16 +48,12 @@ from .simd_lanes import (
     SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported,
 )
 
-__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "PARALLEL_LANES_THRESHOLD",
-           "SIMD_KERNEL", "LANES_PER_RANGE_STEP", "parallel_lanes_wanted"]
+__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "SIMD_KERNEL",
+           "LANES_PER_RANGE_STEP"]
 
 I32, I64 = ValType.I32, ValType.I64
 _DISABLED: list[bool] = []
 
-#: the fewest SIMD lanes a launch needs before ranges of them go to several threads. Measured on 2 cores
-#: (wall time, interleaved, best of 20, the per-lane LDG, LDG, ADD, STG f32 kernel of
-#: benchmarks/wasm_vs_numpy.py): two threads break even at about 1M lanes (1.1x), gain 1.5x from 2M
-PARALLEL_LANES_THRESHOLD = 1 << 21
 #: the export the host runs over ranges of lanes
 SIMD_KERNEL = "simd_kernel"
 #: range starts are multiples of this (a whole unrolled iteration of the loop)
@@ -74,12 +71,6 @@ _RANGE_CHECKED = frozenset({"STG"})
 
 # env.parallel_lanes(lanes): run simd_kernel over ranges of 0 .. lanes on the host's threads
 HOST_IMPORTS.setdefault("parallel_lanes", ((I32,), ()))
-
-
-def parallel_lanes_wanted(parallel: bool, config) -> bool:
-    """Whether a module (``parallel``: compiled for several threads) for launches of ``config`` imports
-    ``env.parallel_lanes`` (its SIMD function, if it gets one, may then use it)."""
-    return parallel and config.total_threads >= PARALLEL_LANES_THRESHOLD
 
 
 @contextmanager
