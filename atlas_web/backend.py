@@ -13,7 +13,7 @@ import array
 import struct
 import sys
 from collections.abc import Mapping, Set as AbstractSet
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import (
     AllocationFailed, AtlasError, AtlasTrap, BackendUnavailable, ExecutionFailed, InvalidBuffer,
@@ -24,6 +24,9 @@ from .isa.instructions import INSTRUCTION_CLASSES, Instruction
 from .isa.opcodes import OpcodeInfo
 from .isa.types import Type
 from .launch import ExecutionParams, LaunchConfig, as_int
+
+if TYPE_CHECKING:
+    from .docs_backends import BackendDocumentation
 
 __all__ = [
     "Backend", "API_VERSION", "LaunchConfig", "ExecutionParams", "BufferHandle", "PoolHandle",
@@ -302,6 +305,13 @@ class Backend(abc.ABC):
         ``op`` (instruction, class or seed name, or a cooperative operation enum member)
         against the reference. 0 means bit-exact; the reference itself is exact by definition."""
         return 0.0
+
+    @classmethod
+    def documentation(cls) -> "BackendDocumentation | None":
+        """This backend's section of docs/backends.md (``atlas_web.docs_backends``): its op x type support
+        from its rule tables, its measured ulp table, notes and what it does not run by design. A
+        classmethod: documenting needs no device. The default, None, gives the backend no column."""
+        return None
 
     @abc.abstractmethod
     def device_info(self) -> dict:

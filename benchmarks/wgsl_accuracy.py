@@ -5,7 +5,9 @@ in f32 on the WebGPU device, the WGSL builtin and our implementation over a swee
 and measures the largest error in ulp against the reference (binary64 with NumPy, rounded once
 to f32, as ``atlas_web.reference`` does). Not a test: it prints the table, and with ``--write``
 regenerates ``webgpu_backend/wgsl/accuracy.py``, which ``ulp_tolerance`` and docs/backends.md
-read. ``--fit`` prints the polynomial coefficients lib_math uses (weighted least squares on
+read. It measures candidate implementations of one library (the WGSL builtin and ours) to choose
+between them; the backend itself, every operation and type end to end, is measured against the
+reference by the one tool for every backend, ``python -m atlas_web.accuracy webgpu``. ``--fit`` prints the polynomial coefficients lib_math uses (weighted least squares on
 Chebyshev nodes for relative error, iterated towards minimax).
 
     python3 benchmarks/wgsl_accuracy.py [--samples N] [--write] [--fit]

@@ -401,6 +401,12 @@ class WasmBackend(Backend):
         """The measured largest error in ulps of ``op`` on ``ty`` against the reference (0: bit-exact)."""
         return ulp_tolerance_of(op, ty)
 
+    @classmethod
+    def documentation(cls):
+        """The wasm section of docs/backends.md (``wasm_backend.docs``: rule tables, measured ulps, notes)."""
+        from .docs import backend_documentation
+        return backend_documentation()
+
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
         ``max_allocation`` (the largest buffer or pool: the arena's room in an empty linear memory),

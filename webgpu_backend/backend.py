@@ -287,6 +287,13 @@ class WebGpuBackend(Backend):
             return 0.0
         return float(row[wt.format])
 
+    @classmethod
+    def documentation(cls):
+        """The webgpu section of docs/backends.md (``webgpu_backend.docs``: WGSL rule tables, measured ulps,
+        notes); needs no adapter."""
+        from .docs import backend_documentation
+        return backend_documentation()
+
     @one_thread_at_a_time
     def device_info(self) -> dict:
         """``name``, ``device_type`` ("gpu", or "software-gpu" on lavapipe, llvmpipe or SwiftShader),

@@ -198,6 +198,19 @@ class CpuBackend(Backend):
             return False
         return ty is None if not info.types else ty in info.types
 
+    @classmethod
+    def documentation(cls):
+        """The reference's section of docs/backends.md: every row with a rule, each accepted type, exactly."""
+        from ..docs_backends import BackendDocumentation
+        from ..isa.opcodes import COOPERATIVE_OPERATION_TYPES
+
+        def supports(info: OpcodeInfo, ty: Type | None) -> bool:
+            return info.name in RULES and (ty is None if not info.types else ty in info.types)
+
+        return BackendDocumentation(
+            "cpu", "c", supports, lambda operation, ty: ty in COOPERATIVE_OPERATION_TYPES[operation], {},
+            ("The reference (NumPy): the executable specification; exact by definition.",))
+
     @one_thread_at_a_time
     def device_info(self) -> dict:
         """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``
