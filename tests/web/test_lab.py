@@ -15,11 +15,12 @@ from .conftest import BOOT_TIMEOUT_MS, ROOT
 
 #: the lab's JavaScript application, exposed by the site's lab config (exposeAppInBrowser)
 _APP_READY = "window.jupyterapp !== undefined && document.querySelector('.jp-Notebook') !== null"
-#: run all cells once the notebook's file and kernel session are ready (not awaited: the cells run long)
+#: run all cells once the notebook's file, session and kernel are ready (not awaited: the cells run long)
 _RUN_ALL = """async () => {
   const panel = window.jupyterapp.shell.currentWidget;
   await panel.context.ready;
   await panel.sessionContext.ready;
+  await panel.sessionContext.session.kernel.info;  // the kernel answered: Pyodide and atlas-web are loaded
   window.jupyterapp.commands.execute('notebook:run-all-cells');
 }"""
 #: every code cell has run: its prompt shows an execution count, none is queued or running
@@ -57,8 +58,15 @@ def _run_notebook(browser, site_url: str, name: str, artifacts) -> list[dict]:
         page.goto(f"{site_url}lab/notebooks/index.html?path={name}")
         page.wait_for_function(_APP_READY, timeout=BOOT_TIMEOUT_MS)
         page.evaluate(_RUN_ALL)
-        page.wait_for_function(_ALL_RAN, timeout=BOOT_TIMEOUT_MS)
-        page.screenshot(path=str(artifacts / f"lab-{name.removesuffix('.ipynb')}.png"), full_page=True)
+        shot = artifacts / f"lab-{name.removesuffix('.ipynb')}.png"
+        try:
+            page.wait_for_function(_ALL_RAN, timeout=BOOT_TIMEOUT_MS)
+        except Exception:
+            page.screenshot(path=str(shot))
+            state = page.evaluate("[...document.querySelectorAll('.jp-CodeCell')].map(c => c.innerText.slice(-400))")
+            pytest.fail(f"{name} did not finish running (screenshot {shot}); cells end with: {state}; "
+                        f"page errors: {errors}")
+        page.screenshot(path=str(shot))
         cells = page.evaluate("""() => [...document.querySelectorAll('.jp-CodeCell')].map(cell => ({
             text: [...cell.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'),
             svg: [...cell.querySelectorAll('.jp-RenderedSVG img, .jp-RenderedSVG svg')].map(node =>
