@@ -121,7 +121,8 @@ def parallel_reduce(op: ReduceOperation, ty: Type, values: np.ndarray) -> np.nda
     """ParallelReduce of ``values`` (of ``ty``) as a 1-element array of ``ty``.
 
     Floats: Sum exact then rounded once (f64 -> f32 -> format), Product in
-    binary64 in index order then rounded once, Min/Max exact (NaN
+    binary64 in index order with no partial over- or underflowing (``_scaled_product``) then rounded
+    once, Min/Max exact (NaN
     propagates). Integers wrap. An empty input gives the identity. Raises
     UnsupportedOperation for a type ParallelReduce does not accept.
     """
@@ -142,8 +143,38 @@ def parallel_reduce(op: ReduceOperation, ty: Type, values: np.ndarray) -> np.nda
     if kind in ("min", "max"):
         return np.array([_exact_extreme(kind, values, None)], dtype=dtype)
     with np.errstate(all="ignore"):
-        total = _exact_sum(wide) if kind == "add" else np.multiply.accumulate(wide)[-1]
+        total = _exact_sum(wide) if kind == "add" else _scaled_product(wide)
     return round_to(ty, np.array([total], dtype=np.float64))
+
+
+#: a float product multiplies mantissas in runs this long (0.5**1000 is still a normal binary64)
+_PRODUCT_RUN = 1000
+
+
+def _scaled_product(values: np.ndarray) -> float:
+    """The product of ``values`` (binary64) in index order, with no partial over- or underflowing: the
+    mantissas of frexp multiply in binary64 (each step rounded, as a plain product in the normal range
+    would be: scaling by powers of two is exact) and the exponents add as integers; one ldexp at the end
+    rounds (to a subnormal, zero or infinity where the product is). A NaN among the values, or a zero
+    with an infinity, gives NaN; otherwise an infinity gives an infinity, a zero a zero, signed by the
+    product of the signs."""
+    if np.isnan(values).any():
+        return math.nan
+    zero, infinite = (values == 0).any(), np.isinf(values).any()
+    negative = bool(np.signbit(values).sum() % 2)
+    if zero and infinite:
+        return math.nan
+    if zero or infinite:
+        return math.copysign(math.inf if infinite else 0.0, -1.0 if negative else 1.0)
+    mantissas, exponents = np.frexp(values)
+    m, e = 1.0, int(exponents.sum(dtype=np.int64))
+    for start in range(0, len(mantissas), _PRODUCT_RUN):
+        run = mantissas[start:start + _PRODUCT_RUN]
+        m, shift = math.frexp(float(np.multiply.accumulate(np.concatenate(([m], run)))[-1]))  # in index order
+        e += shift
+    if e > 1024:  # m is in [0.5, 1): m * 2**1024 is still finite
+        return math.copysign(math.inf, m)
+    return math.ldexp(m, max(e, -1200))
 
 
 def lane_reduce(kind: str, ty: Type, values: np.ndarray) -> np.ndarray:

@@ -27,8 +27,9 @@ Partials, by kind:
 * integers: vector accumulators that wrap at the type's width (8-bit products through 16-bit lanes,
   whose low bytes are the wrapped products), folded lane by lane; wrapping sums and products and
   minima/maxima are associative, so the chunked result is the exact one;
-* float Product: NOT chunked: binary64 in index order, then rounded once (the reference's order, bit
-  for bit), always in one thread.
+* float Product: NOT chunked: binary64 in index order with the partial kept in range by exact powers of
+  two counted apart, then rounded once (the reference's order and roundings, bit for bit while no F64
+  partial is subnormal), always in one thread.
 
 ``count = 0`` gives the identity (float Sum: -0). The result goes to the instruction's result slot,
 from which the resuming lanes load their destination register.
@@ -284,23 +285,50 @@ def _round_f64_result(m, e, ty: Type) -> None:
         e.call(m.helper("round_bf16"))
 
 
+#: a float product keeps its partial (and F64 values) within 2**+-PRODUCT_RANGE, the rest in an exponent
+PRODUCT_RANGE = 512
+
+
+def _keep_in_range(e, value: int, exponent: int) -> None:
+    """value := value scaled by 2**-+PRODUCT_RANGE (exact) while out of [2**-PRODUCT_RANGE, 2**PRODUCT_RANGE)
+    (one step each way), exponent (i64) counting the scaling; zeros, infinities and NaN keep their value."""
+    for limit, scale, shift in ((2.0 ** PRODUCT_RANGE, 2.0 ** -PRODUCT_RANGE, PRODUCT_RANGE),
+                                (2.0 ** -PRODUCT_RANGE, 2.0 ** PRODUCT_RANGE, -PRODUCT_RANGE)):
+        e.get(value).op("f64.abs").f64(limit).op("f64.ge" if shift > 0 else "f64.lt")
+        with e.if_():
+            e.get(value).f64(scale).op("f64.mul").set(value)
+            e.get(exponent).i64(shift).op("i64.add").set(exponent)
+
+
 def _float_product(cc: CoopContext, ty: Type, base: int, count: int) -> None:
+    """Push the product: binary64 in index order (the reference's order) with no partial over- or
+    underflowing: the partial stays within 2**+-PRODUCT_RANGE (F64 values are brought there first), its
+    scaling counted in an exponent, and one scale64 at the end rounds (docs/semantics.md, Reductions)."""
     e = cc.e
     size = ty.size_bytes()
-    total, i, end = cc.local(F64), cc.local(I32), cc.local(I32)
+    total, x, i, end, exponent = cc.local(F64), cc.local(F64), cc.local(I32), cc.local(I32), cc.local(I64)
     e.f64(1.0).set(total)
+    e.i64(0).set(exponent)
     e.i32(0).set(i)
     e.i32(count * size).set(end)
 
     def element(at: int) -> None:
-        e.get(total).get(base).get(at).op("i32.add")
+        e.get(base).get(at).op("i32.add")
         load_scalar(cc.m, e, ty)
         if ty is not Type.F64:
-            e.op("f64.promote_f32")
-        e.op("f64.mul").set(total)
+            e.op("f64.promote_f32")  # |x| in [2**-149, 2**128]: the partial times x stays normal
+            e.get(total).op("f64.mul").set(total)
+        else:
+            e.set(x)
+            for _ in range(2):  # a subnormal needs two steps up
+                _keep_in_range(e, x, exponent)
+            e.get(total).get(x).op("f64.mul").set(total)
+        _keep_in_range(e, total, exponent)
 
     _loop(cc, i, end, size, element)
-    e.get(total)
+    e.get(total).get(exponent).i64(-3000).get(exponent).i64(-3000).op("i64.gt_s").op("select")
+    e.tee(exponent).i64(3000).get(exponent).i64(3000).op("i64.lt_s").op("select").op("i32.wrap_i64")
+    e.call(cc.m.helper("scale64"))
     _round_f64_result(cc.m, e, ty)
 
 

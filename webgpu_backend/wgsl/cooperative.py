@@ -34,7 +34,7 @@ from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
 from atlas_web.isa.types import Type
 
 from .emitter import CodeWriter, ShaderFeatures
-from .library import HelperSet
+from .library import HelperSet, helper
 from .rules import unsupported, value, value_rule
 from .rules_float import finish
 from .rules_lane import literal
@@ -370,9 +370,86 @@ def _float_sum_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
     return "vec2<f32>"
 
 
+@helper("product_part")
+def _product_part_source() -> str:
+    """A float product's partial kept as vec2(m, e) = m * 2^e: m in [0.5, 1) (or 0, an infinity or NaN,
+    which IEEE multiplication then propagates: 0 * inf is NaN), e an integer-valued f32 held within
+    +-2^20 (far past where the product is 0 or infinite either way), so no partial over- or underflows.
+    A subnormal is scaled by 2^64 before frexp (lavapipe's frexp gets subnormals wrong; a device that
+    flushes them reads zero either way)."""
+    return """fn product_part(m: f32, e: f32) -> vec2<f32> {
+    if ((bitcast<u32>(m) & 0x7f800000u) == 0x7f800000u || m == 0.0) { return vec2<f32>(m, e); }
+    var x = m;
+    var shift = e;
+    if ((bitcast<u32>(m) & 0x7f800000u) == 0u) { x = m * 18446744073709551616.0; shift = e - 64.0; }
+    let parts = frexp(x);
+    return vec2<f32>(parts.fract, clamp(shift + f32(parts.exp), -1048576.0, 1048576.0));
+}"""
+
+
+@helper("product_parts", deps=("product_part",))
+def _product_parts_source() -> str:
+    """Two partials multiplied: mantissas in f32 (products of [0.5, 1) stay in [0.25, 1)), exponents added."""
+    return """fn product_parts(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    return product_part(a.x * b.x, a.y + b.y);
+}"""
+
+
+@helper("product_value")
+def _product_value_source() -> str:
+    """m * 2^e rounded once to f32: exact steps of 2^+-100 first, so only the last ldexp rounds (to a
+    subnormal, zero or infinity where the product is)."""
+    return """fn product_value(p: vec2<f32>) -> f32 {
+    if ((bitcast<u32>(p.x) & 0x7f800000u) == 0x7f800000u || p.x == 0.0) { return p.x; }
+    var m = p.x;
+    var e = i32(clamp(p.y, -400.0, 400.0));
+    for (var k = 0; k < 3; k = k + 1) {
+        if (e > 100) { m = ldexp(m, 100); e = e - 100; }
+        if (e < -100) { m = ldexp(m, -100); e = e + 100; }
+    }
+    return ldexp(m, e);
+}"""
+
+
+def _float_product_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
+    """A float Product whose partials cannot over- or underflow: each value becomes vec2(m, e) (see the
+    product_part helper), partials multiply mantissas and add exponents, and the final kernel scales
+    once. NaN therefore comes only from a NaN among the values or a zero times an infinity, and the
+    result is the product rounded in f32 (docs/semantics.md, Reductions)."""
+    part, parts = w.helper("product_part"), w.helper("product_parts")
+    _guarded_uniformly(w)
+    w.emit("var acc = vec2<f32>(1.0, 0.0);")
+    if spec.kind == "reduce":
+        def step(x4: str) -> None:
+            w.emit(f"let x4 = {x4};")
+            for lane in "xyzw":
+                w.emit(f"acc4_{lane} = {parts}(acc4_{lane}, {part}(x4.{lane}, 0.0));")
+        loop = _first_pass_loop(
+            w, spec, lambda: [w.emit(f"var acc4_{lane} = vec2<f32>(1.0, 0.0);") for lane in "xyzw"], step,
+            lambda: w.emit(f"acc = {parts}({parts}(acc4_x, acc4_y), {parts}(acc4_z, acc4_w));"))
+        with w.block(loop):
+            element = w.temp(load_value(w, wt, "load_a", f"(base_a() + e * {wt.size}u)"), "x")
+            w.emit(f"acc = {parts}(acc, {part}({element}, 0.0));")
+        _tree(w, lambda x, y: f"{parts}({x}, {y})")
+        with w.block("if (li == 0u)"):
+            w.emit("partials[wid.x * 2u] = bitcast<u32>(scratch[0].x);")
+            w.emit("partials[wid.x * 2u + 1u] = bitcast<u32>(scratch[0].y);")
+        return "vec2<f32>"
+    with w.block(f"for (var g = li; g < launch.groups; g = g + {WORKGROUP}u)"):
+        w.emit(f"acc = {parts}(acc, bitcast<vec2<f32>>(vec2<u32>(partials[g * 2u], partials[g * 2u + 1u])));")
+    _tree(w, lambda x, y: f"{parts}({x}, {y})")
+    with w.block("if (li == 0u)"):
+        total = w.temp(f"{w.helper('product_value')}(scratch[0])", "total")
+        w.emit(f"atomicStore(&rt[launch.result], bitcast<u32>({finish(w, wt, total)}));")
+        w.emit("atomicStore(&rt[REACHED + launch.step], launch.resume);")
+    return "vec2<f32>"
+
+
 def _reduce_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> str:
     if spec.operation is ReduceOperation.Sum and wt.family == "float":
         return _float_sum_main(w, spec, wt)
+    if spec.operation is ReduceOperation.Product and wt.family == "float":
+        return _float_product_main(w, spec, wt)
     acc_type, acc_wgsl = _accumulator(wt)
     name = REDUCE_INSTRUCTIONS[spec.operation]
 
