@@ -44,7 +44,8 @@ def backend_documentation() -> BackendDocumentation:
         "browser. A sum whose result is not finite (an infinity or NaN among the values, or partials past "
         "the range) is summed again in one thread, magnitudes of 2**512 and more scaled by 2**-512 apart, so "
         "overflowing partials never give NaN or an infinity the values do not have. Products run in binary64 "
-        "in index order (bit-exact with the reference).",
+        "in index order with the partial kept within 2**+-512 and its exponent counted apart (the reference's "
+        "roundings, bit for bit while no F64 partial is subnormal), so partials never over- or underflow.",
         "FMA/FMS on F64 round once: Boldo and Melquiond's emulation inside its proved exponent window, and "
         "outside it the same core on operands scaled by exact powers of two, with subnormal results rounded "
         "once to the subnormal grid.",

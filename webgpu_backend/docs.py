@@ -41,7 +41,8 @@ NOTES = (
     "the bits; products and constants that must not be fused or folded pass through a run-time XOR with zero.",
     "ParallelReduce accumulates floats in f32 in a tree (within the contract's `count * eps`); float sums "
     "keep magnitudes of 2**64 and more scaled by 2**-64 in an accumulator of their own, so no partial of "
-    "finite values overflows (an infinity or NaN in the result comes from the values); integer "
+    "finite values overflows (an infinity or NaN in the result comes from the values); float products "
+    "multiply f32 mantissas with the exponents added apart, so no partial over- or underflows; integer "
     "reductions wrap exactly. A source array that overlaps the destination at another offset is copied "
     "first, so ParallelMap/ParallelMapBinary read every value as it was before the instruction.",
     "On Mesa's llvmpipe a lane may take at most 60000 backward jumps per dispatch (the engine ends longer "
