@@ -13,7 +13,7 @@ import array
 import struct
 import sys
 from collections.abc import Mapping, Set as AbstractSet
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AllocationFailed, AtlasError, AtlasTrap, BackendUnavailable, ExecutionFailed, InvalidBuffer,
@@ -399,15 +399,3 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def supported_matrix(backend: Backend, infos: Iterable[OpcodeInfo]) -> dict[tuple[str, Type | None], bool]:
-    """``(instruction name, type) -> supported`` for every row and accepted type."""
-    out: dict[tuple[str, Type | None], bool] = {}
-    for info in infos:
-        for ty in (sorted(info.types, key=lambda t: t.code) or [None]):
-            out[(info.name, ty)] = backend.supports_op(info, ty)
-    return out
-
-
-__all__.append("supported_matrix")

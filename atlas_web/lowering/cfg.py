@@ -337,11 +337,6 @@ class Procedure:
         """Blocks that end with CALL."""
         return tuple(b for b in self.blocks if self.terminators[b] is Terminator.CALL)
 
-    @property
-    def sinks(self) -> tuple[int, ...]:
-        """Blocks without successors: RET, EXIT, and jumps or fall-through past the end."""
-        return tuple(b for b in self.blocks if not self.successors[b])
-
     def ends_lane(self, block: int) -> bool:
         """True when control leaving ``block`` ends the lane (a sink that is not a subroutine's RET)."""
         return not self.successors[block] and (self.is_main or self.terminators[block] is not Terminator.RETURN)

@@ -176,7 +176,3 @@ class Step:
             return
         self.trapped = mask if self.trapped is None else (self.trapped | mask)
         self.machine.lanes_trapped(self.lanes()[mask], code, self.plan.index)
-
-    def survivors(self) -> np.ndarray | None:
-        """Bool mask of the lanes that did not trap in this step (None: all of them)."""
-        return None if self.trapped is None else ~self.trapped

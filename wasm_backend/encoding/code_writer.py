@@ -167,10 +167,6 @@ class CodeWriter:
         """Blocks, loops and ifs currently open (the function itself not counted)."""
         return len(self._frames) - 1
 
-    @property
-    def finished(self) -> bool:
-        return self._finished is not None
-
     def _resolve(self, kind: str, value: object) -> object:
         if kind not in _LABEL_KINDS:
             resolver = self._resolvers.get(kind)

@@ -176,15 +176,6 @@ class ModuleBuilder:
         self._name_global(as_name or f"{module}.{name}", index)
         return index
 
-    def import_table(self, module: str, name: str, min_size: int, max_size: int | None = None, *,
-                     reftype: object = ValType.FUNCREF) -> int:
-        if self._module.tables:
-            raise WasmEncodingError(f"import {module}.{name}: table imports must precede add_table")
-        index = self._count(ExternKind.TABLE)
-        self._add_import(Import(module, name, ExternKind.TABLE, self._tabletype(reftype, min_size, max_size,
-                                                                                f"import {module}.{name}")))
-        return index
-
     # --- definitions ---------------------------------------------------------------------------------------
 
     def add_function(self, name: str | None = None, params: object = (), results: object = (), *,

@@ -234,7 +234,7 @@ def _build_stage(m: ModuleContext, plan: LoweringPlan, state: LaneState, launch:
     return fb.index
 
 
-def _simd_first(m: ModuleContext, e, simd: tuple[int, int], entry_segment: int, config, gid: int) -> None:
+def _simd_first(e, simd: tuple[int, int], entry_segment: int, config, gid: int) -> None:
     """SIMD lane mode over its lanes, then the other lanes through the scalar segment; on SIMD_FALLBACK
     nothing ran and the stages below run every lane."""
     simd, covered = simd
@@ -275,7 +275,7 @@ def _build_launch(m: ModuleContext, plan: LoweringPlan, launch: LaunchLayout, st
         e.op("memory.fill", 0)
     if simd is not None:
         tail = fb.add_local(ValType.I32, "tail")
-        _simd_first(m, e, simd, entry_segment, config, tail)
+        _simd_first(e, simd, entry_segment, config, tail)
     e.i32(0).set(entry)
     with e.loop("stages"):
         e.i32(-1).op("global.set", g("coop_at"))

@@ -107,7 +107,7 @@ class SegmentFunction(LaneContext):
             self.store_vregs(self.plan.lane_end_stores)
         self.e.i32(STOP_ENDED).op("return")
 
-    def suspend(self, index: int, resume: int) -> None:
+    def suspend(self, resume: int) -> None:
         e = self.e
         self.store_vregs(self.plan.boundaries[resume].spill)
         e.get(PARAM_RECORD).get(self.jumps).op("i64.store", RECORD_JUMPS)
@@ -219,7 +219,7 @@ def _end_lane(f: SegmentFunction, stmt) -> None:
 
 
 def _suspend(f: SegmentFunction, stmt) -> None:
-    f.suspend(stmt.index, stmt.resume)
+    f.suspend(stmt.resume)
 
 
 def _dispatch(f: SegmentFunction, stmt) -> None:

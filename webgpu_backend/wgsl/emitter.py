@@ -66,11 +66,6 @@ class CodeWriter:
         self.emit(f"var {name}: {wgsl_type}" + (f" = {init};" if init is not None else ";"))
         return name
 
-    def fresh(self, prefix: str = "n") -> str:
-        """A fresh identifier (nothing emitted)."""
-        self._temps += 1
-        return f"{prefix}{self._temps}"
-
     def trap(self, code: object, condition: str) -> None:
         """A run-time check. Plain writers make cooperative kernels, whose operands the host has
         checked, so a rule asking for a check there is a code-generator error: raises ProgramError."""

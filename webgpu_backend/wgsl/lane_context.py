@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from atlas_web.errors import TrapCode
-from atlas_web.isa.registers import Predicate
 from atlas_web.lowering.liveness import VirtualRegister
 
 from .emitter import CodeWriter, ShaderFeatures
@@ -119,10 +118,8 @@ class LaneContext(CodeWriter):
         vreg = self.plan.registers.writes[(self.index, path)]
         self.emit(f"{register_name(vreg)} = {expr};")
 
-    def write_type(self, path: str) -> WgslType:
-        return TYPE_MAP[self.info.def_types[(self.index, path)]]
-
-    def predicate(self, pred: Predicate, index: int | None = None) -> str:
+    def predicate(self, index: int | None = None) -> str:
+        """The register holding the predicate operand of instruction ``index`` (default: the current one)."""
         return register_name(self.plan.registers.reads[(self.index if index is None else index, "pred")])
 
     # ---- traps ------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ def _word_to_float(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> s
 @conversion(("dword", "float"))
 def _dword_to_float(w: CodeWriter, src: WgslType, dst: WgslType, value: str) -> str:
     whole = w.temp(value)
-    neg = negative(src, whole) if src.signed else "false"
+    neg = negative(whole) if src.signed else "false"
     negate_name, top_name = w.helper("u64_neg"), w.helper("u64_to_float_top")
     zero = f"all({whole} == vec2<u32>(0u, 0u))"
     result = w.var("f32", "0.0", "cvt")

@@ -19,7 +19,7 @@ MINIMUM = "vec2<u32>(0u, 0x80000000u)"
 ZERO = "vec2<u32>(0u, 0u)"
 
 
-def negative(wt: WgslType, x: str) -> str:
+def negative(x: str) -> str:
     """Whether the 64-bit value ``x`` has its top bit set."""
     return f"(({x}[1] >> 31u) != 0u)"
 

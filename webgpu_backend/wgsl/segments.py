@@ -88,7 +88,7 @@ class _Renderer:
             ctx.emit(f"if ({before} != 0u) {{ {count} = {before} - 1u; }}")
             jumps = f"({before} != 0u && {before} != 1u)"
         else:
-            jumps = ctx.predicate(instr.pred, test.index)
+            jumps = ctx.predicate(test.index)
             if instr.negate:
                 jumps = f"!{jumps}"
         return f"!({jumps})" if test.negated else f"({jumps})"
