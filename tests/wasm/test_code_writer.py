@@ -7,7 +7,7 @@ import pytest
 from wasm_backend.encoding.code_writer import METHOD_NAMES, CodeWriter
 from wasm_backend.encoding.immediates import MemArg
 from wasm_backend.encoding.instructions import iter_instructions
-from wasm_backend.encoding.opcodes import OPCODE_TABLE
+from wasm_backend.encoding.opcodes import WASM_OPCODES
 from wasm_backend.encoding.types import ValType
 from wasm_backend.errors import WasmEncodingError
 
@@ -17,7 +17,7 @@ def _names(code: bytes) -> list[tuple[str, tuple]]:
 
 
 def test_every_row_has_a_method():
-    assert set(METHOD_NAMES.values()) == {row.name for row in OPCODE_TABLE}
+    assert set(METHOD_NAMES.values()) == {row.name for row in WASM_OPCODES}
     assert METHOD_NAMES["return_"] == "return"
     assert METHOD_NAMES["f32x4_relaxed_madd"] == "f32x4.relaxed_madd"
     assert METHOD_NAMES["i32_trunc_sat_f32_s"] == "i32.trunc_sat_f32_s"

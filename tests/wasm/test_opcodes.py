@@ -17,7 +17,7 @@ from wasm_backend.encoding.immediates import IMMEDIATE_CODECS, MemArg
 from wasm_backend.encoding.instructions import (
     decode_instruction, encode_instruction, format_instruction, iter_instructions, normalize_immediates,
 )
-from wasm_backend.encoding.opcodes import OPCODE_BY_CODE, OPCODE_BY_NAME, OPCODE_TABLE
+from wasm_backend.encoding.opcodes import OPCODE_BY_CODE, OPCODE_BY_NAME, WASM_OPCODES
 from wasm_backend.encoding.types import ValType
 from wasm_backend.errors import WasmDecodeError, WasmEncodingError
 
@@ -87,18 +87,18 @@ def _wat(name: str, immediates: tuple) -> str:
     return " ".join([row.text_name] + [texts[i] for i in order if texts[i]])
 
 
-ROWS = [pytest.param(row, id=row.name) for row in OPCODE_TABLE]
+ROWS = [pytest.param(row, id=row.name) for row in WASM_OPCODES]
 
 
 def test_table_shape():
-    assert len(OPCODE_BY_NAME) == len(OPCODE_BY_CODE) == len(OPCODE_TABLE)
-    features = [row.feature for row in OPCODE_TABLE]
+    assert len(OPCODE_BY_NAME) == len(OPCODE_BY_CODE) == len(WASM_OPCODES)
+    features = [row.feature for row in WASM_OPCODES]
     assert features.count("simd") == 236  # the complete fixed-width SIMD proposal
     assert features.count("relaxed-simd") == 20
-    simd_gaps = sorted(set(range(256)) - {r.code[1] for r in OPCODE_TABLE if r.feature == "simd"})
+    simd_gaps = sorted(set(range(256)) - {r.code[1] for r in WASM_OPCODES if r.feature == "simd"})
     assert simd_gaps == [0x9A, 0xA2, 0xA5, 0xA6, 0xAF, 0xB0, 0xB2, 0xB3, 0xB4, 0xBB, 0xC2, 0xC5, 0xC6, 0xCF,
                          0xD0, 0xD2, 0xD3, 0xD4, 0xE2, 0xEE]
-    assert {kind for row in OPCODE_TABLE for kind in row.immediates} <= set(IMMEDIATE_CODECS)
+    assert {kind for row in WASM_OPCODES for kind in row.immediates} <= set(IMMEDIATE_CODECS)
     assert OPCODE_BY_NAME["i32.add"].code == (0x6A,)
     assert OPCODE_BY_NAME["i8x16.extract_lane_s"].code == (0xFD, 21)
     assert OPCODE_BY_NAME["f32x4.relaxed_madd"].code == (0xFD, 0x105)
@@ -187,7 +187,7 @@ def test_malformed_instructions_are_refused(data, message):
         decode_instruction(data)
 
 
-@given(st.lists(st.tuples(st.sampled_from(OPCODE_TABLE), st.integers(min_value=0, max_value=5)), max_size=40))
+@given(st.lists(st.tuples(st.sampled_from(WASM_OPCODES), st.integers(min_value=0, max_value=5)), max_size=40))
 def test_instruction_sequences_decode_in_order(picks):
     sequence = [(row.name, _sample_immediates(row, k)) for row, k in picks]
     code = b"".join(encode_instruction(name, imms) for name, imms in sequence)

@@ -1,6 +1,6 @@
 """A pure-Python WebAssembly binary encoder, decoder and disassembler (standard library only).
 
-One instruction table (``opcodes.OPCODE_TABLE``) drives the encoder, the
+One instruction table (``opcodes.WASM_OPCODES``) drives the encoder, the
 decoder, the code writer and the disassembler:
 
 >>> from wasm_backend.encoding import ModuleBuilder, ValType, disassemble
@@ -19,7 +19,7 @@ from .immediates import MemArg
 from .instructions import Instruction, decode_instruction, encode_instruction, format_instruction
 from .leb128 import decode_sleb128, decode_uleb128, encode_sleb128, encode_uleb128
 from .module import FunctionBuilder, ModuleBuilder
-from .opcodes import OPCODE_BY_CODE, OPCODE_BY_NAME, OPCODE_TABLE, OpcodeRow
+from .opcodes import OPCODE_BY_CODE, OPCODE_BY_NAME, WASM_OPCODES, OpcodeRow
 from .reader import decode_module
 from .structure import Module
 from .types import PAGE_SIZE, ExternKind, FuncType, Limits, ValType
@@ -28,7 +28,7 @@ from .writer import encode_module
 __all__ = [
     "CodeWriter", "disassemble", "function_listing", "MemArg", "Instruction", "decode_instruction",
     "encode_instruction", "format_instruction", "decode_sleb128", "decode_uleb128", "encode_sleb128",
-    "encode_uleb128", "FunctionBuilder", "ModuleBuilder", "OPCODE_BY_CODE", "OPCODE_BY_NAME", "OPCODE_TABLE",
+    "encode_uleb128", "FunctionBuilder", "ModuleBuilder", "OPCODE_BY_CODE", "OPCODE_BY_NAME", "WASM_OPCODES",
     "OpcodeRow", "decode_module", "Module", "PAGE_SIZE", "ExternKind", "FuncType", "Limits", "ValType",
     "encode_module",
 ]

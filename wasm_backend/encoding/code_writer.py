@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 from ..errors import WasmEncodingError
 from .instructions import normalize_immediates, opcode_row, write_normalized
-from .opcodes import OPCODE_TABLE, OpcodeRow
+from .opcodes import WASM_OPCODES, OpcodeRow
 
 __all__ = ["CodeWriter", "METHOD_NAMES"]
 
@@ -34,8 +34,8 @@ def _method_name(name: str) -> str:
 
 
 #: method spelling -> table name, for every row
-METHOD_NAMES: dict[str, str] = {_method_name(row.name): row.name for row in OPCODE_TABLE}
-if len(METHOD_NAMES) != len(OPCODE_TABLE):
+METHOD_NAMES: dict[str, str] = {_method_name(row.name): row.name for row in WASM_OPCODES}
+if len(METHOD_NAMES) != len(WASM_OPCODES):
     raise AssertionError("two WebAssembly instructions share a CodeWriter method name")
 
 

@@ -1,6 +1,6 @@
 """The immediate kinds of the instruction table: how each is checked, written, read and printed.
 
-``IMMEDIATE_CODECS`` maps every kind named in ``opcodes.OPCODE_TABLE`` to an
+``IMMEDIATE_CODECS`` maps every kind named in ``opcodes.WASM_OPCODES`` to an
 ``ImmediateCodec``. Each codec's ``normalize`` turns what a caller may pass
 into the canonical value that ``read`` returns, so encoding a normalized
 immediate and decoding it gives the same value back:

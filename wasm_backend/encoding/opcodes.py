@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["OpcodeRow", "OPCODE_TABLE", "OPCODE_BY_NAME", "OPCODE_BY_CODE", "PREFIX_BYTES", "TEXT_NAME"]
+__all__ = ["OpcodeRow", "WASM_OPCODES", "OPCODE_BY_NAME", "OPCODE_BY_CODE", "PREFIX_BYTES", "TEXT_NAME"]
 
 #: bytes that introduce a two-part opcode (the sub-opcode follows as a u32 LEB128)
 PREFIX_BYTES = frozenset({0xFC, 0xFD})
@@ -238,11 +238,11 @@ def _build_table() -> tuple[OpcodeRow, ...]:
 
 
 #: every instruction, core first, then SIMD and relaxed SIMD
-OPCODE_TABLE: tuple[OpcodeRow, ...] = _build_table()
+WASM_OPCODES: tuple[OpcodeRow, ...] = _build_table()
 #: rows by name
-OPCODE_BY_NAME: dict[str, OpcodeRow] = {row.name: row for row in OPCODE_TABLE}
+OPCODE_BY_NAME: dict[str, OpcodeRow] = {row.name: row for row in WASM_OPCODES}
 #: rows by opcode tuple
-OPCODE_BY_CODE: dict[tuple[int, ...], OpcodeRow] = {row.code: row for row in OPCODE_TABLE}
+OPCODE_BY_CODE: dict[tuple[int, ...], OpcodeRow] = {row.code: row for row in WASM_OPCODES}
 
-if len(OPCODE_BY_NAME) != len(OPCODE_TABLE) or len(OPCODE_BY_CODE) != len(OPCODE_TABLE):
+if len(OPCODE_BY_NAME) != len(WASM_OPCODES) or len(OPCODE_BY_CODE) != len(WASM_OPCODES):
     raise AssertionError("the WebAssembly opcode table repeats a name or an opcode")
