@@ -13,7 +13,7 @@ decoder, the code writer and the disassembler:
 
 from __future__ import annotations
 
-from .code_writer import CodeWriter
+from .body_writer import BodyWriter
 from .disasm import disassemble, function_listing
 from .immediates import MemArg
 from .instructions import Instruction, decode_instruction, encode_instruction, format_instruction
@@ -26,7 +26,7 @@ from .types import PAGE_SIZE, ExternKind, FuncType, Limits, ValType
 from .writer import encode_module
 
 __all__ = [
-    "CodeWriter", "disassemble", "function_listing", "MemArg", "Instruction", "decode_instruction",
+    "BodyWriter", "disassemble", "function_listing", "MemArg", "Instruction", "decode_instruction",
     "encode_instruction", "format_instruction", "decode_sleb128", "decode_uleb128", "encode_sleb128",
     "encode_uleb128", "FunctionBuilder", "ModuleBuilder", "OPCODE_BY_CODE", "OPCODE_BY_NAME", "WASM_OPCODES",
     "OpcodeRow", "decode_module", "Module", "PAGE_SIZE", "ExternKind", "FuncType", "Limits", "ValType",

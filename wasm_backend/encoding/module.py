@@ -4,7 +4,7 @@ start, element and data segments) and write it with ``to_bytes()``.
 Types are deduplicated. Imports of a kind must be declared before the
 module's own items of that kind, because imports come first in each index
 space. Functions, globals and locals may be named; names resolve in
-``CodeWriter`` immediates (``w.call("helper")``, ``w.local_get("acc")``,
+``BodyWriter`` immediates (``w.call("helper")``, ``w.local_get("acc")``,
 ``w.global_get("sp")``) and go to the ``name`` section, which engines use in
 backtraces and the disassembler prints.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import WasmEncodingError
-from .code_writer import CodeWriter
+from .body_writer import BodyWriter
 from .instructions import Instruction, normalize_immediates, opcode_row
 from .structure import (
     DataSegment, ElementSegment, Export, FunctionCode, Global, Import, Module, NameMap, SegmentMode,
@@ -52,7 +52,7 @@ def _i32_offset(offset: object, what: str) -> tuple[Instruction, ...]:
 
 
 class FunctionBuilder:
-    """One function being defined: its ``index``, ``type``, locals and ``code`` (a CodeWriter).
+    """One function being defined: its ``index``, ``type``, locals and ``code`` (a BodyWriter).
 
     Parameters are locals 0 … len(params)-1; ``add_local`` appends more.
     """
@@ -68,7 +68,7 @@ class FunctionBuilder:
         for i, pname in enumerate(param_names):
             if pname is not None:
                 self._name_local(pname, i)
-        self.code = CodeWriter(resolvers={**resolvers, "localidx": self.local})
+        self.code = BodyWriter(resolvers={**resolvers, "localidx": self.local})
 
     def add_local(self, valtype: object, name: str | None = None) -> int:
         """Declare a local of ``valtype``; returns its index. Raises WasmEncodingError for a reused name."""

@@ -1,12 +1,12 @@
-"""Emitter: a fast function-body writer for generated code, driven by the same opcode table as CodeWriter.
+"""Emitter: a fast function-body writer for generated code, driven by the same opcode table as BodyWriter.
 
 The code generators write tens of thousands of instructions per module, so this writer skips the
-per-call normalisation of ``encoding.CodeWriter``: each instruction name's opcode bytes and immediate
+per-call normalisation of ``encoding.BodyWriter``: each instruction name's opcode bytes and immediate
 writers are looked up once and cached, and the common immediates (indices, integers, floats, memory
 arguments, block types, labels) are written directly. Immediates of other kinds go through the
 table's codecs. Labels are names of open ``block``/``loop``/``if`` constructs, turned into relative
 depths. An Emitter can stand in for a FunctionBuilder's ``code`` (it has ``finish()``), and code
-written for a CodeWriter (``w.local_get(0)``, ``w.emit("f32x4.add")``) writes to it too.
+written for a BodyWriter (``w.local_get(0)``, ``w.emit("f32x4.add")``) writes to it too.
 
 Raises WasmEncodingError for an unknown instruction, a wrong immediate count, an unknown label or
 unbalanced blocks.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from ..encoding.code_writer import METHOD_NAMES
+from ..encoding.body_writer import METHOD_NAMES
 from ..encoding.immediates import IMMEDIATE_CODECS, MemArg
 from ..encoding.instructions import opcode_row
 from ..encoding.leb128 import encode_sleb128, encode_uleb128
@@ -200,11 +200,11 @@ class Emitter:
         return self
 
     def emit(self, name: str, *immediates: object) -> "Emitter":
-        """CodeWriter's spelling of ``op`` (code written for a CodeWriter can write to an Emitter)."""
+        """BodyWriter's spelling of ``op`` (code written for a BodyWriter can write to an Emitter)."""
         return self.op(name, *immediates)
 
     def __getattr__(self, attribute: str):
-        """CodeWriter's per-instruction methods (``w.local_get(0)``, ``w.v128_const(data)``)."""
+        """BodyWriter's per-instruction methods (``w.local_get(0)``, ``w.v128_const(data)``)."""
         name = METHOD_NAMES.get(attribute)
         if name is None:
             raise AttributeError(f"Emitter has no instruction method {attribute!r}")

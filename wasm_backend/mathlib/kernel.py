@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from ..encoding.code_writer import CodeWriter
+from ..encoding.body_writer import BodyWriter
 from ..encoding.module import FunctionBuilder
 from ..encoding.types import ValType
 from ..errors import WasmEncodingError
@@ -48,7 +48,7 @@ class Vec:
 
     __slots__ = ("kb", "write", "local_index")
 
-    def __init__(self, kb: "KernelBuilder", write: Callable[[CodeWriter], None],
+    def __init__(self, kb: "KernelBuilder", write: Callable[[BodyWriter], None],
                  local_index: int | None = None) -> None:
         self.kb = kb
         self.write = write
@@ -162,12 +162,12 @@ class KernelBuilder:
 
     # --- instruction nodes ---------------------------------------------------------------------------------
 
-    def node(self, name: str, *operands: Operand, after: Callable[[CodeWriter], None] | None = None) -> Vec:
+    def node(self, name: str, *operands: Operand, after: Callable[[BodyWriter], None] | None = None) -> Vec:
         """The instruction ``name`` applied to ``operands`` (written first to last); ``after`` writes more
         operands (such as a shift count) just before the instruction."""
         vecs = [self.vec(op) for op in operands]
 
-        def write(w: CodeWriter) -> None:
+        def write(w: BodyWriter) -> None:
             for v in vecs:
                 v.write(w)
             if after is not None:

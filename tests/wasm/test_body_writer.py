@@ -1,10 +1,10 @@
-"""CodeWriter: instruction methods, block nesting checks, labels and name resolution."""
+"""BodyWriter: instruction methods, block nesting checks, labels and name resolution."""
 
 from __future__ import annotations
 
 import pytest
 
-from wasm_backend.encoding.code_writer import METHOD_NAMES, CodeWriter
+from wasm_backend.encoding.body_writer import METHOD_NAMES, BodyWriter
 from wasm_backend.encoding.immediates import MemArg
 from wasm_backend.encoding.instructions import iter_instructions
 from wasm_backend.encoding.opcodes import WASM_OPCODES
@@ -24,7 +24,7 @@ def test_every_row_has_a_method():
 
 
 def test_methods_and_emit_write_the_same_bytes():
-    a, b = CodeWriter(), CodeWriter()
+    a, b = BodyWriter(), BodyWriter()
     a.local_get(0).local_get(1).i32_add().v128_load(MemArg(16)).i8x16_extract_lane_s(3).return_()
     for name, *imms in [("local.get", 0), ("local.get", 1), ("i32.add",), ("v128.load", 16),
                         ("i8x16.extract_lane_s", 3), ("return",)]:
@@ -35,7 +35,7 @@ def test_methods_and_emit_write_the_same_bytes():
 
 
 def test_labels_resolve_to_relative_depths():
-    w = CodeWriter(function_label="fn")
+    w = BodyWriter(function_label="fn")
     with w.block(label="exit"):
         with w.loop(label="top"):
             assert (w.depth("top"), w.depth("exit"), w.depth("fn")) == (0, 1, 2)
@@ -51,7 +51,7 @@ def test_labels_resolve_to_relative_depths():
 
 
 def test_shadowed_label_finds_the_innermost():
-    w = CodeWriter()
+    w = BodyWriter()
     with w.block(label="x"):
         with w.block(label="x"):
             assert w.depth("x") == 0
@@ -59,7 +59,7 @@ def test_shadowed_label_finds_the_innermost():
 
 
 def test_if_else_and_block_results():
-    w = CodeWriter()
+    w = BodyWriter()
     w.i32_const(1)
     with w.if_(ValType.F32):
         w.f32_const(1.0)
@@ -71,7 +71,7 @@ def test_if_else_and_block_results():
 
 
 def test_resolvers_turn_names_into_indices():
-    w = CodeWriter(resolvers={"localidx": {"acc": 3}.__getitem__, "funcidx": {"helper": 7}.__getitem__})
+    w = BodyWriter(resolvers={"localidx": {"acc": 3}.__getitem__, "funcidx": {"helper": 7}.__getitem__})
     w.local_get("acc").call("helper")
     assert _names(w.finish())[:2] == [("local.get", (3,)), ("call", (7,))]
 
@@ -88,13 +88,13 @@ def test_resolvers_turn_names_into_indices():
     (lambda w: w.emit("local.get"), "takes 1 immediate"),
 ])
 def test_misuse_is_refused(action, message):
-    w = CodeWriter()
+    w = BodyWriter()
     with pytest.raises((WasmEncodingError, AttributeError), match=message):
         action(w)
 
 
 def test_if_with_else_twice_is_refused():
-    w = CodeWriter()
+    w = BodyWriter()
     w.i32_const(0)
     w.if_()
     w.else_()
@@ -103,7 +103,7 @@ def test_if_with_else_twice_is_refused():
 
 
 def test_scope_closed_out_of_order_is_refused():
-    w = CodeWriter()
+    w = BodyWriter()
     outer = w.block(label="outer")
     w.block(label="inner")
     with pytest.raises(WasmEncodingError, match="while an inner construct is open"):
@@ -112,7 +112,7 @@ def test_scope_closed_out_of_order_is_refused():
 
 
 def test_failed_emit_writes_nothing():
-    w = CodeWriter()
+    w = BodyWriter()
     with pytest.raises(WasmEncodingError):
         w.block(4.5)
     with pytest.raises(WasmEncodingError):

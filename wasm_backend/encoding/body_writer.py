@@ -1,4 +1,4 @@
-"""CodeWriter: writes one function body's instructions, checking block nesting and resolving labels.
+"""BodyWriter: writes one function body's instructions, checking block nesting and resolving labels.
 
 Every instruction of the table can be written with ``emit(name, *immediates)``
 or as a method named after it with dots as underscores (``w.i32_add()``,
@@ -23,7 +23,7 @@ from ..errors import WasmEncodingError
 from .instructions import normalize_immediates, opcode_row, write_normalized
 from .opcodes import WASM_OPCODES, OpcodeRow
 
-__all__ = ["CodeWriter", "METHOD_NAMES"]
+__all__ = ["BodyWriter", "METHOD_NAMES"]
 
 _LABEL_KINDS = frozenset({"labelidx", "labels"})
 
@@ -36,7 +36,7 @@ def _method_name(name: str) -> str:
 #: method spelling -> table name, for every row
 METHOD_NAMES: dict[str, str] = {_method_name(row.name): row.name for row in WASM_OPCODES}
 if len(METHOD_NAMES) != len(WASM_OPCODES):
-    raise AssertionError("two WebAssembly instructions share a CodeWriter method name")
+    raise AssertionError("two WebAssembly instructions share a BodyWriter method name")
 
 
 @dataclass(slots=True)
@@ -50,11 +50,11 @@ class _Scope:
 
     __slots__ = ("_writer", "_frame")
 
-    def __init__(self, writer: "CodeWriter", frame: _Frame) -> None:
+    def __init__(self, writer: "BodyWriter", frame: _Frame) -> None:
         self._writer = writer
         self._frame = frame
 
-    def __enter__(self) -> "CodeWriter":
+    def __enter__(self) -> "BodyWriter":
         return self._writer
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -62,30 +62,30 @@ class _Scope:
             self._writer._end_scope(self._frame)
 
 
-def _open(writer: "CodeWriter", row: OpcodeRow) -> None:
+def _open(writer: "BodyWriter", row: OpcodeRow) -> None:
     writer._frames.append(_Frame(row.name, None))
 
 
-def _else(writer: "CodeWriter", row: OpcodeRow) -> None:
+def _else(writer: "BodyWriter", row: OpcodeRow) -> None:
     top = writer._frames[-1]
     if top.kind != "if":
         raise WasmEncodingError(f"else without a matching if (innermost open construct: {top.kind})")
     top.kind = "else"
 
 
-def _end(writer: "CodeWriter", row: OpcodeRow) -> None:
+def _end(writer: "BodyWriter", row: OpcodeRow) -> None:
     if len(writer._frames) == 1:
         raise WasmEncodingError("end without an open block, loop or if (finish() writes the function's own end)")
     writer._frames.pop()
 
 
 # control-flow bookkeeping by instruction name
-_CONTROL_EFFECTS: dict[str, Callable[["CodeWriter", OpcodeRow], None]] = {
+_CONTROL_EFFECTS: dict[str, Callable[["BodyWriter", OpcodeRow], None]] = {
     "block": _open, "loop": _open, "if": _open, "else": _else, "end": _end,
 }
 
 
-class CodeWriter:
+class BodyWriter:
     """The instructions of one function body. ``finish()`` returns them with the final ``end``.
 
     Raises WasmEncodingError for unknown instructions, bad immediates, unknown
@@ -102,7 +102,7 @@ class CodeWriter:
 
     # --- writing -------------------------------------------------------------------------------------------
 
-    def emit(self, name: str, *immediates: object) -> "CodeWriter":
+    def emit(self, name: str, *immediates: object) -> "BodyWriter":
         """Write instruction ``name`` with its immediates; label immediates may be label names."""
         if self._finished is not None:
             raise WasmEncodingError(f"{name}: the function body is already finished")
@@ -117,11 +117,11 @@ class CodeWriter:
         self.instruction_count += 1
         return self
 
-    def __getattr__(self, attribute: str) -> Callable[..., "CodeWriter"]:
+    def __getattr__(self, attribute: str) -> Callable[..., "BodyWriter"]:
         try:
             name = METHOD_NAMES[attribute]
         except KeyError:
-            raise AttributeError(f"CodeWriter has no instruction method {attribute!r}") from None
+            raise AttributeError(f"BodyWriter has no instruction method {attribute!r}") from None
         return functools.partial(self.emit, name)
 
     def block(self, blocktype: object = None, *, label: str | None = None) -> _Scope:
@@ -136,10 +136,10 @@ class CodeWriter:
         """Open an ``if`` on the i32 condition on the stack."""
         return self._open_labeled("if", blocktype, label)
 
-    def else_(self) -> "CodeWriter":
+    def else_(self) -> "BodyWriter":
         return self.emit("else")
 
-    def end(self) -> "CodeWriter":
+    def end(self) -> "BodyWriter":
         return self.emit("end")
 
     def finish(self) -> bytes:
