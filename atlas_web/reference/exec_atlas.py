@@ -1,7 +1,7 @@
 """Executor rules of the Atlas instructions that touch per-launch state: ResAccum, PhaseGet, PhaseAdv, PhaseWrite.
 
 The other Atlas instructions (ClsGet, MIRROR, UnityTest, NbrCount, NbrGet,
-BoundMap) are pure per-lane functions in ``numeric.LANE_RULES``. Class and
+BoundMap) are pure per-lane functions in ``numeric.PURE_LANE_RULES``. Class and
 phase operands are read as unsigned values of their register's type, so a
 negative ``i32`` class id is a huge number and traps INVALID_CLASS.
 """

@@ -11,7 +11,7 @@ A lane that traps stops; the others run to the end of the stage, then the
 trap of the lowest global lane id of that stage is raised as AtlasTrap.
 
 The dispatch table ``RULES`` is keyed by instruction name: the pure per-lane
-rules of ``numeric.LANE_RULES`` plus the executor's own (memory, control,
+rules of ``numeric.PURE_LANE_RULES`` plus the executor's own (memory, control,
 Atlas state, cooperative).
 """
 
@@ -42,7 +42,7 @@ _NEVER = np.iinfo(np.int64).max
 
 
 def _lane_rule(name: str, rule: Callable) -> Callable[[Step], None]:
-    """Adapt a pure per-lane rule of numeric.LANE_RULES: read its operands, trap, write its destination."""
+    """Adapt a pure per-lane rule of numeric.PURE_LANE_RULES: read its operands, trap, write its destination."""
 
     def run(step: Step) -> None:
         args = {field: step.read(field) for field in step.plan.reads}
@@ -61,7 +61,7 @@ EXECUTOR_RULES: dict[str, Callable[[Step], Any]] = {
 }
 #: instruction name -> rule; every row of the opcode table has one
 RULES: dict[str, Callable[[Step], Any]] = {
-    **{name: _lane_rule(name, rule) for name, rule in numeric.LANE_RULES.items()}, **EXECUTOR_RULES,
+    **{name: _lane_rule(name, rule) for name, rule in numeric.PURE_LANE_RULES.items()}, **EXECUTOR_RULES,
 }
 
 

@@ -3,7 +3,7 @@
 Class, index, page and byte operands may be any integer type of at most 64
 bits; each is read as an unsigned value of its own width (a negative i32
 class id is a huge class and traps INVALID_CLASS). Lookups use the flat
-tables of ``atlas_web.atlas``. Each rule has the LANE_RULES shape
+tables of ``atlas_web.atlas``. Each rule has the PURE_LANE_RULES shape
 ``(instr, operands, n) -> Outcome``.
 """
 

@@ -1,4 +1,4 @@
-"""LANE_RULES: one pure rule per per-lane instruction that touches neither memory nor lane state.
+"""PURE_LANE_RULES: one pure rule per per-lane instruction that touches neither memory nor lane state.
 
 A rule is ``(instr, operands, n) -> Outcome``: ``operands`` maps each read
 operand field name to the executed lanes' values (register operands in the
@@ -25,7 +25,7 @@ from .numeric_formats import constant, unsigned_dtype_of
 from .numeric_outcome import Outcome
 from .numeric_transcendentals import UNARY as TRANSCENDENTALS
 
-__all__ = ["LANE_RULES", "TYPED_OPS", "family_of", "typed_op"]
+__all__ = ["PURE_LANE_RULES", "TYPED_OPS", "family_of", "typed_op"]
 
 #: instruction name -> function (ty, *operands) per type family
 TYPED_OPS: dict[str, dict[str, object]] = {
@@ -112,7 +112,7 @@ def _sel(instr, ops: dict, n: int) -> Outcome:
 
 _TYPED_NAMES = sorted(set().union(*TYPED_OPS.values()))
 
-LANE_RULES = {
+PURE_LANE_RULES = {
     "MOV": _mov, "MOV_IMM": _mov_imm, "CVT": _cvt, "SETcc": _setcc, "SEL": _sel,
     **{name: _typed_rule(name) for name in _TYPED_NAMES},
     **ATLAS_RULES,

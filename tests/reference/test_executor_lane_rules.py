@@ -1,4 +1,4 @@
-"""Reference executor plumbing of every pure per-lane rule (numeric.LANE_RULES) for every accepted type.
+"""Reference executor plumbing of every pure per-lane rule (numeric.PURE_LANE_RULES) for every accepted type.
 
 Each case loads per-lane operands of the operand's type from memory, runs
 the instruction in the odd lanes only (the even lanes branch around it), and
@@ -43,7 +43,7 @@ TRAP_FREE = {
 def _cases() -> list:
     cases = []
     for row in OPCODE_TABLE:
-        if row.name not in numeric.LANE_RULES:
+        if row.name not in numeric.PURE_LANE_RULES:
             continue
         if row.name == "CVT":  # each type once as source and once as destination
             cases += [(row.name, ty, ALL_TYPES[(i + 5) % len(ALL_TYPES)]) for i, ty in enumerate(ALL_TYPES)]
@@ -176,7 +176,7 @@ def test_lane_rule_through_the_executor(backend, name, ty, dst_ty):
         args[field] = numeric.load(op_ty, raw[odd])
     if "pred" in instr.INFO.fields and dest_kind != "pred":
         args["pred"] = (odd & 2) != 0
-    outcome = numeric.LANE_RULES[name](instr, args, len(odd))
+    outcome = numeric.PURE_LANE_RULES[name](instr, args, len(odd))
     assert not outcome.traps, "the case's operands should not trap"
     expected = np.frombuffer(old, dtype=np.uint8).reshape(LANES, size).copy()
     if dest_kind == "pred":

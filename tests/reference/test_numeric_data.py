@@ -53,14 +53,14 @@ def test_mov_imm(ty):
         [0, 1, ty.int_range()[1], ty.int_range()[0], -1, (1 << ty.bits) - 1]
     for immediate in immediates:
         instr = instruction("MOV_IMM", ty, value=immediate)
-        out = numeric.LANE_RULES["MOV_IMM"](instr, {}, 4)
+        out = numeric.PURE_LANE_RULES["MOV_IMM"](instr, {}, 4)
         assert out.value.shape == (4,) and out.value.dtype == numeric.storage_dtype(ty) and out.traps == ()
         if ty.is_float():
             want = immediate if not math.isfinite(immediate) else round_fraction(Fraction(immediate), ty, immediate)
         else:
             want = ty.wrap(immediate)
         _equal(ty, python_values(out.value), [want] * 4)
-    assert numeric.LANE_RULES["MOV_IMM"](instruction("MOV_IMM", ty, value=1), {}, 0).value.shape == (0,)
+    assert numeric.PURE_LANE_RULES["MOV_IMM"](instruction("MOV_IMM", ty, value=1), {}, 0).value.shape == (0,)
 
 
 @pytest.mark.parametrize("ty", _covers("SEL"))

@@ -168,11 +168,11 @@ def instruction(name: str, ty: Type | None = None, **fields):
 
 
 def run(name: str, ty: Type | None, operands: dict, n: int | None = None, **fields) -> numeric.Outcome:
-    """Run LANE_RULES[name] on the operand arrays; checks the result's shape and returns the Outcome."""
+    """Run PURE_LANE_RULES[name] on the operand arrays; checks the result's shape and returns the Outcome."""
     instr = instruction(name, ty, **fields)
     if n is None:
         n = len(next(iter(operands.values())))
-    outcome = numeric.LANE_RULES[name](instr, operands, n)
+    outcome = numeric.PURE_LANE_RULES[name](instr, operands, n)
     assert isinstance(outcome, numeric.Outcome)
     assert outcome.value.shape == (n,)
     return outcome

@@ -10,7 +10,7 @@ from atlas_web.isa.opcodes import FLOATS, INTS
 from atlas_web.isa.types import Type
 from wasm_backend.lowering.emitter import Emitter
 from wasm_backend.lowering.recipes import ROUND, Const, Read, recipe_rule, typed_const, typed_op
-from wasm_backend.lowering.rules import LANE_RULES
+from wasm_backend.lowering.rules import WASM_LANE_RULES
 from wasm_backend.lowering.rules_float import FLOAT_RECIPES
 from wasm_backend.lowering.rules_int import INT_RECIPES
 
@@ -38,7 +38,7 @@ class _Lane:
 
 def _run(name: str, ty: Type) -> _Lane:
     lane = _Lane()
-    LANE_RULES[name][ty](lane, SimpleNamespace(ty=ty))
+    WASM_LANE_RULES[name][ty](lane, SimpleNamespace(ty=ty))
     return lane
 
 
@@ -60,7 +60,7 @@ def test_every_recipe_is_the_registered_rule_for_its_types():
     for table, types, family in ((FLOAT_RECIPES, FLOATS, "float"), (INT_RECIPES, INTS, "int")):
         for name in table:
             for ty in types:
-                assert LANE_RULES[name][ty].__name__ == f"lower_{name.lower()}_{family}"
+                assert WASM_LANE_RULES[name][ty].__name__ == f"lower_{name.lower()}_{family}"
 
 
 @pytest.mark.parametrize("ty, op", [(Type.I8, "i32.lt_s"), (Type.U8, "i32.lt_u"), (Type.U64, "i64.lt_u")])

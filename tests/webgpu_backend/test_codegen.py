@@ -12,7 +12,7 @@ from atlas_web.isa import (
     Register as R, SETcc, Condition, Type, Address,
 )
 from webgpu_backend.wgsl import (
-    LANE_RULES, ShaderFeatures, TYPE_MAP, kernel_layout, kernel_source, kernel_supported, KernelSpec,
+    WGSL_LANE_RULES, ShaderFeatures, TYPE_MAP, kernel_layout, kernel_source, kernel_supported, KernelSpec,
 )
 from webgpu_backend.wgsl.library import FAMILY_HELPERS, HELPERS, HelperSet
 from webgpu_backend.wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, STRUCTURAL
@@ -20,7 +20,7 @@ from webgpu_backend.wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, STRUCTURA
 
 def test_every_row_and_type_but_f64_is_supported_and_f64_never(webgpu):
     for info in OPCODE_TABLE:
-        assert info.name in LANE_RULES or info.name in STRUCTURAL | HOST_STEPS | set(KERNEL_OPERATIONS)
+        assert info.name in WGSL_LANE_RULES or info.name in STRUCTURAL | HOST_STEPS | set(KERNEL_OPERATIONS)
         for ty in sorted(info.types, key=lambda t: t.code) or [None]:
             assert webgpu.supports_op(info, ty) == (ty is not Type.F64), (info.name, ty)
 

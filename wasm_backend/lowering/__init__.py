@@ -15,10 +15,10 @@ from __future__ import annotations
 from .coop_map import map_operation_supported
 from .math_seam import MATH_FUNCTIONS, MathFunction, math_function_for, register_math_function
 from .program_module import CompiledProgram, check_supported, compile_program
-from .rules import COOPERATIVE_RULES, COOPERATIVE_SUPPORT, LANE_RULES, lane_supported
+from .rules import COOPERATIVE_RULES, COOPERATIVE_SUPPORT, WASM_LANE_RULES, lane_supported
 
 __all__ = [
     "CompiledProgram", "compile_program", "check_supported", "lane_supported", "map_operation_supported",
-    "LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "MathFunction", "MATH_FUNCTIONS",
+    "WASM_LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "MathFunction", "MATH_FUNCTIONS",
     "register_math_function", "math_function_for",
 ]

@@ -1,6 +1,6 @@
 """The rule tables of the WebAssembly code generator, filled by decorators.
 
-``LANE_RULES[name][ty]`` lowers one per-lane or control instruction (``ty`` None for instructions
+``WASM_LANE_RULES[name][ty]`` lowers one per-lane or control instruction (``ty`` None for instructions
 without a type) and has the shape ``rule(ctx, instr) -> None``: it writes the instruction's code
 through ``ctx`` (a ``LaneContext``). ``COOPERATIVE_RULES[name]`` builds the function of one
 cooperative instruction; which operations and types it accepts is ``COOPERATIVE_SUPPORT``
@@ -21,7 +21,7 @@ from atlas_web.errors import UnsupportedOperation
 from atlas_web.isa.types import Type
 
 __all__ = [
-    "LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "lane_rule", "cooperative_rule",
+    "WASM_LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "lane_rule", "cooperative_rule",
     "support_operation", "lookup_lane_rule", "lane_supported", "LANE_CONDITIONS", "BACKEND_NAME",
     "BRANCH_TESTS", "STRUCTURAL", "branch_test", "structural",
 ]
@@ -29,7 +29,7 @@ __all__ = [
 BACKEND_NAME = "wasm"
 
 #: instruction name -> type (None: untyped) -> rule(ctx, instr)
-LANE_RULES: dict[str, dict[Type | None, Callable]] = {}
+WASM_LANE_RULES: dict[str, dict[Type | None, Callable]] = {}
 #: instruction name -> available(ty): whether its registered rules can compile now (the math-library seam)
 LANE_CONDITIONS: dict[str, Callable[[Type | None], bool]] = {}
 #: control instruction name -> test(ctx, instr): push the i32 truth "it jumps" (BRA with a predicate, LOOP)
@@ -55,7 +55,7 @@ def lane_rule(name: str, types: Iterable[Type] | None = None, *,
         LANE_CONDITIONS[name] = available
 
     def register(rule: Callable) -> Callable:
-        table = LANE_RULES.setdefault(name, {})
+        table = WASM_LANE_RULES.setdefault(name, {})
         for key in keys:
             if key in table:
                 raise ValueError(f"wasm lane rule for {name} on {getattr(key, 'name', key)} is registered twice")
@@ -99,7 +99,7 @@ def lane_supported(name: str, ty: Type | None) -> bool:
     """Whether instruction ``name`` compiles for ``ty`` now."""
     if name in STRUCTURAL:
         return ty is None
-    if ty not in LANE_RULES.get(name, {}):
+    if ty not in WASM_LANE_RULES.get(name, {}):
         return False
     condition = LANE_CONDITIONS.get(name)
     return condition is None or condition(ty)
@@ -111,4 +111,4 @@ def lookup_lane_rule(name: str, ty: Type | None) -> Callable:
         detail = ("needs a function of the math library (wasm_backend.mathlib), which is not registered"
                   if name in LANE_CONDITIONS else "no WebAssembly lowering rule")
         raise UnsupportedOperation(name, ty if ty is not None else "(untyped)", BACKEND_NAME, detail)
-    return LANE_RULES[name][ty]
+    return WASM_LANE_RULES[name][ty]

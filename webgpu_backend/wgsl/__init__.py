@@ -21,12 +21,12 @@ from . import (  # noqa: F401  (registration by import)
 )
 from .cooperative import KernelSpec, kernel_layout, kernel_source, kernel_supported
 from .emitter import CodeWriter, ShaderFeatures
-from .rules import COMPARE_RULES, LANE_RULES, VALUE_RULES, unsupported, value
+from .rules import COMPARE_RULES, WGSL_LANE_RULES, VALUE_RULES, unsupported, value
 from .stage_shader import FIRST_CHUNK_BINDING, StageShader, build_stage_shader
 from .types import TYPE_MAP, WgslType, is_supported_type
 
 __all__ = [
     "KernelSpec", "kernel_layout", "kernel_source", "kernel_supported", "CodeWriter", "ShaderFeatures",
-    "COMPARE_RULES", "LANE_RULES", "VALUE_RULES", "unsupported", "value", "FIRST_CHUNK_BINDING", "StageShader",
+    "COMPARE_RULES", "WGSL_LANE_RULES", "VALUE_RULES", "unsupported", "value", "FIRST_CHUNK_BINDING", "StageShader",
     "build_stage_shader", "TYPE_MAP", "WgslType", "is_supported_type",
 ]

@@ -1,6 +1,6 @@
 """The rule tables of the WGSL code generator, filled by decorators in the ``rules_*`` modules.
 
-``LANE_RULES[name](ctx, instr)`` emits the per-lane code of one instruction (``ctx`` a
+``WGSL_LANE_RULES[name](ctx, instr)`` emits the per-lane code of one instruction (``ctx`` a
 LaneContext). ``VALUE_RULES[(name, family)](w, wt, args, name)`` returns the WGSL expression
 of a pure computation on already-read operand expressions (``w`` a CodeWriter, ``wt`` the
 WgslType); the per-lane rules and the cooperative kernels share them. ``COMPARE_RULES[family]``
@@ -18,7 +18,7 @@ from .emitter import CodeWriter
 from .types import TYPE_MAP, WgslType
 
 __all__ = [
-    "LANE_RULES", "VALUE_RULES", "COMPARE_RULES", "lane_rule", "value_rule", "compare_rule", "value",
+    "WGSL_LANE_RULES", "VALUE_RULES", "COMPARE_RULES", "lane_rule", "value_rule", "compare_rule", "value",
     "BACKEND_NAME", "unsupported",
 ]
 
@@ -28,7 +28,7 @@ LaneRule = Callable[..., None]
 ValueRule = Callable[[CodeWriter, WgslType, tuple, str], str]
 
 #: instruction name -> per-lane rule
-LANE_RULES: dict[str, LaneRule] = {}
+WGSL_LANE_RULES: dict[str, LaneRule] = {}
 #: (instruction name, family) -> value rule
 VALUE_RULES: dict[tuple[str, str], ValueRule] = {}
 #: family -> SETcc rule (w, wt, condition, lhs, rhs) -> bool expression
@@ -39,9 +39,9 @@ def lane_rule(*names: str):
     """Register a per-lane rule ``(ctx, instr) -> None`` for instructions ``names``."""
     def register(fn: LaneRule) -> LaneRule:
         for name in names:
-            if name in LANE_RULES:
+            if name in WGSL_LANE_RULES:
                 raise ValueError(f"two WGSL lane rules for {name}")
-            LANE_RULES[name] = fn
+            WGSL_LANE_RULES[name] = fn
         return fn
     return register
 

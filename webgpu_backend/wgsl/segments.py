@@ -35,7 +35,7 @@ from atlas_web.lowering.structure import (
 
 from .emitter import ENGINE_LIMIT_TRAP
 from .lane_context import LaneContext
-from .rules import LANE_RULES, unsupported
+from .rules import WGSL_LANE_RULES, unsupported
 from .runtime_layout import LANE_ENDED
 
 __all__ = ["render_segment", "STATEMENT_RULES", "NO_LABEL"]
@@ -178,7 +178,7 @@ def _code(r: _Renderer, stmt: Code) -> frozenset:
     for index in range(stmt.start, stmt.end):
         ctx.at(index)
         instr = ctx.instr
-        rule = LANE_RULES.get(instr.INFO.name)
+        rule = WGSL_LANE_RULES.get(instr.INFO.name)
         if rule is None:
             raise unsupported(instr.INFO.name, instr.type)
         ctx.emit(f"// {index}: {str(instr)}")

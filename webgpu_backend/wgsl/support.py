@@ -12,7 +12,7 @@ from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, ExecKind, OpcodeI
 from atlas_web.isa.types import Type
 
 from .cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS, kernel_supported
-from .rules import LANE_RULES, VALUE_RULES, unsupported
+from .rules import WGSL_LANE_RULES, VALUE_RULES, unsupported
 from .rules_lane import TYPED_COMPUTATIONS
 from .rules_wide import WIDE_RULES
 from .types import TYPE_MAP
@@ -38,9 +38,9 @@ def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
     if name in KERNEL_OPERATIONS:
         return any(kernel_supported(op, ty) for op in KERNEL_OPERATIONS[name]
                    if ty in COOPERATIVE_OPERATION_TYPES[op])
-    if name not in LANE_RULES:
+    if name not in WGSL_LANE_RULES:
         return False
-    if ty is not None and TYPE_MAP[ty].family == "wide" and name in LANE_RULES:
+    if ty is not None and TYPE_MAP[ty].family == "wide" and name in WGSL_LANE_RULES:
         return name in WIDE_RULES or name not in TYPED_COMPUTATIONS
     if name in TYPED_COMPUTATIONS:
         return (name, TYPE_MAP[ty].family) in VALUE_RULES
