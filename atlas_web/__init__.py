@@ -26,7 +26,8 @@ _LAZY = {
     "parse_program": ("atlas_web.asm", "parse_program"),
     "verify": ("atlas_web.verify", "verify"),
     "ProgramCache": ("atlas_web.cache", "ProgramCache"),
-    "Pool": ("atlas_web.pool", "Pool"),
+    "RingBuffer": ("atlas_web.ring_buffer", "RingBuffer"),
+    "Pool": ("atlas_web.ring_buffer", "RingBuffer"),  # its name before issue 9 (README, Caches and streaming)
     "register_backend": ("atlas_web.registry", "register_backend"),
     "discover_backends": ("atlas_web.registry", "discover_backends"),
     "print_backend_summary": ("atlas_web.registry", "print_backend_summary"),

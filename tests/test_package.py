@@ -45,4 +45,4 @@ def test_star_import_with_numpy_runs_the_seed_vector_add():
 def test_every_public_name_resolves():
     missing = [name for name in atlas_web.__all__ if not hasattr(atlas_web, name)]
     assert not missing
-    assert {"CpuBackend", "ProgramCache", "Pool", "init_backend", "verify", "parse_program"} <= set(atlas_web.__all__)
+    assert {"CpuBackend", "ProgramCache", "RingBuffer", "Pool", "init_backend", "verify", "parse_program"} <= set(atlas_web.__all__)

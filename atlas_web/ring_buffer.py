@@ -1,10 +1,11 @@
-"""Pool: a fixed-capacity circular byte buffer for streaming data through constant memory.
+"""RingBuffer: a fixed-capacity circular byte buffer for streaming data through constant memory.
 
-The pool keeps the newest ``capacity`` bytes written to it: ``write`` appends
+The ring buffer keeps the newest ``capacity`` bytes written to it: ``write`` appends
 and, once full, overwrites the oldest bytes; ``read`` addresses bytes relative
 to the oldest one still held. Its storage is one ``bytearray`` allocated at
 construction, so memory stays constant however much streams through. (Host
-side only; device pools are ``Backend.allocate_pool``.)
+side only; the ISA's pools are device memory, ``Backend.allocate_pool``. Named ``Pool`` until
+issue 9; ``atlas_web.Pool`` still names this class.)
 """
 
 from __future__ import annotations
@@ -13,20 +14,20 @@ from typing import Any
 
 from .errors import AllocationFailed, InvalidBuffer
 
-__all__ = ["Pool"]
+__all__ = ["RingBuffer"]
 
 
 def _byte_view(data: Any) -> memoryview:
     try:
         view = memoryview(data)
     except TypeError:
-        raise InvalidBuffer(f"Pool.write takes a bytes-like object, got {type(data).__name__}") from None
+        raise InvalidBuffer(f"RingBuffer.write takes a bytes-like object, got {type(data).__name__}") from None
     if not view.c_contiguous:
-        raise InvalidBuffer("Pool.write takes a contiguous buffer")
+        raise InvalidBuffer("RingBuffer.write takes a contiguous buffer")
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-class Pool:
+class RingBuffer:
     """A circular buffer of ``capacity`` bytes.
 
     Raises AllocationFailed for a capacity that is not a positive int.
@@ -36,7 +37,7 @@ class Pool:
 
     def __init__(self, capacity: int) -> None:
         if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-            raise AllocationFailed(f"Pool capacity must be a positive int, got {capacity!r}")
+            raise AllocationFailed(f"RingBuffer capacity must be a positive int, got {capacity!r}")
         # a memoryview: its slice assignment copies straight in (bytearray's makes a temporary copy)
         self._storage = memoryview(bytearray(capacity))
         self._start = 0          # index in _storage of the oldest byte held
@@ -92,15 +93,15 @@ class Pool:
         """
         if length is None and isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
             if offset > self._length:
-                raise InvalidBuffer(f"Pool.read: offset {offset} is outside the {self._length} bytes held "
+                raise InvalidBuffer(f"RingBuffer.read: offset {offset} is outside the {self._length} bytes held "
                                     f"(capacity {self.capacity})")
             length = self._length - offset
         for name, value in (("offset", offset), ("length", length)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidBuffer(f"Pool.read: {name} must be a non-negative int, got {value!r}")
+                raise InvalidBuffer(f"RingBuffer.read: {name} must be a non-negative int, got {value!r}")
         assert length is not None
         if offset + length > self._length:
-            raise InvalidBuffer(f"Pool.read: bytes {offset}..{offset + length} are outside the "
+            raise InvalidBuffer(f"RingBuffer.read: bytes {offset}..{offset + length} are outside the "
                                 f"{self._length} bytes held (capacity {self.capacity})")
         capacity = len(self._storage)
         begin = (self._start + offset) % capacity
@@ -115,4 +116,4 @@ class Pool:
         return self.read()
 
     def __repr__(self) -> str:
-        return f"<Pool {self._length}/{self.capacity} bytes held, {self._total_written} written>"
+        return f"<RingBuffer {self._length}/{self.capacity} bytes held, {self._total_written} written>"

@@ -1,4 +1,4 @@
-"""Pool: the circular byte buffer keeps the newest `capacity` bytes in constant memory."""
+"""RingBuffer: the host's circular byte buffer keeps the newest `capacity` bytes in constant memory."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import tracemalloc
 import pytest
 from hypothesis import given, strategies as st
 
-from atlas_web import AllocationFailed, InvalidBuffer, Pool
+from atlas_web import AllocationFailed, InvalidBuffer, RingBuffer
 
 
 def test_write_then_read_before_wrapping():
-    pool = Pool(8)
+    pool = RingBuffer(8)
     assert pool.write(b"abc") == 3
     assert len(pool) == 3 and pool.capacity == 8
     assert pool.read() == b"abc"
@@ -21,7 +21,7 @@ def test_write_then_read_before_wrapping():
 
 
 def test_full_pool_overwrites_the_oldest_bytes():
-    pool = Pool(5)
+    pool = RingBuffer(5)
     pool.write(b"abcd")
     pool.write(b"efg")
     assert len(pool) == 5
@@ -32,14 +32,14 @@ def test_full_pool_overwrites_the_oldest_bytes():
 
 
 def test_data_longer_than_the_capacity_keeps_its_tail():
-    pool = Pool(4)
+    pool = RingBuffer(4)
     pool.write(b"xy")
     pool.write(b"0123456789")
     assert pool.read() == b"6789" and len(pool) == 4
 
 
 def test_any_contiguous_buffer_is_accepted():
-    pool = Pool(16)
+    pool = RingBuffer(16)
     pool.write(array.array("I", [1, 2]))
     pool.write(memoryview(b"zz"))
     pool.write(bytearray(b"!"))
@@ -48,7 +48,7 @@ def test_any_contiguous_buffer_is_accepted():
 
 @given(st.integers(1, 40), st.lists(st.binary(max_size=60), max_size=20))
 def test_pool_holds_the_newest_bytes_of_the_stream(capacity, chunks):
-    pool = Pool(capacity)
+    pool = RingBuffer(capacity)
     for chunk in chunks:
         pool.write(chunk)
     stream = b"".join(chunks)
@@ -60,7 +60,7 @@ def test_pool_holds_the_newest_bytes_of_the_stream(capacity, chunks):
 
 
 def test_streaming_uses_constant_memory():
-    pool = Pool(4096)
+    pool = RingBuffer(4096)
     chunk = bytes(range(256)) * 16
     tracemalloc.start()
     try:
@@ -82,27 +82,27 @@ def test_streaming_uses_constant_memory():
 
 @pytest.mark.parametrize("offset, length", [(0, 4), (3, 1), (-1, 1), (0, -1), (1.0, 1), (True, 0)])
 def test_reads_outside_the_bytes_held_are_refused(offset, length):
-    pool = Pool(8)
+    pool = RingBuffer(8)
     pool.write(b"abc")
-    with pytest.raises(InvalidBuffer, match="Pool.read"):
+    with pytest.raises(InvalidBuffer, match="RingBuffer.read"):
         pool.read(offset, length)
 
 
 def test_non_buffers_are_refused():
     with pytest.raises(InvalidBuffer, match="bytes-like"):
-        Pool(4).write(42)
+        RingBuffer(4).write(42)
     with pytest.raises(InvalidBuffer, match="contiguous"):
-        Pool(4).write(memoryview(b"abcdef")[::2])
+        RingBuffer(4).write(memoryview(b"abcdef")[::2])
 
 
 @pytest.mark.parametrize("capacity", [0, -3, 2.0, None, False])
 def test_bad_capacity_is_refused(capacity):
     with pytest.raises(AllocationFailed, match="capacity"):
-        Pool(capacity)
+        RingBuffer(capacity)
 
 
 def test_clear_and_bytes():
-    pool = Pool(3)
+    pool = RingBuffer(3)
     pool.write(b"abcd")
     assert bytes(pool) == b"bcd"
     pool.clear()
@@ -112,8 +112,13 @@ def test_clear_and_bytes():
 
 
 def test_an_offset_past_the_bytes_held_is_named_when_no_length_is_given():
-    pool = Pool(8)
+    pool = RingBuffer(8)
     pool.write(b"abc")
     assert pool.read(3) == b""
-    with pytest.raises(InvalidBuffer, match=r"Pool.read: offset 5 is outside the 3 bytes held \(capacity 8\)"):
+    with pytest.raises(InvalidBuffer, match=r"RingBuffer.read: offset 5 is outside the 3 bytes held \(capacity 8\)"):
         pool.read(5)
+
+
+def test_the_old_public_name_still_works():
+    import atlas_web
+    assert atlas_web.Pool is atlas_web.RingBuffer and "RingBuffer" in atlas_web.__all__
