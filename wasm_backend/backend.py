@@ -55,7 +55,7 @@ from .thread_policy import (
     PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD, chunk_ranges, reduce_chunk_count,
 )
 from .lowering.coop_reduce import PARTIAL_BYTES
-from .lowering.simd_function import LANES_PER_RANGE_STEP, SIMD_KERNEL
+from .lowering.simd_function import LANES_PER_RANGE_STEP, SIMD_CHUNK
 from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
@@ -371,7 +371,7 @@ class WasmBackend(Backend):
         are multiples of a whole unrolled step, so every lane runs the code it runs in one call)."""
         ranges = chunk_ranges(lanes & 0xFFFFFFFF, self._runner.threads, LANES_PER_RANGE_STEP)
         self._parallel_dispatches += 1
-        self._runner.parallel_call(instance, SIMD_KERNEL, ranges)
+        self._runner.parallel_call(instance, SIMD_CHUNK, ranges)
 
     def _host_scratch(self, nbytes: int) -> int:
         base = self._memory.scratch(nbytes & 0xFFFFFFFF, "overlapping operand copy")

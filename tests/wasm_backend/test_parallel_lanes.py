@@ -1,5 +1,5 @@
 """SIMD lane-mode launches on several threads (WasmBackend(threads=N)): ranges of lanes run the exported
-``simd_kernel`` when no lane can see another's effects, bit-identical to one thread and equal to the
+``simd_chunk`` when no lane can see another's effects, bit-identical to one thread and equal to the
 reference, with lane tails; kernels whose stores overlap other lanes' accesses keep the single call."""
 
 from __future__ import annotations

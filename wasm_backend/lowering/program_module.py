@@ -50,7 +50,7 @@ from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
 from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
-from .simd_function import SIMD_KERNEL, build_simd_function
+from .simd_function import SIMD_CHUNK, build_simd_function
 from .simd_lanes import SIMD_DONE
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]
@@ -75,7 +75,7 @@ class CompiledProgram:
     parallel_maps: dict = field(default_factory=dict)
     #: instruction index -> chunk kernel export of the reductions that may call ``env.parallel_reduce``
     parallel_reduces: dict = field(default_factory=dict)
-    #: whether the SIMD function may call ``env.parallel_lanes`` (it then exports ``simd_kernel``)
+    #: whether the SIMD function may call ``env.parallel_lanes`` (it then exports ``simd_chunk``)
     parallel_lanes: bool = False
 
 
@@ -160,7 +160,7 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
     return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
-                           parallel_maps, parallel_reduces, SIMD_KERNEL in m.functions)
+                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,

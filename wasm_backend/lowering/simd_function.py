@@ -17,7 +17,7 @@ the table's base and capacity come from the header), which ``simd_lanes`` calls 
 
 Threads. A module compiled for several threads whose SIMD function covers at least
 ``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes imports ``env.parallel_lanes(lanes)`` and exports
-``simd_kernel(lo, hi)`` (``simd_range`` without its result): when the checks pass and the lanes have no
+``simd_chunk(lo, hi)`` (``simd_range`` without its result): when the checks pass and the lanes have no
 effect another lane's order could change, the host runs the kernel over ranges of lanes on its threads
 (every ``lo`` a multiple of ``SIMD_LANES * UNROLL``, so each lane runs the code it runs in one call:
 results are bit-identical). Effects that allow it: only instructions of ``_ORDER_FREE`` (no memory
@@ -48,14 +48,14 @@ from .simd_lanes import (
     SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported,
 )
 
-__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "SIMD_KERNEL",
+__all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "SIMD_CHUNK",
            "LANES_PER_RANGE_STEP"]
 
 I32, I64 = ValType.I32, ValType.I64
 _DISABLED: list[bool] = []
 
 #: the export the host runs over ranges of lanes
-SIMD_KERNEL = "simd_kernel"
+SIMD_CHUNK = "simd_chunk"  # a chunk function, not a kernel (docs/glossary.md)
 #: range starts are multiples of this (a whole unrolled iteration of the loop)
 LANES_PER_RANGE_STEP = SIMD_LANES * UNROLL
 #: ``simd_lanes`` result when the checks passed and the lanes may run in ranges on threads (internal)
@@ -69,7 +69,7 @@ _ORDER_FREE = frozenset({
 #: stores whose byte ranges simd_lanes compares at run time
 _RANGE_CHECKED = frozenset({"STG"})
 
-# env.parallel_lanes(lanes): run simd_kernel over ranges of 0 .. lanes on the host's threads
+# env.parallel_lanes(lanes): run simd_chunk over ranges of 0 .. lanes on the host's threads
 HOST_IMPORTS.setdefault("parallel_lanes", ((I32,), ()))
 
 
@@ -168,7 +168,7 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int
     fb, e = m.define("simd_lanes", (), (I32,))
     if threaded:
         check = _build_check(m, s, recorder)
-        m.define(SIMD_KERNEL, (I32, I32), (), export=True)[1].get(0).get(1).call(simd_range).op("drop")
+        m.define(SIMD_CHUNK, (I32, I32), (), export=True)[1].get(0).get(1).call(simd_range).op("drop")
         status = fb.add_local(I32)
         e.i32(0).i32(lanes).call(check).tee(status).i32(_CHUNKABLE).op("i32.eq")
         with e.if_():
