@@ -8,8 +8,8 @@ import pytest
 from atlas_web.errors import UnsupportedOperation
 from wasm_backend.encoding import ModuleBuilder, ValType, decode_module
 from wasm_backend.errors import WasmEncodingError
-from wasm_backend.mathlib import MATH_OPS, MathLibrary, Shape, math_kernel, math_op, ulp_bound
-from wasm_backend.mathlib.kernel import KernelBuilder
+from wasm_backend.mathlib import MATH_OPS, MathLibrary, Shape, math_routine, math_op, ulp_bound
+from wasm_backend.mathlib.vec_builder import VecBuilder
 from wasm_backend.mathlib.registry import MathOp
 from wasm_backend.mathlib.shapes import FORMAT_F32
 from wasm_backend.runners import create_runner
@@ -18,10 +18,10 @@ REQUIRED_OPS = {"exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "sig
                 "atan2", "rcp", "rsqrt"}
 
 
-def test_every_required_op_has_an_f64_kernel_and_a_bound() -> None:
+def test_every_required_op_has_an_f64_routine_and_a_bound() -> None:
     assert REQUIRED_OPS <= set(MATH_OPS)
     for op in REQUIRED_OPS:
-        assert MATH_OPS[op].kernel("f64") is not None, op
+        assert MATH_OPS[op].routine("f64") is not None, op
         for shape in Shape:
             assert ulp_bound(op, shape) <= (2 if shape.format.name == "f32" else 1), op
     assert MATH_OPS["pow"].arity == MATH_OPS["atan2"].arity == 2
@@ -97,7 +97,7 @@ def test_unknown_op_and_shape_raise_unsupported_operation() -> None:
         ulp_bound("erf", "f32")
 
 
-def test_emit_inline_writes_the_kernel_into_the_caller() -> None:
+def test_emit_inline_writes_the_routine_into_the_caller() -> None:
     mb = ModuleBuilder()
     mb.add_memory(1, export="memory")
     library = MathLibrary(mb)
@@ -114,7 +114,7 @@ def test_emit_inline_writes_the_kernel_into_the_caller() -> None:
         library.emit_inline(fn, "pow", "f64x2", [0])
 
 
-def test_inline_and_called_kernels_agree() -> None:
+def test_inline_and_called_routines_agree() -> None:
     from wasm_backend.mathlib.harness import MathHarness
     pairs = [("exp", "f32x4"), ("tanh", "f64x2"), ("pow", "f64x2")]
     called, inlined = MathHarness(pairs), MathHarness(pairs, inline=True)
@@ -127,17 +127,17 @@ def test_inline_and_called_kernels_agree() -> None:
 
 def test_registry_rejects_bad_registrations() -> None:
     with pytest.raises(ValueError, match="format must be one of"):
-        math_kernel("exp", "f16")
+        math_routine("exp", "f16")
     with pytest.raises(ValueError, match="registered twice"):
-        math_kernel("exp", "f64")(lambda kb, x: x)
+        math_routine("exp", "f64")(lambda kb, x: x)
     with pytest.raises(ValueError, match="arity 2 disagrees"):
-        math_kernel("exp", "f32", arity=2)(lambda kb, x, y: x)
+        math_routine("exp", "f32", arity=2)(lambda kb, x, y: x)
     assert isinstance(math_op("Exp"), MathOp)
 
 
-def test_kernel_builder_errors_name_the_problem() -> None:
+def test_routine_builder_errors_name_the_problem() -> None:
     mb = ModuleBuilder()
-    kb = KernelBuilder(mb.add_function("f", [ValType.V128], [ValType.V128]), FORMAT_F32)
+    kb = VecBuilder(mb.add_function("f", [ValType.V128], [ValType.V128]), FORMAT_F32)
     with pytest.raises(TypeError, match="Vec or a number"):
         kb.vec("x")
     with pytest.raises(WasmEncodingError, match="no helper provider"):

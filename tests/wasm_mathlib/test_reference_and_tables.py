@@ -13,7 +13,7 @@ import pytest
 
 from wasm_backend.mathlib import MATH_OPS, MEASURED, Shape, accuracy_markdown, measured_accuracy, ulp_bound
 from wasm_backend.mathlib.coefficients import COEFFICIENTS, coefficients
-from wasm_backend.mathlib.fit import KERNEL_SPECS, remez, round_to_format
+from wasm_backend.mathlib.fit import ROUTINE_SPECS, remez, round_to_format
 from wasm_backend.mathlib.large_reduction import TWO_OVER_PI_CHUNKS
 from wasm_backend.mathlib.reference import correctly_rounded, round_rational, ulp_distance
 from wasm_backend.mathlib.sweeps import SWEEP_TEXT, SWEEPS, sweep
@@ -65,10 +65,10 @@ def test_remez_finds_the_known_linear_minimax_of_exp() -> None:
 
 
 def test_every_coefficient_row_has_a_spec_and_is_rounded_to_its_format() -> None:
-    for (kernel, fmt), values in COEFFICIENTS.items():
-        spec = KERNEL_SPECS[kernel]
-        assert spec.terms[fmt] == len(values), (kernel, fmt)
-        assert all(round_to_format(v, fmt) == v for v in values), (kernel, fmt)
+    for (routine, fmt), values in COEFFICIENTS.items():
+        spec = ROUTINE_SPECS[routine]
+        assert spec.terms[fmt] == len(values), (routine, fmt)
+        assert all(round_to_format(v, fmt) == v for v in values), (routine, fmt)
     with pytest.raises(KeyError, match="no coefficients for SIN_S in f32"):
         coefficients("SIN_S", "f32")
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 from .bounds import DOCUMENTED_RANGE, ULP_BOUNDS, ulp_bound
 from .library import DEFAULT_PREFIX, MathLibrary
 from .measured import MEASURED, accuracy_markdown, measured_accuracy
-from .registry import MATH_OPS, MathOp, math_kernel, math_op
+from .registry import MATH_OPS, MathOp, math_routine, math_op
 from .shapes import Shape, as_shape
 
 __all__ = [
-    "MathLibrary", "DEFAULT_PREFIX", "Shape", "as_shape", "MATH_OPS", "MathOp", "math_kernel", "math_op",
+    "MathLibrary", "DEFAULT_PREFIX", "Shape", "as_shape", "MATH_OPS", "MathOp", "math_routine", "math_op",
     "ULP_BOUNDS", "DOCUMENTED_RANGE", "ulp_bound", "MEASURED", "measured_accuracy", "accuracy_markdown",
 ]

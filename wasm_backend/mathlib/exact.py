@@ -1,4 +1,4 @@
-"""Error-free transformations and polynomial evaluation on kernel Vecs.
+"""Error-free transformations and polynomial evaluation on routine Vecs.
 
 WebAssembly has no fused multiply-add outside relaxed SIMD (which may or may
 not fuse, engine by engine), so exact products use Dekker's method with
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .kernel import KernelBuilder, Vec
+from .vec_builder import VecBuilder, Vec
 
 __all__ = ["two_sum", "fast_two_sum", "split", "two_product", "horner", "SPLITTER"]
 
@@ -20,7 +20,7 @@ __all__ = ["two_sum", "fast_two_sum", "split", "two_product", "horner", "SPLITTE
 SPLITTER = {"f32": float(2 ** 12 + 1), "f64": float(2 ** 27 + 1)}
 
 
-def two_sum(kb: KernelBuilder, a: Vec, b: Vec) -> tuple[Vec, Vec]:
+def two_sum(kb: VecBuilder, a: Vec, b: Vec) -> tuple[Vec, Vec]:
     """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth; any magnitudes)."""
     s = kb.let(a + b)
     bb = kb.let(s - a)
@@ -28,21 +28,21 @@ def two_sum(kb: KernelBuilder, a: Vec, b: Vec) -> tuple[Vec, Vec]:
     return s, e
 
 
-def fast_two_sum(kb: KernelBuilder, a: Vec, b: Vec) -> tuple[Vec, Vec]:
+def fast_two_sum(kb: VecBuilder, a: Vec, b: Vec) -> tuple[Vec, Vec]:
     """(s, e) with s = fl(a + b), a + b = s + e exactly, provided |a| >= |b| (or a = 0)."""
     s = kb.let(a + b)
     e = kb.let(b - (s - a))
     return s, e
 
 
-def split(kb: KernelBuilder, a: Vec) -> tuple[Vec, Vec]:
+def split(kb: VecBuilder, a: Vec) -> tuple[Vec, Vec]:
     """(hi, lo) with a = hi + lo, each holding at most half the mantissa (|a| must stay far below overflow)."""
     t = kb.let(a * SPLITTER[kb.fmt.name])
     hi = kb.let(t - (t - a))
     return hi, kb.let(a - hi)
 
 
-def two_product(kb: KernelBuilder, a: Vec, b: Vec, *, a_parts: tuple[Vec, Vec] | None = None,
+def two_product(kb: VecBuilder, a: Vec, b: Vec, *, a_parts: tuple[Vec, Vec] | None = None,
                 b_parts: tuple[Vec, Vec] | None = None) -> tuple[Vec, Vec]:
     """(p, e) with p = fl(a * b) and a * b = p + e exactly (Dekker); pass known splits to save work."""
     ah, al = a_parts or split(kb, a)
@@ -52,7 +52,7 @@ def two_product(kb: KernelBuilder, a: Vec, b: Vec, *, a_parts: tuple[Vec, Vec] |
     return p, e
 
 
-def horner(kb: KernelBuilder, coefficients: Sequence[float], t: Vec) -> Vec:
+def horner(kb: VecBuilder, coefficients: Sequence[float], t: Vec) -> Vec:
     """sum(c[i] * t**i) by Horner's rule with ``kb.madd`` steps (``t`` is read once per coefficient; let it
     first)."""
     acc: Vec | float = coefficients[-1]

@@ -1,8 +1,8 @@
 """Minimax polynomial fitting (Remez exchange in mpmath): the offline tool that made ``coefficients.py``.
 
-Not imported by the library at run time (it needs mpmath). Each ``KernelSpec``
-names the function a kernel polynomial stands for, its interval, the weight
-that turns the polynomial's error into the kernel's relative error, and how
+Not imported by the library at run time (it needs mpmath). Each ``RoutineSpec``
+names the function a routine polynomial stands for, its interval, the weight
+that turns the polynomial's error into the routine's relative error, and how
 many terms each float format uses. ``python3 -m wasm_backend.mathlib.fit``
 fits every spec, rounds the coefficients to the format and prints the
 ``coefficients.py`` table together with the weighted error each fit reaches
@@ -25,14 +25,14 @@ from typing import Callable
 import mpmath
 from mpmath import mp
 
-__all__ = ["KernelSpec", "FitResult", "remez", "round_to_format", "rounded_error", "KERNEL_SPECS", "main"]
+__all__ = ["RoutineSpec", "FitResult", "remez", "round_to_format", "rounded_error", "ROUTINE_SPECS", "main"]
 
 _WORK_PRECISION = 320   # bits: the targets are written with cancelling terms near t = 0
 
 
 @dataclass(frozen=True)
-class KernelSpec:
-    """One kernel polynomial: ``target`` and ``weight`` are mpmath functions of ``t`` on ``[lo, hi]``."""
+class RoutineSpec:
+    """One routine polynomial: ``target`` and ``weight`` are mpmath functions of ``t`` on ``[lo, hi]``."""
 
     name: str
     what: str
@@ -125,7 +125,7 @@ def round_to_format(value, fmt: str) -> float:
     return struct.unpack("<f", struct.pack("<f", as_double))[0]
 
 
-def rounded_error(spec: KernelSpec, coefficients: list[float], grid_size: int = 3000) -> float:
+def rounded_error(spec: RoutineSpec, coefficients: list[float], grid_size: int = 3000) -> float:
     """log2 of the weighted max error of the polynomial with the given (rounded) coefficients."""
     with mp.workprec(_WORK_PRECISION):
         worst = max(abs(spec.weight(t) * (spec.target(t) - _poly([mpmath.mpf(c) for c in coefficients], t)))
@@ -133,9 +133,9 @@ def rounded_error(spec: KernelSpec, coefficients: list[float], grid_size: int = 
         return float(mpmath.log(worst, 2)) if worst else float("-inf")
 
 
-# ---- the kernels --------------------------------------------------------------------------------------------
-# Each target is a kernel's "tail function" with the known powers divided out (its limit at t = 0 given), fitted
-# for least relative error: the kernel's own relative error is then that error times the tail's share of the
+# ---- the routines --------------------------------------------------------------------------------------------
+# Each target is a routine's "tail function" with the known powers divided out (its limit at t = 0 given), fitted
+# for least relative error: the routine's own relative error is then that error times the tail's share of the
 # result (r^2*Q(r) is at most 7 % of exp(r), s*z*R(z) under 1 % of log(1+f), ...).
 
 _TINY = mpmath.mpf(2) ** -60   # below this the tail functions are their limits to far beyond f64 precision
@@ -176,29 +176,29 @@ _SIN_S = _odd_tail(mpmath.sin, "-1/6")
 _TANH_T = _odd_tail(mpmath.tanh, "-1/3")
 _ATAN_A = _odd_tail(mpmath.atan, "-1/3")
 
-KERNEL_SPECS: dict[str, KernelSpec] = {spec.name: spec for spec in (
-    KernelSpec("EXP_Q", "exp(r) = 1 + r + r^2*Q(r), |r| <= ln2/2", _exp_q, _relative(_exp_q),
+ROUTINE_SPECS: dict[str, RoutineSpec] = {spec.name: spec for spec in (
+    RoutineSpec("EXP_Q", "exp(r) = 1 + r + r^2*Q(r), |r| <= ln2/2", _exp_q, _relative(_exp_q),
                -_LN2 / 2 - 1e-3, _LN2 / 2 + 1e-3, {"f32": 5, "f64": 11}),
-    KernelSpec("LOG_R", "log(1+f) = 2s + s*z*R(z), s = f/(2+f), z = s^2 <= 0.0295", _log_r, _relative(_log_r),
+    RoutineSpec("LOG_R", "log(1+f) = 2s + s*z*R(z), s = f/(2+f), z = s^2 <= 0.0295", _log_r, _relative(_log_r),
                0.0, 0.0295, {"f32": 3, "f64": 7}),
-    KernelSpec("LOG_P", "2*atanh(s) = 2s + 2s^3/3 + s*z^2*P(z), z = s^2 <= 0.0295", _log_p, _relative(_log_p),
+    RoutineSpec("LOG_P", "2*atanh(s) = 2s + 2s^3/3 + s*z^2*P(z), z = s^2 <= 0.0295", _log_p, _relative(_log_p),
                0.0, 0.0295, {"f64": 8}),
-    KernelSpec("SIN_S", "sin(r) = r + r*z*S(z), z = r^2 <= (pi/4)^2", _SIN_S, _relative(_SIN_S),
+    RoutineSpec("SIN_S", "sin(r) = r + r*z*S(z), z = r^2 <= (pi/4)^2", _SIN_S, _relative(_SIN_S),
                0.0, 0.6169, {"f64": 7}),
-    KernelSpec("COS_C", "cos(r) = 1 - z/2 + z^2*C(z), z = r^2 <= (pi/4)^2", _cos_c, _relative(_cos_c),
+    RoutineSpec("COS_C", "cos(r) = 1 - z/2 + z^2*C(z), z = r^2 <= (pi/4)^2", _cos_c, _relative(_cos_c),
                0.0, 0.6169, {"f64": 6}),
-    KernelSpec("TANH_T", "tanh(x) = x + x*z*T(z), z = x^2 <= 0.625^2", _TANH_T, _relative(_TANH_T),
+    RoutineSpec("TANH_T", "tanh(x) = x + x*z*T(z), z = x^2 <= 0.625^2", _TANH_T, _relative(_TANH_T),
                0.0, 0.3907, {"f32": 6, "f64": 12}),
-    KernelSpec("ATAN_A", "atan(u) = u + u*z*A(z), z = u^2 <= tan(pi/8)^2", _ATAN_A, _relative(_ATAN_A),
+    RoutineSpec("ATAN_A", "atan(u) = u + u*z*A(z), z = u^2 <= tan(pi/8)^2", _ATAN_A, _relative(_ATAN_A),
                0.0, _TAN_PI_8 ** 2 + 1e-4, {"f64": 11}),
 )}
 
 
 def main(argv: list[str] | None = None) -> None:
     """Fit every spec (or the names given) and print the coefficients table."""
-    names = (argv if argv is not None else sys.argv[1:]) or list(KERNEL_SPECS)
+    names = (argv if argv is not None else sys.argv[1:]) or list(ROUTINE_SPECS)
     for name in names:
-        spec = KERNEL_SPECS[name]
+        spec = ROUTINE_SPECS[name]
         for fmt, terms in spec.terms.items():
             result = remez(spec.target, spec.weight, spec.lo, spec.hi, terms)
             rounded = [round_to_format(c, fmt) for c in result.coefficients]

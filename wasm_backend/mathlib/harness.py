@@ -73,7 +73,7 @@ def _add_loop(mb: ModuleBuilder, library: MathLibrary, op: str, shape: Shape, *,
 
 class MathHarness:
     """Runs the math functions ``pairs`` ((op, shape) pairs) under ``runner`` (default: a new wasmtime one
-    without fuel). ``inline=True`` writes vector kernels into the loops instead of calling them;
+    without fuel). ``inline=True`` writes vector routines into the loops instead of calling them;
     ``relaxed_simd`` is passed to the MathLibrary."""
 
     def __init__(self, pairs: Iterable[tuple[str, object]], *, runner=None, inline: bool = False,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable
 from ..encoding.module import FunctionBuilder
 from ..encoding.types import ValType
 from .exact import fast_two_sum, two_product, two_sum
-from .kernel import KernelBuilder, Vec
+from .vec_builder import VecBuilder, Vec
 from .shapes import FORMAT_F64_SCALAR
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _power_of_two(w, exponent_local: int, offset: int) -> None:
 def _write_reduce_large(chunk_index: int) -> Callable[[FunctionBuilder], None]:
     """The body of reduce_large_f64 (see the module docstring)."""
     def write(fb: FunctionBuilder) -> None:
-        kb = KernelBuilder(fb, FORMAT_F64_SCALAR)
+        kb = VecBuilder(fb, FORMAT_F64_SCALAR)
         w = fb.code
         bits, e2, i0, sh = fb.add_local(_I64), fb.add_local(_I32), fb.add_local(_I32), fb.add_local(_I32)
         w.local_get(0).i64_reinterpret_f64().local_set(bits)
@@ -135,7 +135,7 @@ def _write_reduce_large(chunk_index: int) -> Callable[[FunctionBuilder], None]:
     return write
 
 
-def reduce_large_lanes(kb: KernelBuilder, x: Vec, reduced: "Reduced") -> "Reduced":
+def reduce_large_lanes(kb: VecBuilder, x: Vec, reduced: "Reduced") -> "Reduced":
     """``reduced`` with the lanes where ``LARGE_ARGUMENT <= |x| < inf`` replaced by Payne-Hanek's reduction."""
     from .ops_trig import Reduced
     chunk_index = kb.helper("two_over_pi_chunk", (_I32,), (_F64,), _write_chunk_table)

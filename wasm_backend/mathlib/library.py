@@ -2,20 +2,20 @@
 
 Each function takes ``arity`` arguments of the shape's type and returns one
 (v128 for ``f32x4``/``f64x2``, f32/f64 for the scalar shapes). How each shape
-is built, by the op's kernels (see ``registry``):
+is built, by the op's routines (see ``registry``):
 
 =========================  ==============================================================================
-vector, kernel for format  the kernel's code, branch-free
-f32x4, no f32 kernel       promote both halves to f64x2, call the f64x2 function twice, demote, recombine
-scalar, kernel for format  splat, call the vector function, extract lane 0
-f32, no f32 kernel         promote, splat to f64x2, call the f64x2 function, extract lane 0, demote
+vector, routine for format  the routine's code, branch-free
+f32x4, no f32 routine       promote both halves to f64x2, call the f64x2 function twice, demote, recombine
+scalar, routine for format  splat, call the vector function, extract lane 0
+f32, no f32 routine         promote, splat to f64x2, call the f64x2 function, extract lane 0, demote
 =========================  ==============================================================================
 
 Functions are named ``<prefix>.<op>.<shape>`` (for backtraces and the name
 section) and are not exported. ``relaxed_simd=True`` lets the polynomial
 steps use ``relaxed_madd`` (fused where the engine fuses; each op stays
 within its published bound either way, which the tests check in both
-forms); the default writes plain multiplies and adds only. ``emit_inline`` writes a vector kernel
+forms); the default writes plain multiplies and adds only. ``emit_inline`` writes a vector routine
 straight into a caller's function instead (no call; worth it in hot loops).
 """
 
@@ -28,8 +28,8 @@ from atlas_web.errors import UnsupportedOperation
 from ..encoding.module import FunctionBuilder, ModuleBuilder
 from ..encoding.types import ValType
 from . import ops_activation, ops_atan2, ops_exp, ops_log, ops_pow, ops_recip, ops_trig  # noqa: F401 - register
-from .kernel import KernelBuilder
-from .registry import MATH_OPS, MathOp, math_op, run_kernel
+from .vec_builder import VecBuilder
+from .registry import MATH_OPS, MathOp, math_op, run_routine
 from .shapes import Shape, as_shape
 
 __all__ = ["MathLibrary", "DEFAULT_PREFIX"]
@@ -83,7 +83,7 @@ class MathLibrary:
         return dict(self._functions)
 
     def emit_inline(self, function: FunctionBuilder, op: object, shape: object, arg_locals: Sequence[int]) -> None:
-        """Write ``op``'s vector kernel into ``function``, reading its arguments from the v128 locals
+        """Write ``op``'s vector routine into ``function``, reading its arguments from the v128 locals
         ``arg_locals`` and leaving the result on the stack (adds locals to ``function``).
 
         Raises UnsupportedOperation for a scalar shape or a widened f32 op (call ``function`` for those).
@@ -91,12 +91,12 @@ class MathLibrary:
         entry, sh = math_op(op), as_shape(shape)
         if not sh.is_vector or entry.widened(sh.format.name):
             raise UnsupportedOperation(entry.name, sh.value, "wasm",
-                                       "only vector shapes with a kernel of their own are written inline")
+                                       "only vector shapes with a routine of their own are written inline")
         if len(arg_locals) != entry.arity:
             raise UnsupportedOperation(entry.name, sh.value, "wasm",
                                        f"takes {entry.arity} argument(s), got {len(arg_locals)} locals")
-        kb = KernelBuilder(function, sh.format, self, relaxed_madd=self.relaxed_simd)
-        kb.emit(run_kernel(entry, kb, [kb.local(i) for i in arg_locals]))
+        kb = VecBuilder(function, sh.format, self, relaxed_madd=self.relaxed_simd)
+        kb.emit(run_routine(entry, kb, [kb.local(i) for i in arg_locals]))
 
     def helper(self, name: str, params: tuple[ValType, ...], results: tuple[ValType, ...],
                write_body: Callable[[FunctionBuilder], None]) -> int:
@@ -116,17 +116,17 @@ class MathLibrary:
     def _emit(self, entry: MathOp, shape: Shape) -> int:
         fmt = shape.format.name
         if shape.is_vector and not entry.widened(fmt):
-            return self._emit_kernel(entry, shape)
+            return self._emit_routine(entry, shape)
         if shape.is_vector:
             return self._emit_widened_vector(entry)
         if not entry.widened(fmt):
             return self._emit_scalar(entry, shape)
         return self._emit_widened_scalar(entry)
 
-    def _emit_kernel(self, entry: MathOp, shape: Shape) -> int:
+    def _emit_routine(self, entry: MathOp, shape: Shape) -> int:
         fb = self._new_function(entry, shape)
-        kb = KernelBuilder(fb, shape.format, self, relaxed_madd=self.relaxed_simd)
-        kb.emit(run_kernel(entry, kb, [kb.local(i) for i in range(entry.arity)]))
+        kb = VecBuilder(fb, shape.format, self, relaxed_madd=self.relaxed_simd)
+        kb.emit(run_routine(entry, kb, [kb.local(i) for i in range(entry.arity)]))
         return fb.index
 
     def _emit_widened_vector(self, entry: MathOp) -> int:

@@ -84,7 +84,7 @@ MEASURED: dict[tuple[str, str], tuple[int, int]] = {
 
 def measured_accuracy() -> list[dict]:
     """One row per (op, shape): op, shape, bound (published ulp), measured (max ulp, None if not measured),
-    points, strategy ("kernel" or "widened to f64") and the documented range."""
+    points, strategy ("routine" or "widened to f64") and the documented range."""
     from .registry import MATH_OPS
     rows = []
     for op in sorted(MATH_OPS):
@@ -93,7 +93,7 @@ def measured_accuracy() -> list[dict]:
             measured, points = MEASURED.get((op, shape.value), (None, 0))
             rows.append({
                 "op": op, "shape": shape.value, "bound": ULP_BOUNDS[(op, fmt)], "measured": measured,
-                "points": points, "strategy": "widened to f64" if MATH_OPS[op].widened(fmt) else "kernel",
+                "points": points, "strategy": "widened to f64" if MATH_OPS[op].widened(fmt) else "routine",
                 "range": DOCUMENTED_RANGE[op],
             })
     return rows

@@ -1,4 +1,4 @@
-"""tanh, sigmoid, swish, gelu: one kernel for f32 and f64 lanes (double-f32 / double-f64 arithmetic).
+"""tanh, sigmoid, swish, gelu: one routine for f32 and f64 lanes (double-f32 / double-f64 arithmetic).
 
 All four divide by ``1 + E`` with ``E = exp(-a) = 2**k * (1 + r + tail)``
 kept unrounded (``exp_parts``), numerator and denominator as double-f64
@@ -21,7 +21,7 @@ rounded about once:
 Beyond the point where the result is x itself (x > 40) or rounds to -0
 (swish below -800 in f64 and -120 in f32, gelu below -40), the result is
 selected directly: x, or ``x * 0`` (which is NaN for -inf, as the defining
-formulas give). In f32 lanes the same kernels run in double-f32 arithmetic
+formulas give). In f32 lanes the same routines run in double-f32 arithmetic
 (about 48 bits), which is ample for f32 results.
 """
 
@@ -32,9 +32,9 @@ from fractions import Fraction
 
 from .coefficients import coefficients
 from .exact import fast_two_sum, horner, two_product, two_sum
-from .kernel import KernelBuilder, Vec
+from .vec_builder import VecBuilder, Vec
 from .ops_exp import exp_parts, power_of_two, scale_by_power_of_two
-from .registry import math_kernel
+from .registry import math_routine
 
 __all__ = ["logistic", "Logistic"]
 
@@ -47,7 +47,7 @@ _GELU_SCALE = Fraction("0.797884560802865355879892119868763736951717262")   # sq
 _GELU_CUBIC = Fraction("0.044715")                                          # exact, as the formula writes it
 
 
-def _split(kb: KernelBuilder, value: Fraction) -> tuple[float, float]:
+def _split(kb: VecBuilder, value: Fraction) -> tuple[float, float]:
     """``value`` as head + tail in the builder's format (head the nearest float, tail the nearest to the rest)."""
     head = kb.fmt.round(float(value))
     return head, kb.fmt.round(float(value - Fraction(head)))
@@ -63,7 +63,7 @@ class Logistic:
     negative: Vec
 
 
-def _divide(kb: KernelBuilder, n_hi: Vec, n_lo: Vec, d_hi: Vec, d_lo: Vec) -> tuple[Vec, Vec]:
+def _divide(kb: VecBuilder, n_hi: Vec, n_lo: Vec, d_hi: Vec, d_lo: Vec) -> tuple[Vec, Vec]:
     """(q, q_lo) ~ (n_hi + n_lo)/(d_hi + d_lo) to about twice the working precision (one Dekker step)."""
     q = kb.let(n_hi / d_hi)
     p, p_err = two_product(kb, q, d_hi)
@@ -71,7 +71,7 @@ def _divide(kb: KernelBuilder, n_hi: Vec, n_lo: Vec, d_hi: Vec, d_lo: Vec) -> tu
     return q, kb.let(remainder / d_hi)
 
 
-def _one_plus(kb: KernelBuilder, scale: Vec, r: Vec, tail: Vec, sign: float) -> tuple[Vec, Vec]:
+def _one_plus(kb: VecBuilder, scale: Vec, r: Vec, tail: Vec, sign: float) -> tuple[Vec, Vec]:
     """1 + sign*scale*(1 + r + tail) as a normalized double-float (scale a power of two at most 1, so the
     products are exact; 1 + scale itself is not exact in f32 for small scales, hence the first two-sum)."""
     one, one_err = fast_two_sum(kb, kb.const(1.0), kb.let(sign * scale))
@@ -79,7 +79,7 @@ def _one_plus(kb: KernelBuilder, scale: Vec, r: Vec, tail: Vec, sign: float) -> 
     return fast_two_sum(kb, head, kb.let((one_err + err) + sign * (scale * tail)))
 
 
-def logistic(kb: KernelBuilder, v: Vec, v_lo: Vec | None = None) -> Logistic:
+def logistic(kb: VecBuilder, v: Vec, v_lo: Vec | None = None) -> Logistic:
     """sigmoid(v + v_lo) in parts (see Logistic); NaN lanes stay NaN."""
     negative = kb.let(kb.lt(v, 0.0))
     a = kb.let(kb.abs(v))
@@ -97,28 +97,28 @@ def logistic(kb: KernelBuilder, v: Vec, v_lo: Vec | None = None) -> Logistic:
     return Logistic(q, q_lo, parts.k, negative)
 
 
-def _finish(kb: KernelBuilder, value: Vec, lg: Logistic) -> Vec:
+def _finish(kb: VecBuilder, value: Vec, lg: Logistic) -> Vec:
     """Apply the power of two of the negative lanes (one rounding, also into subnormals)."""
     value = kb.let(value)
     return kb.select(lg.negative, scale_by_power_of_two(kb, value, lg.k), value)
 
 
-def _times(kb: KernelBuilder, x: Vec, lg: Logistic) -> Vec:
+def _times(kb: VecBuilder, x: Vec, lg: Logistic) -> Vec:
     """x * (q + q_lo) rounded once (x and q far from overflow)."""
     p, p_err = two_product(kb, x, lg.q)
     return p + (p_err + x * lg.q_lo)
 
 
-@math_kernel("sigmoid", "f32", formula="1 / (1 + e**-x)")
-@math_kernel("sigmoid", "f64", formula="1 / (1 + e**-x)")
-def sigmoid_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("sigmoid", "f32", formula="1 / (1 + e**-x)")
+@math_routine("sigmoid", "f64", formula="1 / (1 + e**-x)")
+def sigmoid_routine(kb: VecBuilder, x: Vec) -> Vec:
     lg = logistic(kb, x)
     return _finish(kb, lg.q + lg.q_lo, lg)
 
 
-@math_kernel("swish", "f32", formula="x * sigmoid(x)")
-@math_kernel("swish", "f64", formula="x * sigmoid(x)")
-def swish_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("swish", "f32", formula="x * sigmoid(x)")
+@math_routine("swish", "f64", formula="x * sigmoid(x)")
+def swish_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     zero_below = _SWISH_ZERO[kb.fmt.name]
     xc = kb.let(kb.pmin(kb.pmax(x, zero_below), _PASS_THROUGH))
@@ -129,9 +129,9 @@ def swish_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return kb.select(kb.lt(x, zero_below), x * 0.0, result)
 
 
-@math_kernel("gelu", "f32", formula="0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))")
-@math_kernel("gelu", "f64", formula="0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))")
-def gelu_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("gelu", "f32", formula="0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))")
+@math_routine("gelu", "f64", formula="0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))")
+def gelu_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     xc = kb.let(kb.pmin(kb.pmax(x, -_PASS_THROUGH), _PASS_THROUGH))
     sq, sq_err = two_product(kb, xc, xc)
@@ -152,9 +152,9 @@ def gelu_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return kb.select(kb.lt(x, -_PASS_THROUGH), x * 0.0, result)
 
 
-@math_kernel("tanh", "f32", formula="tanh(x)")
-@math_kernel("tanh", "f64", formula="tanh(x)")
-def tanh_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("tanh", "f32", formula="tanh(x)")
+@math_routine("tanh", "f64", formula="tanh(x)")
+def tanh_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     a = kb.let(kb.pmin(kb.abs(x), _TANH_SATURATION))
     z = kb.let(a * a)

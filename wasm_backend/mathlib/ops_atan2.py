@@ -25,10 +25,10 @@ import math
 
 from .coefficients import coefficients
 from .exact import horner, two_product, two_sum
-from .kernel import KernelBuilder, Vec
-from .registry import math_kernel
+from .vec_builder import VecBuilder, Vec
+from .registry import math_routine
 
-__all__ = ["atan2_kernel"]
+__all__ = ["atan2_routine"]
 
 _HEX = float.fromhex
 _TAN_PI_8 = _HEX("0x1.a827999fcef32p-2")
@@ -39,8 +39,8 @@ _HUGE, _TINY = 2.0 ** 960, 2.0 ** -900     # Veltkamp splits stay finite below 2
 _EXACT_PRODUCTS = 2.0 ** -960
 
 
-@math_kernel("atan2", "f64", arity=2, formula="atan2(y, x) (C atan2, y first)")
-def atan2_kernel(kb: KernelBuilder, y: Vec, x: Vec) -> Vec:
+@math_routine("atan2", "f64", arity=2, formula="atan2(y, x) (C atan2, y first)")
+def atan2_routine(kb: VecBuilder, y: Vec, x: Vec) -> Vec:
     y, x = kb.let(y), kb.let(x)
     a0, b0 = kb.let(kb.abs(y)), kb.let(kb.abs(x))
     # an infinite operand becomes 1 and a finite partner 0: pi/4 multiples, 0, pi/2 and pi come out exactly

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from .coefficients import coefficients
 from .exact import horner
-from .kernel import KernelBuilder, Vec
-from .registry import math_kernel
+from .vec_builder import VecBuilder, Vec
+from .registry import math_routine
 
 __all__ = ["exp_core", "exp_parts", "ExpParts", "power_of_two", "scale_by_power_of_two", "EXP_CONSTANTS"]
 
@@ -55,7 +55,7 @@ EXP_CONSTANTS = {
 }
 
 
-def scale_by_power_of_two(kb: KernelBuilder, p: Vec, k: Vec) -> Vec:
+def scale_by_power_of_two(kb: VecBuilder, p: Vec, k: Vec) -> Vec:
     """``p * 2**k`` for the integer lanes ``k`` (|k| below twice the exponent range), rounded once."""
     fmt = kb.fmt
     k1 = kb.let(kb.shr_s(k, 1))
@@ -74,7 +74,7 @@ class ExpParts:
     tail: Vec
 
 
-def exp_parts(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> ExpParts:
+def exp_parts(kb: VecBuilder, x: Vec, x_lo: Vec | None = None) -> ExpParts:
     """The parts of exp(x + x_lo) (``x_lo`` a small correction, or None) for x clamped to the format's range."""
     c = EXP_CONSTANTS[kb.fmt.name]
     if x_lo is not None:
@@ -94,26 +94,26 @@ def exp_parts(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> ExpParts:
     return ExpParts(kb.let(kb.isub(t, kb.iconst(c.magic_bits))), r, tail)
 
 
-def power_of_two(kb: KernelBuilder, k: Vec) -> Vec:
+def power_of_two(kb: VecBuilder, k: Vec) -> Vec:
     """2**k for integer lanes k in the normal exponent range."""
     return kb.shl(kb.iadd(k, kb.iconst(kb.fmt.exponent_bias)), kb.fmt.mantissa_bits)
 
 
-def exp_core(kb: KernelBuilder, x: Vec, x_lo: Vec | None = None) -> Vec:
+def exp_core(kb: VecBuilder, x: Vec, x_lo: Vec | None = None) -> Vec:
     """exp(x + x_lo), rounded once (see the module docstring)."""
     parts = exp_parts(kb, x, x_lo)
     p = 1.0 + (parts.r + parts.tail)
     return scale_by_power_of_two(kb, kb.let(p), parts.k)
 
 
-@math_kernel("exp", "f64", formula="e**x")
-def exp_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("exp", "f64", formula="e**x")
+def exp_routine(kb: VecBuilder, x: Vec) -> Vec:
     return exp_core(kb, x)
 
 
-@math_kernel("exp", "f32", formula="e**x")
-def exp_f32_kernel(kb: KernelBuilder, x: Vec) -> Vec:
-    """The f32 kernel, tuned for throughput: no r_lo (its share stays far below an f32 ulp), the whole
+@math_routine("exp", "f32", formula="e**x")
+def exp_f32_routine(kb: VecBuilder, x: Vec) -> Vec:
+    """The f32 routine, tuned for throughput: no r_lo (its share stays far below an f32 ulp), the whole
     polynomial by Horner, reduction and polynomial in ``madd`` steps. When every lane has
     |x| <= FAST_LIMIT_F32 (no overflow, no subnormal result, no NaN) the power of two is added to the
     exponent field directly; otherwise the clamped, two-step path runs."""
@@ -140,7 +140,7 @@ def exp_f32_kernel(kb: KernelBuilder, x: Vec) -> Vec:
 FAST_LIMIT_F32 = 86.5
 
 
-def _reduce_f32(kb: KernelBuilder, x: Vec) -> tuple[Vec, Vec]:
+def _reduce_f32(kb: VecBuilder, x: Vec) -> tuple[Vec, Vec]:
     """(r, t): x = k*ln2 + r with t = x/ln2 + magic (k in t's low bits)."""
     c = EXP_CONSTANTS["f32"]
     t = kb.let(kb.madd(x, c.log2e, c.magic))

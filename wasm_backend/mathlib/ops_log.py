@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from .coefficients import coefficients
 from .exact import horner
-from .kernel import KernelBuilder, Vec
-from .registry import math_kernel
+from .vec_builder import VecBuilder, Vec
+from .registry import math_routine
 
 __all__ = ["log_parts", "LogParts", "split_exponent", "log_specials"]
 
@@ -67,7 +67,7 @@ class LogParts:
     r: Vec
 
 
-def split_exponent(kb: KernelBuilder, x: Vec) -> tuple[Vec, Vec]:
+def split_exponent(kb: VecBuilder, x: Vec) -> tuple[Vec, Vec]:
     """(e, f) with x = 2**e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), e an integer-valued float (x finite > 0)."""
     c = _CONSTANTS[kb.fmt.name]
     bits_m = kb.fmt.mantissa_bits
@@ -80,7 +80,7 @@ def split_exponent(kb: KernelBuilder, x: Vec) -> tuple[Vec, Vec]:
     return kb.let(e_float - kb.and_(tiny, kb.const(c.subnormal_scale_log2))), f
 
 
-def log_parts(kb: KernelBuilder, x: Vec) -> LogParts:
+def log_parts(kb: VecBuilder, x: Vec) -> LogParts:
     """The decomposition of ``x`` (see LogParts); lanes that are not finite and positive give garbage."""
     e, f = split_exponent(kb, x)
     s = kb.let(f / (f + 2.0))
@@ -90,16 +90,16 @@ def log_parts(kb: KernelBuilder, x: Vec) -> LogParts:
     return LogParts(e, f, hfsq, s, r)
 
 
-def log_specials(kb: KernelBuilder, x: Vec, result: Vec) -> Vec:
+def log_specials(kb: VecBuilder, x: Vec, result: Vec) -> Vec:
     """``result`` with C's values where x is 0 (-inf), +inf (+inf), negative or NaN (NaN)."""
     out = kb.select(kb.eq(x, math.inf), kb.const(math.inf), result)
     out = kb.select(kb.eq(x, 0.0), kb.const(-math.inf), out)
     return kb.select(kb.not_(kb.ge(x, 0.0)), kb.const(math.nan), out)
 
 
-@math_kernel("log", "f32", formula="ln(x)")
-@math_kernel("log", "f64", formula="ln(x)")
-def log_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("log", "f32", formula="ln(x)")
+@math_routine("log", "f64", formula="ln(x)")
+def log_routine(kb: VecBuilder, x: Vec) -> Vec:
     c = _CONSTANTS[kb.fmt.name]
     x = kb.let(x)
     p = log_parts(kb, x)
@@ -108,15 +108,15 @@ def log_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return log_specials(kb, x, kb.let(result))
 
 
-def _head_and_tail(kb: KernelBuilder, p: LogParts) -> tuple[Vec, Vec]:
+def _head_and_tail(kb: VecBuilder, p: LogParts) -> tuple[Vec, Vec]:
     """log(1+f) = head + tail with head holding 21 significant bits (f64 only)."""
     head = kb.let(kb.and_(p.f - p.hfsq, kb.iconst(_HEAD_MASK)))
     tail = kb.let(((p.f - head) - p.hfsq) + p.s * (p.hfsq + p.r))
     return head, tail
 
 
-@math_kernel("log2", "f64", formula="log2(x)")
-def log2_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("log2", "f64", formula="log2(x)")
+def log2_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     p = log_parts(kb, x)
     head, tail = _head_and_tail(kb, p)
@@ -127,8 +127,8 @@ def log2_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return log_specials(kb, x, kb.let(val_lo + w))
 
 
-@math_kernel("log10", "f64", formula="log10(x)")
-def log10_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("log10", "f64", formula="log10(x)")
+def log10_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     p = log_parts(kb, x)
     head, tail = _head_and_tail(kb, p)

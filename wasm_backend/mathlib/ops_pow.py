@@ -24,10 +24,10 @@ from fractions import Fraction
 
 from .coefficients import coefficients
 from .exact import fast_two_sum, horner, two_product, two_sum
-from .kernel import KernelBuilder, Vec
+from .vec_builder import VecBuilder, Vec
 from .ops_exp import exp_core
 from .ops_log import split_exponent
-from .registry import math_kernel
+from .registry import math_routine
 
 __all__ = ["log_double", "odd_integer_mask"]
 
@@ -36,7 +36,7 @@ _TWO_THIRDS = (float(Fraction(2, 3)), float(Fraction(2, 3) - Fraction(float(Frac
 _Y_LIMIT = 2.0 ** 900
 
 
-def log_double(kb: KernelBuilder, a: Vec) -> tuple[Vec, Vec]:
+def log_double(kb: VecBuilder, a: Vec) -> tuple[Vec, Vec]:
     """log(a) as a normalized double-f64 (a finite and positive; other lanes give garbage)."""
     e, f = split_exponent(kb, a)
     d_hi, d_lo = fast_two_sum(kb, kb.const(2.0), f)
@@ -57,15 +57,15 @@ def log_double(kb: KernelBuilder, a: Vec) -> tuple[Vec, Vec]:
     return fast_two_sum(kb, a2, low)
 
 
-def odd_integer_mask(kb: KernelBuilder, y: Vec) -> tuple[Vec, Vec]:
+def odd_integer_mask(kb: VecBuilder, y: Vec) -> tuple[Vec, Vec]:
     """(integer, odd): lanes where y is an integer (±inf counts, as even), and where it is an odd one."""
     integer = kb.let(kb.eq(kb.trunc(y), y))
     half = kb.let(y * 0.5)
     return integer, kb.let(kb.and_(integer, kb.ne(kb.trunc(half), half)))
 
 
-@math_kernel("pow", "f64", arity=2, formula="x**y (C pow)")
-def pow_kernel(kb: KernelBuilder, x: Vec, y: Vec) -> Vec:
+@math_routine("pow", "f64", arity=2, formula="x**y (C pow)")
+def pow_routine(kb: VecBuilder, x: Vec, y: Vec) -> Vec:
     x, y = kb.let(x), kb.let(y)
     a = kb.let(kb.abs(x))
     yc = kb.let(kb.pmin(kb.pmax(y, -_Y_LIMIT), _Y_LIMIT))

@@ -9,19 +9,19 @@ reference bit for bit and is within one ulp of the correctly rounded
 
 from __future__ import annotations
 
-from .kernel import KernelBuilder, Vec
-from .registry import math_kernel
+from .vec_builder import VecBuilder, Vec
+from .registry import math_routine
 
-__all__ = ["rcp_kernel", "rsqrt_kernel"]
+__all__ = ["rcp_routine", "rsqrt_routine"]
 
 
-@math_kernel("rcp", "f32", formula="1 / x")
-@math_kernel("rcp", "f64", formula="1 / x")
-def rcp_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("rcp", "f32", formula="1 / x")
+@math_routine("rcp", "f64", formula="1 / x")
+def rcp_routine(kb: VecBuilder, x: Vec) -> Vec:
     return 1.0 / x
 
 
-@math_kernel("rsqrt", "f32", formula="1 / sqrt(x)")
-@math_kernel("rsqrt", "f64", formula="1 / sqrt(x)")
-def rsqrt_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("rsqrt", "f32", formula="1 / sqrt(x)")
+@math_routine("rsqrt", "f64", formula="1 / sqrt(x)")
+def rsqrt_routine(kb: VecBuilder, x: Vec) -> Vec:
     return 1.0 / kb.sqrt(x)

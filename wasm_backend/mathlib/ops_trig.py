@@ -1,4 +1,4 @@
-"""sin, cos, tan (f64 kernels; f32 runs widened): reduction by pi/2, then minimax polynomials on [-pi/4, pi/4].
+"""sin, cos, tan (f64 routines; f32 runs widened): reduction by pi/2, then minimax polynomials on [-pi/4, pi/4].
 
 Reduction (``reduce_half_pi``): ``k = nearest(x * 2/pi)`` and ``x - k*pi/2``
 as a double-f64 ``r + r_lo`` with pi/2 in four pieces (33, 33, 33 and 53
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from .coefficients import coefficients
 from .exact import fast_two_sum, horner, two_product, two_sum
-from .kernel import KernelBuilder, Vec
+from .vec_builder import VecBuilder, Vec
 from .large_reduction import LARGE_ARGUMENT, reduce_large_lanes
-from .registry import math_kernel
+from .registry import math_routine
 
 __all__ = ["reduce_half_pi", "Reduced", "LARGE_ARGUMENT"]
 
@@ -49,7 +49,7 @@ class Reduced:
     quadrant_bits: Vec
 
 
-def reduce_half_pi(kb: KernelBuilder, x: Vec) -> Reduced:
+def reduce_half_pi(kb: VecBuilder, x: Vec) -> Reduced:
     """Reduce the f64 lanes of ``x`` by pi/2 (see the module docstring)."""
     t = kb.let(x * _TWO_OVER_PI + _MAGIC)
     k = kb.let(t - _MAGIC)
@@ -62,7 +62,7 @@ def reduce_half_pi(kb: KernelBuilder, x: Vec) -> Reduced:
     return reduce_large_lanes(kb, x, reduced)
 
 
-def _sin_cos(kb: KernelBuilder, red: Reduced) -> tuple[Vec, Vec, Vec, Vec]:
+def _sin_cos(kb: VecBuilder, red: Reduced) -> tuple[Vec, Vec, Vec, Vec]:
     """(sin_head, sin_tail, cos_head, cos_tail): sin(r + r_lo) = sin_head + sin_tail, likewise cos."""
     r, r_lo = red.r, red.r_lo
     z = kb.let(r * r)
@@ -73,18 +73,18 @@ def _sin_cos(kb: KernelBuilder, red: Reduced) -> tuple[Vec, Vec, Vec, Vec]:
     return r, sin_tail, w, cos_tail
 
 
-def _bit_as_mask(kb: KernelBuilder, bits: Vec, bit: int) -> Vec:
+def _bit_as_mask(kb: VecBuilder, bits: Vec, bit: int) -> Vec:
     """All ones in lanes where bit ``bit`` of ``bits`` is set."""
     return kb.shr_s(kb.shl(bits, 63 - bit), 63)
 
 
-def _bit_as_sign(kb: KernelBuilder, bits: Vec, bit: int) -> Vec:
+def _bit_as_sign(kb: VecBuilder, bits: Vec, bit: int) -> Vec:
     """Bit ``bit`` of ``bits`` moved to the sign position (other bits clear)."""
     return kb.and_(kb.shl(bits, 63 - bit), kb.sign_bit)
 
 
-@math_kernel("sin", "f64", formula="sin(x)")
-def sin_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("sin", "f64", formula="sin(x)")
+def sin_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     red = reduce_half_pi(kb, x)
     s_head, s_tail, c_head, c_tail = _sin_cos(kb, red)
@@ -94,8 +94,8 @@ def sin_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return kb.select(kb.eq(x, 0.0), x, result)
 
 
-@math_kernel("cos", "f64", formula="cos(x)")
-def cos_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("cos", "f64", formula="cos(x)")
+def cos_routine(kb: VecBuilder, x: Vec) -> Vec:
     red = reduce_half_pi(kb, x)
     s_head, s_tail, c_head, c_tail = _sin_cos(kb, red)
     shifted = kb.let(kb.iadd(red.quadrant_bits, kb.iconst(1)))
@@ -104,8 +104,8 @@ def cos_kernel(kb: KernelBuilder, x: Vec) -> Vec:
     return kb.flip_sign(value, _bit_as_sign(kb, shifted, 1))
 
 
-@math_kernel("tan", "f64", formula="tan(x)")
-def tan_kernel(kb: KernelBuilder, x: Vec) -> Vec:
+@math_routine("tan", "f64", formula="tan(x)")
+def tan_routine(kb: VecBuilder, x: Vec) -> Vec:
     x = kb.let(x)
     red = reduce_half_pi(kb, x)
     s_head, s_tail, c_head, c_tail = _sin_cos(kb, red)

@@ -7,7 +7,7 @@ log-uniform magnitudes over its whole finite domain (tiny and subnormal
 inputs included), and the floats at and next to the places where
 implementations go wrong (overflow and underflow thresholds, 1 for the
 logarithms, multiples of pi/2 for the trigonometric functions, the
-switch-over points of the kernels). ``SWEEP_TEXT`` says the same per op for
+switch-over points of the routines). ``SWEEP_TEXT`` says the same per op for
 the published table. Every point lies in the op's documented range
 (``bounds.DOCUMENTED_RANGE``).
 """
@@ -215,7 +215,7 @@ SWEEP_TEXT: dict[str, str] = {
     "log2": "as log", "log10": "as log",
     "sin": "uniform [-10, 10], |x| log-uniform up to the largest float, around k*pi/2 for k < 2**20",
     "cos": "as sin", "tan": "as sin",
-    "tanh": "uniform [-25, 25], |x| log-uniform from 2**-60, around the kernel switch at 0.625",
+    "tanh": "uniform [-25, 25], |x| log-uniform from 2**-60, around the routine switch at 0.625",
     "sigmoid": "uniform from the underflow threshold to 40, |x| log-uniform from 2**-60",
     "swish": "as sigmoid",
     "gelu": "uniform [-40, 12] and [-28, -3] (the exponentially small tail), |x| log-uniform from 2**-60",

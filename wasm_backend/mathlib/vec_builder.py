@@ -1,4 +1,4 @@
-"""KernelBuilder: writes branch-free v128 lane arithmetic into a function as small expression trees.
+"""VecBuilder: writes branch-free v128 lane arithmetic into a function as small expression trees.
 
 A ``Vec`` is an expression that leaves one v128 on the wasm stack. Nothing is
 written when a Vec is made; it is written where it is used, and again at
@@ -18,7 +18,7 @@ bit operations on floats need explicit reinterprets there). Raises
 WasmEncodingError (from the code writer) for an instruction the format lacks.
 
 ``helpers`` (given by the MathLibrary) emits shared helper functions once
-per module; kernels ask for them with ``helper``.
+per module; routines ask for them with ``helper``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..encoding.types import ValType
 from ..errors import WasmEncodingError
 from .shapes import LaneFormat
 
-__all__ = ["Vec", "KernelBuilder", "HelperProvider"]
+__all__ = ["Vec", "VecBuilder", "HelperProvider"]
 
 
 class HelperProvider(Protocol):
@@ -44,11 +44,11 @@ Operand = "Vec | float | int"
 
 
 class Vec:
-    """One v128 expression of a KernelBuilder; float operators build float lane arithmetic."""
+    """One v128 expression of a VecBuilder; float operators build float lane arithmetic."""
 
     __slots__ = ("kb", "write", "local_index")
 
-    def __init__(self, kb: "KernelBuilder", write: Callable[[BodyWriter], None],
+    def __init__(self, kb: "VecBuilder", write: Callable[[BodyWriter], None],
                  local_index: int | None = None) -> None:
         self.kb = kb
         self.write = write
@@ -82,7 +82,7 @@ class Vec:
         return self.kb.fop("neg", self)
 
 
-class KernelBuilder:
+class VecBuilder:
     """Writes lane arithmetic of one ``LaneFormat`` into ``function``'s body (see the module docstring)."""
 
     def __init__(self, function: FunctionBuilder, fmt: LaneFormat, helpers: "HelperProvider | None" = None, *,
@@ -101,7 +101,7 @@ class KernelBuilder:
         Raises WasmEncodingError when the builder has no helper provider.
         """
         if self.helpers is None:
-            raise WasmEncodingError(f"kernel needs helper function {name!r}, but its KernelBuilder has no "
+            raise WasmEncodingError(f"routine needs helper function {name!r}, but its VecBuilder has no "
                                     "helper provider (build it through MathLibrary)")
         return self.helpers.helper(name, params, results, write_body)
 
@@ -158,7 +158,7 @@ class KernelBuilder:
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return self.const(float(value))
-        raise TypeError(f"a kernel operand must be a Vec or a number, got {type(value).__name__}")
+        raise TypeError(f"a routine operand must be a Vec or a number, got {type(value).__name__}")
 
     # --- instruction nodes ---------------------------------------------------------------------------------
 
@@ -187,7 +187,7 @@ class KernelBuilder:
 
     def madd(self, a: Operand, b: Operand, c: Operand) -> Vec:
         """``a*b + c``: two roundings, or with ``relaxed_madd`` the relaxed SIMD instruction, which an engine
-        may fuse (one rounding) or not (then it is exactly the two-rounding form). Kernels use it only where
+        may fuse (one rounding) or not (then it is exactly the two-rounding form). Routines use it only where
         either result keeps them within their published bound (tests run both forms)."""
         if self.relaxed_madd:
             return self.node(f"{self.fmt.float_prefix}.relaxed_madd", a, b, c)
