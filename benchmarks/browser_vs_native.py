@@ -6,7 +6,7 @@ same code (this module is executed inside Pyodide too), build the same inputs, a
 after the browser and keeps the better run. Workloads:
 
 * ParallelMapBinary Add f32, ParallelReduce Sum f32 and ParallelMap Exp f32 over N values;
-* a per-lane kernel (2 LDG, ADD, STG by GLOBAL_LANE_ID) over N lanes;
+* a per-lane program (2 LDG, ADD, STG by GLOBAL_LANE_ID) over N lanes;
 * the host overhead of a cached launch (a one-lane program that does nothing), per launch;
 * every example program of ``examples`` at its ``--example-size``.
 
@@ -33,7 +33,7 @@ from typing import Any, Callable
 from atlas_web import LaunchConfig, Program, Type
 
 #: workload name -> (what it is, the program text for buffers 2 (a), 3 (b), 4 (out) and n elements)
-KERNELS: dict[str, tuple[str, Callable[[int], str]]] = {
+PROGRAMS: dict[str, tuple[str, Callable[[int], str]]] = {
     "pmap2.add.f32": ("ParallelMapBinary Add f32", lambda n: f"pmap2.add.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], {n}\n"
                                                                "exit\n"),
     "preduce.sum.f32": ("ParallelReduce Sum f32", lambda n: f"preduce.sum.f32 r1, [buf2 + 0], {n}\n"
@@ -91,7 +91,7 @@ def measure(new_backend: Callable[[], Any], n: int, example_size: int, repeats: 
     results: dict[str, dict] = {}
     a, b = _inputs(n)
     config = LaunchConfig.linear(n)
-    for name, (_, text_of) in KERNELS.items():
+    for name, (_, text_of) in PROGRAMS.items():
         program = Program.from_text(text_of(n))
         launch = config if name.startswith("lane.") else LaunchConfig()
         with new_backend() as backend:
@@ -171,7 +171,7 @@ def run_browser(n: int, example_size: int, repeats: int) -> tuple[dict, dict, st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=1 << 22, help="elements of the kernels (default 4M)")
+    parser.add_argument("--size", type=int, default=1 << 22, help="elements of the programs (default 4M)")
     parser.add_argument("--example-size", type=int, default=100_000, help="size of the example programs")
     parser.add_argument("--repeats", type=int, default=5, help="timed launches after the first (best is kept)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")

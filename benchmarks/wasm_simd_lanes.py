@@ -1,13 +1,13 @@
 """SIMD lane mode of the wasm backend against its scalar lane loop and NumPy, in one run.
 
-Two per-lane kernels over 4M lanes (``--lanes``; a guard sends the spare lanes of the last block to
+Two per-lane programs over 4M lanes (``--lanes``; a guard sends the spare lanes of the last block to
 the end), each run three ways:
 
-* ``simd``: WasmBackend as it compiles the kernel (four lanes per step in v128 registers);
-* ``scalar``: the same kernel compiled inside ``scalar_lanes_only()`` (the scalar lane loop);
+* ``simd``: WasmBackend as it compiles the program (four lanes per step in v128 registers);
+* ``scalar``: the same program compiled inside ``scalar_lanes_only()`` (the scalar lane loop);
 * ``numpy``: the same expression in NumPy.
 
-Kernels: ``select/exp f32``: ``p = a > b; out = p ? exp(b) : b * 0.5`` written as SETcc, SEL, EXP, MUL,
+Programs: ``select/exp f32``: ``p = a > b; out = p ? exp(b) : b * 0.5`` written as SETcc, SEL, EXP, MUL,
 SEL; ``integer i32``: ``out = max(abs(a) >> 3, ~b) ^ (a < b ? a : b)`` (SHR, ABS, NOT, MAX, SETcc, SEL,
 XOR). Prints best wall times and the ratios numpy/simd, numpy/scalar and scalar/simd (the SIMD speed-up).
 Timings interleave the three sides and keep the best of ``--repeats``. Results of the wasm sides are
@@ -42,7 +42,7 @@ _PRELUDE = """
     or.u64 r9, r3, r8
 """
 
-KERNELS = {
+PROGRAMS = {
     "select/exp f32": (Type.F32, """
     ldg.f32 r10, [r5 + 0]
     ldg.f32 r11, [r7 + 0]
@@ -83,7 +83,7 @@ def _inputs(ty: Type, lanes: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Side:
-    """One wasm side: a backend holding the three buffers, and the action that runs the kernel."""
+    """One wasm side: a backend holding the three buffers, and the action that runs the program."""
 
     def __init__(self, body: str, ty: Type, a: np.ndarray, b: np.ndarray, *, scalar: bool) -> None:
         self.backend = WasmBackend()
@@ -116,7 +116,7 @@ def _check(name: str, ty: Type, got: np.ndarray, want: np.ndarray) -> None:
 
 
 def measure(name: str, lanes: int, repeats: int) -> None:
-    ty, body, expression = KERNELS[name]
+    ty, body, expression = PROGRAMS[name]
     a, b = _inputs(ty, lanes)
     simd, scalar = _Side(body, ty, a, b, scalar=False), _Side(body, ty, a, b, scalar=True)
     want = expression(a, b)
@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--lanes", type=int, default=4 << 20)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    for name in KERNELS:
+    for name in PROGRAMS:
         measure(name, args.lanes, args.repeats)
 
 

@@ -30,7 +30,7 @@ def test_add_module_listing_is_exact():
     ])
 
 
-def test_loop_and_simd_kernels_read_well():
+def test_loop_and_simd_programs_read_well():
     lines = disassemble(memory_module(1, 64)).split("\n")
     for expected in [
         '  (import "env" "memory" (memory (;0;) 1 64))',

@@ -18,7 +18,7 @@ from .modules import add_module, host_module, memory_module, trap_module
 
 
 @pytest.fixture(scope="module")
-def kernels(runner):
+def compiled_memory_module(runner):
     return runner.compile(memory_module(1, 64))
 
 
@@ -35,25 +35,25 @@ def test_add_runs(runner):
     assert instance.memory is None
 
 
-def test_compile_describes_imports_and_exports(runner, kernels):
-    (memory_import,) = kernels.imports
+def test_compile_describes_imports_and_exports(runner, compiled_memory_module):
+    (memory_import,) = compiled_memory_module.imports
     assert (memory_import.module, memory_import.name, memory_import.kind) == ("env", "memory", ExternKind.MEMORY)
     assert (memory_import.limits.min, memory_import.limits.max) == (1, 64)
-    add = kernels.export("vadd_f32x4")
+    add = compiled_memory_module.export("vadd_f32x4")
     assert add.kind == ExternKind.FUNC and add.functype.params == (ValType.I32,) * 4
     with pytest.raises(WasmInterfaceError, match="no export 'nope'"):
-        kernels.export("nope")
+        compiled_memory_module.export("nope")
 
 
-def test_loop_sums_memory(runner, kernels):
-    instance = runner.instantiate(kernels)
+def test_loop_sums_memory(runner, compiled_memory_module):
+    instance = runner.instantiate(compiled_memory_module)
     values = np.arange(-500, 1500, dtype=np.int32)
     runner.write_memory(instance, 64, values.tobytes())
     assert runner.call(instance, "sum_i32", 64, len(values)) == int(values.sum())
 
 
-def test_f32x4_add_over_memory_matches_numpy(runner, kernels):
-    instance = runner.instantiate(kernels, memory_pages=4)
+def test_f32x4_add_over_memory_matches_numpy(runner, compiled_memory_module):
+    instance = runner.instantiate(compiled_memory_module, memory_pages=4)
     n = 20000
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
@@ -64,8 +64,8 @@ def test_f32x4_add_over_memory_matches_numpy(runner, kernels):
     np.testing.assert_array_equal(view[2 * n:3 * n], a + b)  # the zero-copy view sees the stores
 
 
-def test_relaxed_madd(runner, kernels):
-    instance = runner.instantiate(kernels)
+def test_relaxed_madd(runner, compiled_memory_module):
+    instance = runner.instantiate(compiled_memory_module)
     a = np.array([1.5, -2.0, 1e-3, 3.0], np.float32)
     b = np.array([2.0, 0.25, 1e3, 1.0 + 2**-23], np.float32)
     c = np.array([0.5, 1.0, -1.0, -3.0], np.float32)
@@ -79,8 +79,8 @@ def test_relaxed_madd(runner, kernels):
     assert result[0] == 3.5 and result[1] == 0.5
 
 
-def test_memory_grow_from_host_and_wasm(runner, kernels):
-    instance = runner.instantiate(kernels, memory_pages=1, max_pages=4)
+def test_memory_grow_from_host_and_wasm(runner, compiled_memory_module):
+    instance = runner.instantiate(compiled_memory_module, memory_pages=1, max_pages=4)
     assert runner.memory_pages(instance) == 1 and runner.call(instance, "size") == 1
     runner.write_memory(instance, 100, b"\x2a\x00\x00\x00")
     assert runner.grow_memory(instance, 1) == 1
@@ -95,10 +95,10 @@ def test_memory_grow_from_host_and_wasm(runner, kernels):
         runner.grow_memory(instance, 2)
 
 
-def test_instances_share_a_memory(runner, kernels):
+def test_instances_share_a_memory(runner, compiled_memory_module):
     memory = runner.create_memory(1, 2)
-    first = runner.instantiate(kernels, memory=memory)
-    second = runner.instantiate(kernels, imports={"env": {"memory": memory}})
+    first = runner.instantiate(compiled_memory_module, memory=memory)
+    second = runner.instantiate(compiled_memory_module, imports={"env": {"memory": memory}})
     runner.write_memory(first, 0, np.arange(4, dtype=np.int32).tobytes())
     assert runner.call(second, "sum_i32", 0, 4) == 6
     assert first.memory is second.memory is memory
@@ -192,17 +192,17 @@ def test_bad_calls_are_refused(runner, call, message):
         call(runner, instance)
 
 
-def test_bad_instantiations_are_refused(runner, kernels):
+def test_bad_instantiations_are_refused(runner, compiled_memory_module):
     with pytest.raises(WasmInterfaceError, match="needs a Python callable in imports\\['host'\\]\\['twice'\\]"):
         runner.instantiate(runner.compile(host_module()))
     with pytest.raises(WasmInterfaceError, match="only to a module that imports its memory"):
         runner.instantiate(runner.compile(add_module()), memory_pages=2)
     with pytest.raises(WasmInterfaceError, match="exceeds the module's declared maximum of 64"):
-        runner.instantiate(kernels, max_pages=100)
+        runner.instantiate(compiled_memory_module, max_pages=100)
     with pytest.raises(WasmInterfaceError, match="below the module's minimum"):
         runner.instantiate(runner.compile(memory_module(2)), memory_pages=1)
     with pytest.raises(WasmInterfaceError, match="not both"):
-        runner.instantiate(kernels, memory=runner.create_memory(1), memory_pages=1)
+        runner.instantiate(compiled_memory_module, memory=runner.create_memory(1), memory_pages=1)
     with pytest.raises(WasmInterfaceError, match="CompiledModule"):
         runner.instantiate(add_module())
 
@@ -229,8 +229,8 @@ def test_compile_cache_is_keyed_by_digest():
     assert len(first.digest) == 64 and first.size == len(add_module())
 
 
-def test_host_memory_access_is_bounds_checked(runner, kernels):
-    instance = runner.instantiate(kernels)
+def test_host_memory_access_is_bounds_checked(runner, compiled_memory_module):
+    instance = runner.instantiate(compiled_memory_module)
     with pytest.raises(InvalidBuffer, match="outside the memory of 65536 bytes"):
         runner.read_memory(instance, PAGE_SIZE - 2, 4)
     with pytest.raises(InvalidBuffer, match="outside the memory"):

@@ -15,7 +15,7 @@ from atlas_web.reference import CpuBackend
 from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
 
-KERNEL = """
+PROGRAM = """
     cvt.u64.u32 r1, r255
     mov_imm.u64 r2, {size}
     mul.u64 r3, r1, r2
@@ -30,8 +30,8 @@ KERNEL = """
 """
 
 
-def _kernel(ty: Type, op: str, a: int, b: int) -> Program:
-    return Program.from_text(KERNEL.format(size=ty.size_bytes(), a=a << 32, b=b << 32, ty=ty.suffix, op=op))
+def _program(ty: Type, op: str, a: int, b: int) -> Program:
+    return Program.from_text(PROGRAM.format(size=ty.size_bytes(), a=a << 32, b=b << 32, ty=ty.suffix, op=op))
 
 
 def _run(backend, program, config, arrays):
@@ -54,9 +54,9 @@ _TYPE = {"float32": Type.F32, "float64": Type.F64, "int32": Type.I32, "uint32": 
 
 @pytest.mark.parametrize("ty", [Type.F32, Type.F64, Type.I32, Type.U32, Type.I64, Type.U64])
 @pytest.mark.parametrize("lanes", [4, 37, 1000])
-def test_kernel_uses_simd_and_matches_reference(ty, lanes):
+def test_program_uses_simd_and_matches_reference(ty, lanes):
     op = "mul" if ty.is_integer() else "div"
-    program = _kernel(ty, op, 2, 3)
+    program = _program(ty, op, 2, 3)
     config = LaunchConfig.linear(lanes, 64)
     assert compile_program(program, program.verify(), config).simd
     rng = np.random.default_rng(lanes)
@@ -64,8 +64,8 @@ def test_kernel_uses_simd_and_matches_reference(ty, lanes):
              Type.I64: np.int64, Type.U64: np.uint64}[ty]
     a = (rng.standard_normal(lanes) * 1000).astype(dtype)
     b = (rng.standard_normal(lanes) * 1000).astype(dtype)
-    want, _ = _run(CpuBackend(), lambda h: _kernel(ty, op, h[0], h[1]), config, [a, b])
-    got, _ = _run(WasmBackend(), lambda h: _kernel(ty, op, h[0], h[1]), config, [a, b])
+    want, _ = _run(CpuBackend(), lambda h: _program(ty, op, h[0], h[1]), config, [a, b])
+    got, _ = _run(WasmBackend(), lambda h: _program(ty, op, h[0], h[1]), config, [a, b])
     np.testing.assert_array_equal(got[1], want[1])
 
 
@@ -75,8 +75,8 @@ def test_a_lane_that_would_trap_falls_back_to_exact_scalar_traps():
     config = LaunchConfig.linear(64)
     a = np.arange(64, dtype=np.float32)
     b = np.arange(63, dtype=np.float32)
-    _, want = _run(CpuBackend(), lambda h: _kernel(Type.F32, "add", h[0], h[1]), config, [a, b])
-    _, got = _run(WasmBackend(), lambda h: _kernel(Type.F32, "add", h[0], h[1]), config, [a, b])
+    _, want = _run(CpuBackend(), lambda h: _program(Type.F32, "add", h[0], h[1]), config, [a, b])
+    _, got = _run(WasmBackend(), lambda h: _program(Type.F32, "add", h[0], h[1]), config, [a, b])
     assert want is not None and got == want
 
 
@@ -85,8 +85,8 @@ def test_a_trap_in_the_lanes_after_the_simd_range():
     config = LaunchConfig.linear(37)
     a = np.arange(37, dtype=np.int32)
     b = np.arange(36, dtype=np.int32)
-    _, want = _run(CpuBackend(), lambda h: _kernel(Type.I32, "add", h[0], h[1]), config, [a, b])
-    _, got = _run(WasmBackend(), lambda h: _kernel(Type.I32, "add", h[0], h[1]), config, [a, b])
+    _, want = _run(CpuBackend(), lambda h: _program(Type.I32, "add", h[0], h[1]), config, [a, b])
+    _, got = _run(WasmBackend(), lambda h: _program(Type.I32, "add", h[0], h[1]), config, [a, b])
     assert want == got and got[2] == 36
 
 
@@ -110,8 +110,8 @@ _DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "u64": np.uint
 
 @settings(max_examples=25)
 @given(st.integers(0, 1 << 30), st.integers(5, 70))
-def test_random_straight_line_kernels_match_reference(seed, lanes):
-    """Random SIMD-eligible kernels (loads, typed ops, conversions, stores) on both backends."""
+def test_random_straight_line_programs_match_reference(seed, lanes):
+    """Random SIMD-eligible programs (loads, typed ops, conversions, stores) on both backends."""
     rng = random.Random(seed)
     suffix = rng.choice(list(_OPS))
     size = np.dtype(_DTYPES[suffix]).itemsize
@@ -163,7 +163,7 @@ done:
 
 @pytest.mark.parametrize("cond, pred", [("ge", "p0"), ("lt", "!p0")])
 @pytest.mark.parametrize("n", [0, 3, 10, 61, 64, 1000])
-def test_kernels_guarding_their_spare_lanes_run_in_simd(cond, pred, n):
+def test_programs_guarding_their_spare_lanes_run_in_simd(cond, pred, n):
     """LaunchConfig.linear leaves spare lanes; the guard sends them to the end and SIMD covers the rest."""
     config = LaunchConfig.linear(64, 24)  # 72 lanes, 8 spare
     data = np.arange(min(n, 72), dtype=np.float32) + 0.5

@@ -1,5 +1,5 @@
 """SIMD lane mode beyond the first rules: SETcc/SEL with lane masks, the remaining integer operations,
-FMA/FMS and the transcendentals. Every kernel here must compile to SIMD lane mode (asserted) and give
+FMA/FMS and the transcendentals. Every program here must compile to SIMD lane mode (asserted) and give
 the reference's results (integers and exact float operations bit for bit, transcendentals within the
 backend's documented ulp tolerance) and the scalar wasm path's results bit for bit; lane counts leave
 tails (lanes not a multiple of four, and guarded spare lanes)."""
@@ -36,8 +36,8 @@ FLOATS = (Type.F32, Type.F64)
 SHAPES = [(37, False), (1003, True)]
 
 
-def kernel_text(inputs: list[Type], body: list[str], out_ty: Type, result: str, guard: int | None) -> str:
-    """A kernel: input k loaded into r(10+k) from buffer k, ``body``, ``result`` stored to the last buffer.
+def program_text(inputs: list[Type], body: list[str], out_ty: Type, result: str, guard: int | None) -> str:
+    """A program: input k loaded into r(10+k) from buffer k, ``body``, ``result`` stored to the last buffer.
     Buffer pointers are ``{b0}``, ``{b1}``, ... (the handles shifted left by 32)."""
     lines = []
     if guard is not None:
@@ -94,7 +94,7 @@ def run_three(text: str, inputs: list[Type], arrays: list[np.ndarray], out_ty: T
     """(reference, SIMD wasm, scalar wasm) results; asserts the SIMD mode was used and the two wasm
     paths agree bit for bit."""
     config = _config(lanes, guarded)
-    assert uses_simd(text, inputs, config), "the kernel did not compile to SIMD lane mode"
+    assert uses_simd(text, inputs, config), "the program did not compile to SIMD lane mode"
     want = _execute(CpuBackend(), text, config, arrays, out_ty)
     simd = _execute(WasmBackend(), text, config, arrays, out_ty)
     with scalar_lanes_only():
@@ -137,7 +137,7 @@ def test_every_condition_of_every_type_selects_like_the_reference(ty, lanes, gua
     a = values_of(ty, lanes, 1)
     b = values_of(ty, lanes, 2)
     b[::3] = a[::3]  # equal operands too
-    text = kernel_text([ty, ty], body, Type.U32, "r30", lanes if guarded else None)
+    text = program_text([ty, ty], body, Type.U32, "r30", lanes if guarded else None)
     check_exact(text, [ty, ty], [a, b], Type.U32, lanes, guarded)
 
 
@@ -176,7 +176,7 @@ SELECTS = {
 def test_selects(name, lanes, guarded):
     inputs, body, out_ty, result = SELECTS[name]
     arrays = [values_of(ty, lanes, 10 + k) for k, ty in enumerate(inputs)]
-    text = kernel_text(inputs, body, out_ty, result, lanes if guarded else None)
+    text = program_text(inputs, body, out_ty, result, lanes if guarded else None)
     check_exact(text, inputs, arrays, out_ty, lanes, guarded)
 
 
@@ -209,7 +209,7 @@ def _with_uniform_amount(text: str, amount_handle_slot: int) -> str:
 def test_integer_operations(op, ty, lanes, guarded):
     body = [line.format(t=ty.suffix) for line in INT_OPS[op]]
     a, b = values_of(ty, lanes, 3), values_of(ty, lanes, 4)
-    text = kernel_text([ty, ty], body, ty, "r20", lanes if guarded else None)
+    text = program_text([ty, ty], body, ty, "r20", lanes if guarded else None)
     arrays = [a, b]
     if "r79" in text:  # buffer 0 element 0 is the amount (u32 view of the low bits of a[0])
         text = _with_uniform_amount(text, 0)
@@ -221,7 +221,7 @@ def test_shl_by_a_constant_keeps_lane_ids_affine():
     """shl of the lane id by a constant builds the byte offset (it used to read a missing operand)."""
     lanes = 37
     body = ["mov_imm.u32 r5, 2", "shl.u32 r6, r255, r5", "add.u32 r20, r6, r10"]
-    text = kernel_text([Type.U32], body, Type.U32, "r20", None)
+    text = program_text([Type.U32], body, Type.U32, "r20", None)
     check_exact(text, [Type.U32], [values_of(Type.U32, lanes, 5)], Type.U32, lanes, False)
 
 
@@ -251,7 +251,7 @@ def _fma_inputs(ty: Type, lanes: int, seed: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("lanes, guarded", SHAPES)
 def test_fused_multiply_add_rounds_once(ty, op, lanes, guarded):
     arrays = _fma_inputs(ty, lanes, 6)
-    text = kernel_text([ty] * 3, [f"{op}.{ty.suffix} r20, r10, r11, r12"], ty, "r20", lanes if guarded else None)
+    text = program_text([ty] * 3, [f"{op}.{ty.suffix} r20, r10, r11, r12"], ty, "r20", lanes if guarded else None)
     check_exact(text, [ty] * 3, arrays, ty, lanes, guarded)
 
 
@@ -276,7 +276,7 @@ def test_transcendentals_on_vectors_and_uniforms(op, ty):
     x = values_of(ty, lanes, 7)
     body = [f"{op.lower()}.{ty.suffix} r20, r10", f"mov_imm.{ty.suffix} r5, 0.75",
             f"{op.lower()}.{ty.suffix} r6, r5", f"set.gt.{ty.suffix} p1, r10, r5", f"sel.{ty.suffix} r21, p1, r20, r6"]
-    text = kernel_text([ty], body, ty, "r21", lanes)
+    text = program_text([ty], body, ty, "r21", lanes)
     want, got = run_three(text, [ty], [x], ty, lanes, True)
     _within_tolerance(got, want, ty, ulp_tolerance_of(op, ty))
 
@@ -322,21 +322,21 @@ def _random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], s
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 1 << 30), st.sampled_from(INTS + FLOATS + (Type.BF16,)), st.integers(5, 70), st.integers(1, 10))
-def test_random_straight_line_kernels_over_the_new_rules(seed, ty, lanes, steps):
+def test_random_straight_line_programs_over_the_new_rules(seed, ty, lanes, steps):
     rng = random.Random(seed)
     body, result = _random_body(rng, ty, steps)
     inputs = [ty] * 3
     arrays = [values_of(ty, lanes, seed + k) for k in range(3)]
     if ty.is_float() and ty is not Type.BF16:  # keep fma's operands where fma64 rounds exactly once
         arrays = [np.where(np.isfinite(x), np.clip(x, -1e6, 1e6), x).astype(x.dtype) for x in arrays]
-    text = kernel_text(inputs, body, ty, result, None)
+    text = program_text(inputs, body, ty, result, None)
     check_exact(text, inputs, arrays, ty, lanes, False)
 
 
 def test_a_trap_in_the_tail_still_reports_the_lowest_lane():
     """Masks and selects in SIMD, then a lane of the tail reads past its buffer: the trap is the reference's."""
     lanes = 39
-    text = kernel_text([Type.F32], ["mov_imm.f32 r5, 0.0", "set.lt.f32 p1, r10, r5", "sel.f32 r20, p1, r5, r10",
+    text = program_text([Type.F32], ["mov_imm.f32 r5, 0.0", "set.lt.f32 p1, r10, r5", "sel.f32 r20, p1, r5, r10",
                                     "exp.f32 r21, r20"], Type.F32, "r21", None)
     config = _config(lanes, False)
     assert uses_simd(text, [Type.F32], config)
@@ -370,11 +370,11 @@ BF16_OPS = {
 def test_bf16_loads_stores_and_arithmetic_round_like_the_scalar_rules(op, lanes, guarded):
     inputs = [Type.BF16] * 3
     arrays = [values_of(Type.BF16, lanes, 20 + k) for k in range(3)]
-    text = kernel_text(inputs, BF16_OPS[op], Type.BF16, "r20", lanes if guarded else None)
+    text = program_text(inputs, BF16_OPS[op], Type.BF16, "r20", lanes if guarded else None)
     check_exact(text, inputs, arrays, Type.BF16, lanes, guarded)
 
 
 def test_f16_stays_scalar():
     """F16 has no SIMD rule (its conversions have three regimes each): the scalar path runs it."""
-    text = kernel_text([Type.F16], ["add.f16 r20, r10, r10"], Type.F16, "r20", None)
+    text = program_text([Type.F16], ["add.f16 r20, r10, r10"], Type.F16, "r20", None)
     assert not uses_simd(text, [Type.F16], _config(37, False))
