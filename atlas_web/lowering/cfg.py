@@ -180,10 +180,10 @@ def control_dependences(successors: Graph, ipdom: Mapping[int, int]) -> dict[int
             continue
         stop = ipdom[node]
         for succ in unique:
-            runner = succ
-            while runner != stop and runner != EXIT_NODE:
-                deps[runner][node] = None
-                runner = ipdom[runner]
+            walker = succ
+            while walker != stop and walker != EXIT_NODE:
+                deps[walker][node] = None
+                walker = ipdom[walker]
     return {n: tuple(d) for n, d in deps.items()}
 
 
