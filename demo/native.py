@@ -4,23 +4,29 @@ Each example runs on a fresh backend (its program names buffer handles 2, 3,
 ...): once cold (verify + compile + run) and once more from the backend's
 caches; both times are shown. A backend that cannot compile an instruction is
 shown as ``unsupported`` (the error names it); a wrong result or any other
-error fails the demo.
+error fails the demo. Expected outputs and comparisons are NumPy's
+(demo.expected), computed once per example; from PROGRESS_SIZE elements on,
+each step is reported on stderr as it starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from atlas_web import UnsupportedOperation
 from atlas_web.registry import discover_backends, get_backend
 
 import examples
 
+from .expected import compare_arrays, expected_arrays
+
 __all__ = ["DemoRow", "run_demo", "format_table", "main", "CHECK_OK", "CHECK_MISMATCH", "CHECK_UNSUPPORTED",
-           "CHECK_ERROR", "FAILING_CHECKS"]
+           "CHECK_ERROR", "FAILING_CHECKS", "PROGRESS_SIZE"]
 
 CHECK_OK = "ok"
 CHECK_MISMATCH = "mismatch"
@@ -28,6 +34,8 @@ CHECK_UNSUPPORTED = "unsupported"
 CHECK_ERROR = "error"
 #: the checks that make the demo exit with status 1
 FAILING_CHECKS = frozenset({CHECK_MISMATCH, CHECK_ERROR})
+#: from this many elements per example on, main() reports each step on stderr as it starts
+PROGRESS_SIZE = 100_000
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,14 @@ class DemoRow:
     cached_seconds: float | None = None
 
 
-def _run_one(example: examples.Example, backend_name: str) -> DemoRow:
+def _read_outputs(example: examples.Example, backend, handles) -> dict[str, object]:
+    """Every output buffer as the array.array the backend copies out (no per-element lists)."""
+    return {output.buffer: backend.copy_typed_from(handles[output.buffer], example.buffer(output.buffer).ty,
+                                                   example.buffer(output.buffer).count)
+            for output in example.outputs}
+
+
+def _run_one(example: examples.Example, backend_name: str, expected: dict) -> DemoRow:
     try:
         program = example.program_object()
         with get_backend(backend_name) as backend:
@@ -53,21 +68,41 @@ def _run_one(example: examples.Example, backend_name: str) -> DemoRow:
             start = time.perf_counter()
             backend.execute_program(program, example.config)
             cached = time.perf_counter() - start
-            actual = examples.read_outputs(example, backend, handles)
+            actual = _read_outputs(example, backend, handles)
     except UnsupportedOperation as exc:
         return DemoRow(example.name, backend_name, CHECK_UNSUPPORTED, str(exc))
     except Exception as exc:  # a documented error or a backend bug: either way a failed row, not a crash
         return DemoRow(example.name, backend_name, CHECK_ERROR, f"{type(exc).__name__}: {exc}")
-    problems = examples.compare_outputs(example, actual)
+    problems = compare_arrays(example, actual, expected)
     check = CHECK_MISMATCH if problems else CHECK_OK
     return DemoRow(example.name, backend_name, check, "; ".join(problems), cold, cached)
 
 
-def run_demo(size: int, backend_names: Sequence[str] | None = None) -> list[DemoRow]:
-    """Run every example of ``size`` elements on each backend named (default: every available one)."""
+def run_demo(size: int, backend_names: Sequence[str] | None = None,
+             progress: Callable[[str], None] | None = None) -> list[DemoRow]:
+    """Run every example of ``size`` elements on each backend named (default: every available one).
+
+    ``progress`` (when given) is called with one line as each step starts (building an example's inputs,
+    its expected outputs, each backend's runs) and with each row's outcome.
+    """
+    say = progress or (lambda line: None)
     if backend_names is None:
         backend_names = [status.name for status in discover_backends() if status.available]
-    return [_run_one(example, name) for example in examples.build_all(size) for name in backend_names]
+    rows = []
+    for name in examples.EXAMPLE_MODULES:
+        started = time.perf_counter()
+        say(f"{name}: building {size} elements of input")
+        example = importlib.import_module(f"examples.{name}").build(size)
+        say(f"{name}: expected outputs (NumPy)")
+        expected = expected_arrays(example)
+        for backend_name in backend_names:
+            say(f"{name}: running on {backend_name}")
+            row = _run_one(example, backend_name, expected)
+            say(f"{name} on {backend_name}: {row.check} (first {_ms(row.cold_seconds)} ms, "
+                f"cached {_ms(row.cached_seconds)} ms)")
+            rows.append(row)
+        say(f"{name}: done in {time.perf_counter() - started:.1f} s")
+    return rows
 
 
 def _ms(seconds: float | None) -> str:
@@ -101,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no backend can start here")
         return 2
     print()
-    rows = run_demo(args.size, args.backends)
+    progress = None
+    if args.size >= PROGRESS_SIZE:
+        start = time.perf_counter()
+        progress = lambda line: print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
+    rows = run_demo(args.size, args.backends, progress)
     print(format_table(rows))
     return 1 if any(r.check in FAILING_CHECKS for r in rows) else 0

@@ -2,7 +2,7 @@
 
 Layout of the built site::
 
-    index.html, boot.js, style.css, notebook.html, notebook.js   copied from www/
+    index.html, boot.js, worker.js, style.css, notebook.html, notebook.js   copied from www/
     pyodide/          the Pyodide files (PYODIDE_FILES), from the npm cache (with the lab: the kernel's
                       wheels and atlas-web's, and the lock naming them)
     lab/              the JupyterLite lab with the example notebooks (sitebuild.lab), when asked for
@@ -31,13 +31,13 @@ from .wheel import ProjectMetadata, find_packages, project_metadata, write_wheel
 __all__ = ["MANIFEST_NAME", "DEMO_PACKAGES", "DEMO_DISTRIBUTION", "ENTRY_MODULE", "SiteManifest", "build_site",
            "read_manifest", "demo_metadata"]
 
-#: the manifest boot.js fetches first
+#: the manifest worker.js (the page's Web Worker) fetches first
 MANIFEST_NAME = "site.json"
 #: the top-level packages of the demo wheel: the page's Python and the example programs
 DEMO_PACKAGES: tuple[str, ...] = ("webdemo", "examples")
 #: the distribution name of the demo wheel (a site artifact, not published)
 DEMO_DISTRIBUTION = "atlas-web-demo"
-#: the module whose ``start()`` coroutine boot.js awaits once the wheels are installed
+#: the module whose ``start()`` coroutine worker.js awaits once the wheels are installed
 ENTRY_MODULE = "webdemo.page"
 _PYODIDE_DIR = "pyodide"
 _WHEEL_DIR = "wheels"

@@ -210,13 +210,14 @@ def test_session_runs_checks_and_records_timings():
     outcome = asyncio.run(demo.run(text, "collatz", 20, "auto"))
     assert outcome.status == "ok" and outcome.backend.name == "cpu"
     assert outcome.message == "ok: collatz on cpu matches the expected output"
-    assert [p.series for p in demo.timings] == [session.CHECKS_SERIES, "cpu"]
-    assert 'data-series="cpu"' in demo.chart_svg()
+    assert [(p.series, p.phase, p.example) for p in demo.timings] == \
+        [(session.CHECKS_SERIES, "warm", "collatz"), ("cpu", "first", "collatz"), ("cpu", "warm", "collatz")]
+    assert 'data-series="cpu"' in demo.chart_svg("collatz") and "data-series" not in demo.chart_svg("softmax")
 
     bad = asyncio.run(demo.run("nonsense r1\n", "collatz", 20, "cpu"))
     assert bad.status == session.STATUS_PROGRAM_ERROR and bad.run is None
     assert bad.message.startswith("parse failed: line 1") and bad.code.startswith("no code")
-    assert len(demo.timings) == 2  # a failed check records nothing
+    assert len(demo.timings) == 3  # a failed check records nothing
 
 
 def test_session_says_when_the_backend_is_not_available():
@@ -230,10 +231,17 @@ def test_session_says_when_the_backend_is_not_available():
 
 def test_session_runs_every_example_on_every_available_backend():
     demo = session.DemoSession(choices=("auto", "cpu", "no-such-backend"))
-    results = asyncio.run(demo.run_all(16))
+    seen = []
+
+    async def on_result(result, done, total):  # the page shows each row as it comes
+        seen.append((result.example, done, total))
+
+    results = asyncio.run(demo.run_all(16, on_result))
     assert [(r.example, r.backend) for r in results] == [(name, "cpu") for name in examples.EXAMPLE_MODULES]
+    assert seen == [(name, k + 1, 5) for k, name in enumerate(examples.EXAMPLE_MODULES)]
     assert all(r.ok and r.size == 16 and r.seconds is not None for r in results), results
-    assert [p.series for p in demo.timings] == ["cpu"] * len(examples.EXAMPLE_MODULES)
+    assert [(p.series, p.example) for p in demo.timings if p.phase == "warm"] == \
+        [("cpu", name) for name in examples.EXAMPLE_MODULES]
     assert asyncio.run(session.DemoSession(choices=("auto", "no-such-backend")).run_all(16)) == []
 
 
@@ -242,3 +250,74 @@ def test_the_page_module_refuses_to_import_outside_the_browser():
     sys.modules.pop("webdemo.page", None)
     with pytest.raises(ImportError, match="runs only in the browser"):
         importlib.import_module("webdemo.page")
+
+
+# ---- warm backends, declared programs, the chart per example --------------------------------------
+
+def test_a_second_run_reuses_the_backend_and_measures_first_and_warm_launches():
+    made = []
+
+    def factory(name):
+        from atlas_web.registry import get_backend
+        made.append(name)
+        return get_backend(name)
+
+    warm = runs.WarmBackends(limit=1, factory=factory)
+    example = examples.build_all(24)[2]  # softmax: writes e from x, so the inputs are written before each launch
+    first = asyncio.run(runs.run_example_on("cpu", example, example.program_object(), 24, warm))
+    again = asyncio.run(runs.run_example_on("cpu", example, example.program_object(), 24, warm))
+    assert first.ok and again.ok and made == ["cpu"] and len(warm) == 1
+    assert first.seconds > 0 and first.warm_seconds > 0 and again.warm_seconds > 0
+    other = examples.build_all(24)[0]
+    assert asyncio.run(runs.run_example_on("cpu", other, other.program_object(), 24, warm)).ok
+    assert made == ["cpu", "cpu"] and len(warm) == 1  # another layout: a new backend, the old one closed
+    warm.close()
+    assert len(warm) == 0
+
+
+DECLARED = """\
+; @in a f32 = 1, 2, 3, 4
+; @in b f32 random 4 10 20
+; @out c f32 4
+; @lanes 4 4
+    pmap2.add.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], 4
+    exit
+"""
+
+
+def test_a_program_declares_its_inputs_and_outputs_and_sees_them():
+    from webdemo import declared
+    buffers, launch = declared.parse_declarations(DECLARED)
+    assert [(d.name, d.ty.name, len(d.values), d.output) for d in buffers] == \
+        [("a", "F32", 4, False), ("b", "F32", 4, False), ("c", "F32", 4, True)]
+    assert all(10 <= v <= 20 for v in buffers[1].values) and launch.total_threads == 4
+    demo = session.DemoSession(choices=("auto", "cpu"))
+    outcome = asyncio.run(demo.run(DECLARED, "vector_add", 1000, "cpu"))
+    assert outcome.status == runs.CHECK_RAN and "outputs you declared" in outcome.message
+    (name, shown), = outcome.run.outputs
+    values = [float(v) for v in shown.strip("[]").split(", ")]
+    assert name == "c" and values == [pytest.approx(a + b, rel=1e-6) for a, b in zip((1, 2, 3, 4), buffers[1].values)]
+
+
+@pytest.mark.parametrize("line, words", [
+    ("; @in a f99 = 1", "unknown type 'f99'"), ("; @in a f32 random 0", "element count"),
+    ("; @out c f32", "unknown directive"), ("; @in a u32 = x", "'x' is not a u32 value"),
+    ("; @lanes many", "@lanes needs"), ("; @in a f32 = 1\n; @out a f32 2", "declared twice"),
+])
+def test_a_bad_directive_is_a_program_error_naming_its_line(line, words):
+    demo = session.DemoSession(choices=("auto", "cpu"))
+    outcome = asyncio.run(demo.run(line + "\nexit\n", "vector_add", 8, "cpu"))
+    assert outcome.status == session.STATUS_PROGRAM_ERROR and outcome.run is None
+    assert words in outcome.message and "line " in outcome.message
+
+
+def test_chart_labels_have_no_exponent_and_colours_stay_with_their_backend():
+    assert [chart.size_label(n) for n in (48, 2000, 1500, 1_048_576)] == ["48", "2k", "1.5k", "1.05M"]
+    assert [chart.ms_label(v) for v in (0, 0.25, 2000, 12.5, 187.5)] == ["0", "0.25", "2,000", "12.5", "187.5"]
+    one = chart.timing_chart_svg([chart.TimingPoint("webgpu", 2000, 2.0)])
+    two = chart.timing_chart_svg([chart.TimingPoint("wasm", 2000, 1.0), chart.TimingPoint("webgpu", 2000, 2.0)])
+    color = chart.series_color("webgpu")
+    for svg in (one, two):
+        assert f'stroke="{color}" stroke-width="2" data-series="webgpu"' in svg
+        assert "e+" not in svg and ">2k<" in svg
+    assert chart.series_color("some-backend") == chart.series_color("some-backend")

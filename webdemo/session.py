@@ -7,14 +7,19 @@ return; tests drive a DemoSession natively the same way.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import examples
 
-from .chart import TimingPoint, timing_chart_svg
+from typing import Callable
+
+from atlas_web import ProgramError
+
+from .chart import PHASE_FIRST, PHASE_WARM, TimingPoint, timing_chart_svg
 from .checks import ProgramCheck, check_examples, check_program_text
 from .choices import AUTO, BROWSER_CHOICES, NOT_AVAILABLE, BackendChoice, backend_choices, resolve_choice
-from .runs import CHECK_UNAVAILABLE, RunResult, run_example_on
+from .declared import declared_example
+from .runs import CHECK_RAN, CHECK_UNAVAILABLE, RunResult, WarmBackends, run_example_on
 
 __all__ = ["DEFAULT_SIZE", "MAX_SIZE", "CHECKS_SERIES", "STATUS_PROGRAM_ERROR", "RunOutcome", "DemoSession",
            "parse_size"]
@@ -64,6 +69,8 @@ class RunOutcome:
         if self.run is None:
             return f"the program checks out but did not run: {self.backend.name} is {NOT_AVAILABLE} " \
                    f"({self.backend.reason})"
+        if self.run.check == CHECK_RAN:
+            return f"ran on {self.run.backend}: the outputs you declared are below"
         if self.run.ok:
             return f"ok: {self.run.example} on {self.run.backend} matches the expected output"
         return f"{self.run.check}: {self.run.detail}"
@@ -82,12 +89,14 @@ class DemoSession:
     """The browser demo's state: the backend choices offered, the examples built so far, the timings.
 
     ``choices`` are the picker's entries (default BROWSER_CHOICES; native
-    tests pass ``("auto", "cpu")``).
+    tests pass ``("auto", "cpu")``). Backends stay open between runs
+    (``warm``, a WarmBackends), so a repeated run measures warm launches.
     """
 
     def __init__(self, *, choices: tuple[str, ...] = BROWSER_CHOICES) -> None:
         self.choice_names = choices
         self.timings: list[TimingPoint] = []
+        self.warm = WarmBackends()
         self._choices: list[BackendChoice] | None = None
         self._examples: dict[tuple[str, int], examples.Example] = {}
 
@@ -120,9 +129,18 @@ class DemoSession:
         """The checks of every example's program at ``size``."""
         return check_examples(size)
 
-    async def run(self, text: str, example_name: str, size: int, choice: str) -> RunOutcome:
-        """Check ``text`` and, when it verifies and the backend is available, run it with the buffers of
-        example ``example_name`` at ``size`` on backend ``choice``; records the timings.
+    def _record(self, result: RunResult, chart: str) -> None:
+        if result.seconds is not None:
+            self.timings.append(TimingPoint(result.backend, result.size, result.seconds, chart, PHASE_FIRST))
+        if result.warm_seconds is not None:
+            self.timings.append(TimingPoint(result.backend, result.size, result.warm_seconds, chart, PHASE_WARM))
+
+    async def run(self, text: str, example_name: str, size: int, choice: str,
+                  progress: Callable[[str], object] | None = None) -> RunOutcome:
+        """Check ``text`` and, when it verifies and the backend is available, run it on backend ``choice``
+        with the buffers it declares (webdemo.declared: its outputs are shown) or else those of example
+        ``example_name`` at ``size``; records the timings under the example's chart. ``progress`` gets a
+        line as each step of the run starts.
 
         Raises KeyError for an unknown example or choice (the page offers only known ones).
         """
@@ -130,35 +148,58 @@ class DemoSession:
         backend = resolve_choice(choice, self.choices())
         check = check_program_text(text)
         if check.ok:
-            self.timings.append(TimingPoint(CHECKS_SERIES, size, check.seconds))
+            try:
+                example = declared_example(text, example.config) or example
+            except ProgramError as exc:
+                check = replace(check, ok=False, stage="declarations", message=str(exc))
+        chart = example_name
+        if check.ok:
+            self.timings.append(TimingPoint(CHECKS_SERIES, size, check.seconds, chart))
         if not check.ok or not backend.available:
             return RunOutcome(check, backend, None)
-        result = await run_example_on(backend.name, example, check.program, size)
-        if result.seconds is not None:
-            self.timings.append(TimingPoint(backend.name, size, result.seconds))
+        result = await run_example_on(backend.name, example, check.program, size, self.warm, progress)
+        self._record(result, chart)
         return RunOutcome(check, backend, result)
 
-    async def run_all(self, size: int) -> list[RunResult]:
+    async def run_all(self, size: int, on_result: Callable[[RunResult, int, int], object] | None = None,
+                      ) -> list[RunResult]:
         """Every example's own program at ``size`` on every available backend of the picker (AUTO left out:
         it runs one of them), in example order then picker order; records the timings.
 
-        Returns one RunResult per (example, backend); an empty list when no backend is available.
+        ``on_result(result, done, total)`` is called (and awaited when it returns an awaitable) after each
+        run, so the page can show the rows as they come. Returns one RunResult per (example, backend); an
+        empty list when no backend is available.
         """
         backends = [entry.name for entry in self.choices() if entry.available and entry.name != AUTO]
-        results = []
+        results: list[RunResult] = []
+        total = len(self.example_names) * len(backends)
+
+        async def done(result: RunResult) -> None:
+            results.append(result)
+            if on_result is not None:
+                shown = on_result(result, len(results), total)
+                if hasattr(shown, "__await__"):
+                    await shown
+
         for name in self.example_names:
             example = self.example(name, size)
             check = check_program_text(self.program_text(name, size))
             for backend in backends:
                 if not check.ok:  # the examples are known good: a failure here is a bug, shown as such
-                    results.append(RunResult(name, backend, size, STATUS_PROGRAM_ERROR, check.summary))
+                    await done(RunResult(name, backend, size, STATUS_PROGRAM_ERROR, check.summary))
                     continue
-                result = await run_example_on(backend, example, check.program, size)
-                if result.seconds is not None:
-                    self.timings.append(TimingPoint(backend, size, result.seconds))
-                results.append(result)
+                result = await run_example_on(backend, example, check.program, size, self.warm)
+                self._record(result, name)
+                await done(result)
         return results
 
-    def chart_svg(self) -> str:
-        """The chart of every timing recorded so far."""
-        return timing_chart_svg(self.timings)
+    def charts(self) -> list[tuple[str, str]]:
+        """(example, chart SVG) for every example with timings, in example order."""
+        return [(name, self.chart_svg(name)) for name in self.example_names
+                if any(p.example == name for p in self.timings)]
+
+    def chart_svg(self, example: str | None = None) -> str:
+        """The chart of the timings recorded so far for ``example`` (every timing when None)."""
+        points = [p for p in self.timings if example is None or p.example == example]
+        title = f"{example}: time (ms) by size" if example else "time (ms) by example size"
+        return timing_chart_svg(points, title=title)

@@ -1,5 +1,7 @@
-"""The demo page in headless Chromium: boot, the core under Python 3.14, digests equal to native, errors
-on the page, the backend picker, the chart, a screenshot."""
+"""The demo page in headless Chromium: boot, the core under Python 3.14 in the page's Web Worker, digests equal
+to native, errors on the page, the backend picker, the chart per example, generated code, a program's own
+inputs and outputs, an edit kept over a size change, no long task on the page's thread during a long run,
+screenshots."""
 
 from __future__ import annotations
 
@@ -26,6 +28,22 @@ use:
     add.u32 r4, r3, r1
     exit
 """
+
+
+def _loads(page) -> int:
+    return int(page.get_attribute("#program", "data-loads") or 0)
+
+
+def _wait_loaded(page, before: int) -> None:
+    """Wait until the worker answered the program load that a change of example or size asked for."""
+    page.wait_for_function(f"Number(document.getElementById('program').dataset.loads || 0) > {before}",
+                           timeout=60_000)
+
+
+def _select_example(page, name: str) -> None:
+    before = _loads(page)
+    page.select_option("#example", name)
+    _wait_loaded(page, before)
 
 
 def _run_and_wait(page, text: str) -> None:
@@ -103,16 +121,15 @@ def test_bad_programs_show_the_error_on_the_page_and_the_page_keeps_working(demo
     assert demo_page.inner_text("#program-error").startswith("verify failed:")
     assert "r3" in demo_page.inner_text("#program-error")
 
-    demo_page.select_option("#example", "collatz")
+    _select_example(demo_page, "collatz")
     text = demo_page.input_value("#program")
     assert "collatz" in text.lower() or "loop:" in text
     _run_and_wait(demo_page, text)
     assert demo_page.is_hidden("#program-error")
-    choice = run_python(demo_page, """
+    choice = run_python(demo_page, f"""
 from webdemo.page import _STATE
 from webdemo.choices import resolve_choice
-import js
-entry = resolve_choice(js.document.getElementById("backend").value, _STATE["session"].choices())
+entry = resolve_choice({demo_page.input_value("#backend")!r}, _STATE["session"].choices())
 result = [entry.name, entry.available]
 """)
     check = demo_page.get_attribute("#result", "data-check")
@@ -125,12 +142,14 @@ result = [entry.name, entry.available]
 
 
 def _set_size(page, size: str) -> None:
+    before = _loads(page)
     page.fill("#size", size)
     page.dispatch_event("#size", "change")
+    _wait_loaded(page, before)
 
 
 def test_a_bad_size_is_reported_and_the_next_run_works(demo_page):
-    demo_page.select_option("#example", "vector_add")
+    _select_example(demo_page, "vector_add")
     _set_size(demo_page, "0")
     assert "size must be a whole number" in demo_page.inner_text("#program-error")
     _run_and_wait(demo_page, demo_page.input_value("#program"))
@@ -144,17 +163,104 @@ def test_a_bad_size_is_reported_and_the_next_run_works(demo_page):
 
 
 def test_chart_shows_the_timings_of_the_runs(demo_page):
-    demo_page.select_option("#example", "relu_chain")
+    _select_example(demo_page, "relu_chain")
     _set_size(demo_page, "48")
     _run_and_wait(demo_page, demo_page.input_value("#program"))
     points = demo_page.eval_on_selector_all(
         "#chart svg circle", "cs => cs.map(c => [c.dataset.series, Number(c.dataset.size)])")
     assert [CHECKS_SERIES, 48] in points
     assert demo_page.inner_text("#timing").startswith("checks ")
+    figures = demo_page.eval_on_selector_all("#chart figure", "fs => fs.map(f => f.dataset.example)")
+    assert "relu_chain" in figures and len(figures) == len(set(figures))  # one chart per example
+    assert "e+" not in demo_page.inner_html("#chart")
+
+
+def _available(page) -> list[str]:
+    page.wait_for_selector("#backend-status[data-state=probed]", timeout=180_000)
+    return page.eval_on_selector_all("#backend-status li.available", "ls => ls.map(l => l.dataset.backend)")
+
+
+def test_generated_code_and_warm_launches_are_shown(demo_page):
+    compiled = [name for name in _available(demo_page) if name != "auto"]
+    _select_example(demo_page, "collatz")
+    _set_size(demo_page, "100")
+    for name in compiled:
+        demo_page.select_option("#backend", name)
+        _run_and_wait(demo_page, demo_page.input_value("#program"))
+        assert demo_page.get_attribute("#result", "data-check") == "ok", demo_page.inner_text("#result")
+        code = demo_page.inner_text("#code")
+        assert ("(module" in code) or ("@compute" in code), code[:300]
+        timing = demo_page.inner_text("#timing")
+        assert "first launch" in timing and "warm launch" in timing
+    assert compiled  # the page offers at least one compiled backend
+
+
+def test_an_edited_program_survives_a_size_change(demo_page):
+    _select_example(demo_page, "vector_add")
+    _set_size(demo_page, "40")
+    edited = demo_page.input_value("#program").replace("; out[i]", "; my edit: out[i]")
+    demo_page.fill("#program", edited)
+    _set_size(demo_page, "50")
+    assert demo_page.input_value("#program") == edited
+    assert demo_page.is_visible("#program-note") and "kept" in demo_page.inner_text("#program-note")
+    _select_example(demo_page, "vector_add")  # choosing the example again loads it at the new size
+    assert "[buf3 + 0], 50" in demo_page.input_value("#program") and demo_page.is_hidden("#program-note")
+
+
+DECLARED = """\
+; @in a f32 = 1, 2, 3, 4
+; @in b f32 = 10, 20, 30, 40
+; @out c f32 4
+    pmap2.add.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], 4
+    exit
+"""
+
+
+def test_a_program_with_its_own_inputs_shows_its_outputs(demo_page):
+    _available(demo_page)
+    _run_and_wait(demo_page, DECLARED)
+    check = demo_page.get_attribute("#result", "data-check")
+    if check == "unavailable":
+        return
+    assert check == "ran", demo_page.inner_text("#result")
+    assert demo_page.inner_text("#outputs") == "c = [11, 22, 33, 44]"
+
+
+#: installed before a run: every task of the page's thread longer than 50 ms, as the browser reports it
+LONG_TASKS = """() => {
+  window.longTasks = [];
+  new PerformanceObserver((list) => { for (const e of list.getEntries()) window.longTasks.push(e.duration); })
+    .observe({ type: "longtask" });
+  window.rowsWhileRunning = [];
+  new MutationObserver(() => {
+    const table = document.getElementById("all-results");
+    if (table.dataset.state === "running") window.rowsWhileRunning.push(table.tBodies[0].rows.length);
+  }).observe(document.getElementById("all-results-body"), { childList: true });
+}"""
+
+
+def test_a_long_run_never_blocks_the_page_and_fills_the_table_row_by_row(browser, site_url, artifacts):
+    from .conftest import open_page
+    page, log = open_page(browser, site_url + "index.html", "window.atlasWeb && window.atlasWeb.ready")
+    try:
+        backends = [name for name in _available(page) if name != "auto"]
+        _set_size(page, "200000")
+        page.evaluate(LONG_TASKS)
+        page.click("#run-all")
+        page.wait_for_function("document.getElementById('all-results').dataset.runs === '1'", timeout=400_000)
+        page.screenshot(path=str(artifacts / "demo-run-all.png"), full_page=True)
+        long_tasks = page.evaluate("window.longTasks")
+        rows = page.evaluate("window.rowsWhileRunning")
+        assert page.get_attribute("#all-results", "data-state") == "done"
+        assert page.locator("#all-results-body tr").count() == 5 * len(backends)
+        assert 1 in rows and 2 in rows  # the rows appeared one by one while the run went on
+        assert max(long_tasks, default=0) <= 200, long_tasks
+    finally:
+        page.close()
 
 
 def test_screenshot_after_a_run(demo_page, artifacts):
-    demo_page.select_option("#example", "softmax")
+    _select_example(demo_page, "softmax")
     _run_and_wait(demo_page, demo_page.input_value("#program"))
     target = artifacts / "demo-page.png"
     demo_page.screenshot(path=str(target), full_page=True)

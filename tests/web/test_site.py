@@ -14,6 +14,7 @@ from sitebuild.server import ISOLATION_HEADERS
 EXPECTED_TYPES = {
     "index.html": "text/html",
     "boot.js": "text/javascript",
+    "worker.js": "text/javascript",
     "style.css": "text/css",
     "site.json": "application/json",
     "pyodide/pyodide.mjs": "text/javascript",

@@ -1,0 +1,60 @@
+"""The native demo's NumPy expected outputs and comparisons (demo.expected) agree with the examples' own
+pure-Python ones, and the demo reports its progress step by step."""
+
+from __future__ import annotations
+
+import pytest
+
+import examples
+from demo import native
+from demo.expected import EXPECTED, compare_arrays, expected_arrays
+
+
+def test_every_example_has_a_numpy_computation():
+    assert set(EXPECTED) == set(examples.EXAMPLE_MODULES)
+
+
+@pytest.mark.parametrize("size", [1, 7, 300, 1000])
+def test_numpy_expected_outputs_match_the_pure_python_ones(size):
+    for example in examples.build_all(size):
+        pure = example.expected_outputs()
+        assert compare_arrays(example, pure, expected_arrays(example)) == [], example.name
+        assert examples.compare_outputs(example, pure) == []
+
+
+def test_numpy_comparison_words_a_mismatch_as_compare_outputs_does():
+    for example in examples.build_all(50):
+        actual = example.expected_outputs()
+        first = example.outputs[-1].buffer
+        actual[first] = list(actual[first])
+        actual[first][3] = examples.typed_array(example.buffer(first).ty, [actual[first][3] + 1])[0]  # as read back
+        assert compare_arrays(example, actual, expected_arrays(example)) == \
+            examples.compare_outputs(example, actual), example.name
+
+
+def test_nan_expected_needs_nan_and_floats_use_the_symmetric_tolerance():
+    example = examples.build_all(4)[2]  # softmax: rel 1e-5, abs 1e-9
+    want = {"out": [float("nan"), 1.0, 1.0, 0.0]}
+    assert compare_arrays(example, {"out": [float("nan"), 1.0 + 5e-6, 1.0, 5e-10]}, want) == []
+    assert compare_arrays(example, {"out": [0.0, 1.0, 1.0, 0.0]}, want) == \
+        examples.compare_outputs(example, {"out": [0.0, 1.0, 1.0, 0.0]}, want)
+
+
+def test_demo_reports_each_step_as_it_starts():
+    lines = []
+    rows = native.run_demo(12, ["cpu"], progress=lines.append)
+    assert [row.check for row in rows] == [native.CHECK_OK] * len(examples.EXAMPLE_MODULES)
+    for name in examples.EXAMPLE_MODULES:
+        steps = [line for line in lines if line.startswith(name)]
+        assert steps[:3] == [f"{name}: building 12 elements of input", f"{name}: expected outputs (NumPy)",
+                             f"{name}: running on cpu"]
+        assert steps[3].startswith(f"{name} on cpu: ok (first ") and steps[4].startswith(f"{name}: done in ")
+
+
+def test_main_prints_progress_on_stderr_only_for_large_sizes(monkeypatch, capsys):
+    monkeypatch.setattr(native, "PROGRESS_SIZE", 10)
+    assert native.main(["--size", "10", "--backend", "cpu"]) == 0
+    captured = capsys.readouterr()
+    assert "vector_add: building 10 elements of input" in captured.err and "vector_add" in captured.out
+    assert native.main(["--size", "9", "--backend", "cpu"]) == 0
+    assert capsys.readouterr().err == ""
