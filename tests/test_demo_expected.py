@@ -58,3 +58,9 @@ def test_main_prints_progress_on_stderr_only_for_large_sizes(monkeypatch, capsys
     assert "vector_add: building 10 elements of input" in captured.err and "vector_add" in captured.out
     assert native.main(["--size", "9", "--backend", "cpu"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_slow_first_launch_is_not_repeated(monkeypatch):
+    monkeypatch.setattr(native, "SLOW_LAUNCH_SECONDS", 0.0)
+    rows = native.run_demo(8, ["cpu"])
+    assert all(row.check == native.CHECK_OK and row.cold_seconds > 0 and row.cached_seconds is None for row in rows)

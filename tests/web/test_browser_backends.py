@@ -403,7 +403,9 @@ except WasmInterfaceError as error:
     assert got["wasm"] == [3 * k for k in range(16)]
     assert got["driver"] and "run_sync" in got["driver"] and "JsWebGpuDriver.create()" in got["driver"]
     assert got["read"] and "run_sync" in got["read"] and "read_buffer_async" in got["read"]
-    assert got["big"] and "synchronously" in got["big"] and "run_sync" in got["big"] and "compile_async" in got["big"]
+    # the page's Python runs in a Web Worker, where the browser compiles a module of any size synchronously
+    # (its 8 MB limit, which JsRunner reports with the way out, holds on the page's thread only)
+    assert got["big"] is None
     later = run_python(backends_page, """
 from atlas_web import Type
 from webgpu_backend.errors import ShaderCompilationError
