@@ -25,19 +25,19 @@ from typing import Collection
 
 from .isa import (
     CVT, INSTRUCTION_CLASSES, LDG, MOV_IMM, MUL, OPCODE_TABLE, OR, STG, BinaryMapOperation, MapOperation, ParallelMap,
-    ParallelMapBinary, ReduceOperation, Register, Type,
+    ParallelMapBinary, Register, Type,
 )
 from .isa.addresses import Address
 from .isa.floats import bits_to_float, float_to_bits, round_float, ulp_distance
-from .isa.opcodes import COOPERATIVE_OPERATION_TYPES, FLOATS, Access, OperandKind
+from .isa.opcodes import FLOATS, Access, OperandKind
+from .isa.operations import COOPERATIVE_OPERATION_TYPES, OPERATION_INSTRUCTIONS
 from .launch import LaunchConfig
 from .program import ProgramBuilder
 
 __all__ = ["measure", "render_table", "table_path", "operation_key", "OPERATION_OWNERS", "float_inputs", "main"]
 
 #: cooperative operation enum -> the instruction whose ``operation`` it is (the first part of its key)
-OPERATION_OWNERS = {MapOperation: "ParallelMap", BinaryMapOperation: "ParallelMapBinary",
-                    ReduceOperation: "ParallelReduce"}
+OPERATION_OWNERS = OPERATION_INSTRUCTIONS
 
 
 def operation_key(op: object) -> str:

@@ -57,13 +57,16 @@ def format_immediate(value: int | float, ty: Type) -> str:
 
     Float immediates are already rounded to ``ty``, so repr() is exact.
     """
-    if ty.is_float():
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(float(value))
-    return str(int(value))
+    return format_float(value) if ty.is_float() else str(int(value))
+
+
+def format_float(value: float) -> str:
+    """A float immediate (already rounded to its type): its repr, ``inf``, ``-inf`` or ``nan``."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(float(value))
 
 
 def _format_enum_suffix(value: object) -> str | None:
@@ -88,6 +91,7 @@ OPERAND_FORMATTERS: dict[OperandKind, Callable[[Any, Any], str]] = {
     OperandKind.ADDR: lambda value, ty: str(value),
     OperandKind.UINT: lambda value, ty: str(int(value)),
     OperandKind.IMM: lambda value, ty: format_immediate(value, ty),
+    OperandKind.FLOAT: lambda value, ty: format_float(value),
 }
 
 

@@ -172,6 +172,7 @@ OPERAND_PARSERS: dict[OperandKind, Callable[[str, Any], object]] = {
     OperandKind.ADDR: lambda text, ty: _parse_address(text),
     OperandKind.UINT: lambda text, ty: _parse_uint(text),
     OperandKind.IMM: lambda text, ty: _parse_immediate(text, ty),
+    OperandKind.FLOAT: lambda text, ty: parse_float_literal(text),
 }
 
 

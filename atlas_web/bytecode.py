@@ -240,6 +240,10 @@ OPERAND_CODECS: dict[OperandKind, OperandCodec] = {
                                   "floats: uleb of the IEEE bit pattern in the instruction's type (NaN: the quiet NaN "
                                   "with no payload); "
                                   "integers: zleb of the value wrapped to the type (up to 4096 bits)"),
+    OperandKind.FLOAT: OperandCodec(lambda out, v, op, ty: _encode_immediate(out, v, op, op.rule),
+                                    lambda reader, op, ty: _decode_immediate(reader, op, op.rule),
+                                    "uleb of the IEEE bit pattern in the operand's own type (f32 or f64; NaN: the "
+                                    "quiet NaN with no payload)"),
     OperandKind.UINT: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v)), _decode_uint, "uleb"),
     OperandKind.ENUM: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v.code)), _decode_enum,
                                    "uleb enum code"),

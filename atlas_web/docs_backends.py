@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from .accuracy import OPERATION_OWNERS
-from .isa.opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo
+from .isa.opcodes import OPCODE_TABLE, OpcodeInfo
+from .isa.operations import COOPERATIVE_OPERATION_TYPES
 from .isa.types import Type
 
 __all__ = ["BackendDocumentation", "collect_documentation", "render_backends_md", "main"]
@@ -37,7 +38,9 @@ class BackendDocumentation:
     ``letter`` marks the backend in the matrix; ``supports(info, ty)`` and ``supports_operation(operation, ty)``
     answer from its rule tables as its ``supports_op``/``supports_operation`` do; ``ulps`` is its measured
     table; ``notes`` are the bullets of its section; ``unsupported`` names the rows or operation keys it
-    does not run by design, each with the reason (listed under its section).
+    does not run by design, each with the reason, and ``unsupported_types`` the types it runs no instruction
+    on (listed under its section). Every (row, type) the backend does not support must be in one of them
+    (tests/test_support_documented.py asks each available backend).
     """
 
     name: str
@@ -49,6 +52,8 @@ class BackendDocumentation:
     notes: tuple[str, ...] = ()
     #: operation key (instruction name or "Instruction.Operation") -> why this backend does not run it
     unsupported: Mapping[str, str] = field(default_factory=dict)
+    #: Type -> why this backend runs no instruction on it
+    unsupported_types: Mapping[Type, str] = field(default_factory=dict)
 
 
 def collect_documentation() -> list[BackendDocumentation]:
@@ -111,9 +116,11 @@ def _accuracy(doc: BackendDocumentation) -> list[str]:
     lines = [f"### {doc.name}", ""]
     lines += [f"- {note}" for note in doc.notes]
     lines.append("")
-    if doc.unsupported:
+    if doc.unsupported or doc.unsupported_types:
         lines.append("Not supported, by design:")
         lines.append("")
+        lines += [f"- every instruction on {ty.suffix}: {why}"
+                  for ty, why in sorted(doc.unsupported_types.items(), key=lambda item: item[0].code)]
         lines += [f"- {op}: {why}" for op, why in sorted(doc.unsupported.items())]
         lines.append("")
     if not doc.ulps:

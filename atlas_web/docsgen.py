@@ -19,9 +19,10 @@ from .isa.addresses import ADDRESS_MODES, Address
 from .isa.enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
 from .isa.instructions import ADDRESS_MODES_BY_RULE, INSTRUCTION_CLASSES, Instruction
 from .isa.opcodes import (
-    ALL, COOPERATIVE_OPERATION_TYPES, EXTENDED, FLOATS, INTS, OPCODE_TABLE, SCALARS, Access, OpcodeInfo,
-    OperandKind, TypeRule,
+    ALL, EXTENDED, FLOATS, INTS, OPCODE_TABLE, SCALARS, Access, OpcodeInfo, OperandKind, TypeRule,
 )
+from .isa.effects import STATE
+from .isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS, lane_instruction
 from .isa.registers import FIRST_SPECIAL_REGISTER, NUM_PREDICATES, Label, Predicate, Register, SpecialRegister
 from .isa.types import Type
 from .jsonform import FORMAT_NAME, JSON_VERSION
@@ -61,6 +62,7 @@ def sample_instruction(info: OpcodeInfo) -> Instruction:
         OperandKind.LABEL: lambda op: Label("loop"),
         OperandKind.ADDR: lambda op: _SAMPLE_ADDRESSES[op.rule](next(addresses)),
         OperandKind.IMM: lambda op: 1.5 if ty.is_float() else 42,
+        OperandKind.FLOAT: lambda op: 0.5,
         OperandKind.UINT: lambda op: _SAMPLE_UINTS.get(op.name, 1),
         OperandKind.ENUM: lambda op: next(iter(op.rule)),
     }
@@ -99,6 +101,7 @@ _KIND_TEXT: dict[OperandKind, str] = {
     OperandKind.ADDR: "addr",
     OperandKind.LABEL: "label",
     OperandKind.IMM: "imm",
+    OperandKind.FLOAT: "float",
     OperandKind.UINT: "imm",
     OperandKind.ENUM: "enum",
 }
@@ -166,6 +169,8 @@ def _operand_rule(op) -> str:
         return f":u{op.rule}"
     if op.kind is OperandKind.IMM:
         return ":ty"
+    if op.kind is OperandKind.FLOAT:
+        return ":" + op.rule.suffix
     if op.kind is OperandKind.ADDR:
         return ":" + op.rule
     if op.kind is OperandKind.ENUM:
@@ -231,7 +236,8 @@ def _operand_rules_section() -> list[str]:
              "consecutive values of type `ty` from the address (an extent is an expression over the",
              "instruction's shape operands; the verifier checks the whole range at launch), `label` a",
              "label, `imm:ty` an immediate of the instruction's type, `imm:u32` an unsigned immediate",
-             "of that width (a shape operand when an extent names it), `enum:<Enum>` a member of that",
+             "of that width (a shape operand when an extent names it), `float:f32` / `float:f64` a float",
+             "immediate stored in that type (written like `imm`'s floats), `enum:<Enum>` a member of that",
              "enumeration. `(w)` marks an operand the instruction writes, `(rw)` one it reads and",
              "writes, `(suffix)` one spelled in the mnemonic.", ""]
             + _table(("rule", "meaning"), rows))
@@ -251,6 +257,24 @@ def _instruction_sections() -> list[str]:
         lines += [f"### {category}", ""]
         lines += _table(("instruction", "opcode", "example", "operands", "types", "execution", "meaning"), rows)
     return lines
+
+
+def _state_text(names) -> str:
+    return ", ".join(name for name in STATE if name in names) or "—"
+
+
+def _effects_section() -> list[str]:
+    rows = [(f"`{info.name}`", _state_text(info.effects.reads), _state_text(info.effects.writes),
+             ", ".join(t.name for t in TrapCode if t in info.effects.traps) or "—",
+             "yes" if info.effects.order_free else "no") for info in OPCODE_TABLE]
+    return (["## Effects", "",
+             "What each instruction reads and writes (`registers`: the lane's registers and predicates; `global`:",
+             "buffers, pools and the boundary memory through an address; `shared`: the block's shared memory;",
+             "`pool`: pool allocations and PoolLoad/PoolStore's bytes; `atlas`: the resonance accumulator and the",
+             "lane's phase), the trap codes it may raise (an instruction that may trap is never removed as dead",
+             "code), and whether the lanes of a launch may run it in any order or at once with the same results",
+             "(\"order-free\": it has no effect another lane can observe).", ""]
+            + _table(("instruction", "reads", "writes", "may trap with", "order-free"), rows))
 
 
 def _registers_section() -> list[str]:
@@ -287,8 +311,9 @@ def _enum_sections() -> list[str]:
     for enum_class in (MapOperation, BinaryMapOperation, ReduceOperation):
         doc = (enum_class.__doc__ or "").strip()
         lines += [f"### {enum_class.__name__}", "", doc, ""]
-        lines += _table(("member", "code", "assembly", "types"),
-                        [(m.name, m.code, f"`{m.text}`", describe_types(COOPERATIVE_OPERATION_TYPES[m]))
+        lines += _table(("member", "code", "assembly", "types", "lane function"),
+                        [(m.name, m.code, f"`{m.text}`", describe_types(COOPERATIVE_OPERATION_TYPES[m]),
+                          f"`{ELEMENT_FUNCTIONS[m]}`" + ("" if lane_instruction(m) else " (no instruction)"))
                          for m in enum_class])
     return lines
 
@@ -327,7 +352,7 @@ def _json_section() -> list[str]:
 
 def render_isa_md() -> str:
     """The text of docs/isa.md."""
-    lines = (_intro() + _types_section() + _operand_rules_section() + _instruction_sections()
+    lines = (_intro() + _types_section() + _operand_rules_section() + _instruction_sections() + _effects_section()
              + _registers_section() + _address_section() + _enum_sections() + _trap_section()
              + _bytecode_section() + _json_section())
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .asm_format import format_immediate
+from .asm_format import format_float, format_immediate
 from .asm_parse import parse_float_literal, parse_int_literal, parse_predicate, parse_register
 from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
@@ -182,6 +182,8 @@ VALUE_CODECS: dict[OperandKind, ValueCodec] = {
                                  lambda path, v, op, ty: _address_from_json(path, v)),
     OperandKind.IMM: ValueCodec(lambda v, ty: format_immediate(v, ty) if ty.is_float() else v,
                                 lambda path, v, op, ty: _immediate_from_json(path, v, ty)),
+    OperandKind.FLOAT: ValueCodec(lambda v, ty: format_float(v),
+                                  lambda path, v, op, ty: _immediate_from_json(path, v, op.rule)),
     OperandKind.UINT: ValueCodec(lambda v, ty: v, lambda path, v, op, ty: _uint_from_json(path, v)),
     OperandKind.ENUM: ValueCodec(lambda v, ty: v.text, lambda path, v, op, ty: _enum_from_json(path, v, op)),
 }

@@ -13,7 +13,7 @@ from .isa.types import Type
 
 __all__ = [
     "LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES", "check_budget",
-    "normalized_registers", "as_int",
+    "normalized_registers", "as_int", "UNIFORM_SPECIALS",
 ]
 
 #: lanes per block chosen by LaunchConfig.linear
@@ -57,6 +57,14 @@ def _dims(name: str, value: object) -> tuple[int, int, int]:
     return dims  # type: ignore[return-value]
 
 
+#: special register -> (LaunchConfig field, axis) of the registers whose value the launch shape gives every lane
+UNIFORM_SPECIALS = {
+    SpecialRegister.BLOCK_DIM_X: ("block", 0), SpecialRegister.BLOCK_DIM_Y: ("block", 1),
+    SpecialRegister.BLOCK_DIM_Z: ("block", 2), SpecialRegister.GRID_DIM_X: ("grid", 0),
+    SpecialRegister.GRID_DIM_Y: ("grid", 1), SpecialRegister.GRID_DIM_Z: ("grid", 2),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchConfig:
     """``grid`` blocks of ``block`` lanes, with ``shared_memory`` bytes of shared memory per block.
@@ -78,6 +86,10 @@ class LaunchConfig:
         object.__setattr__(self, "shared_memory", sm)
         if self.total_threads > MAX_LANES:
             raise ExecutionFailed(f"a launch may have at most {MAX_LANES} lanes, this one has {self.total_threads}")
+
+    def uniform_specials(self) -> dict[SpecialRegister, int]:
+        """The special registers with one value in every lane of the launch (block and grid dimensions)."""
+        return {reg: getattr(self, field)[axis] for reg, (field, axis) in UNIFORM_SPECIALS.items()}
 
     @classmethod
     def linear(cls, total_threads: int, block_size: int = DEFAULT_BLOCK, shared_memory: int = 0) -> "LaunchConfig":

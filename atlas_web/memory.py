@@ -14,10 +14,20 @@ from dataclasses import dataclass
 from .errors import AllocationFailed, InvalidBuffer
 from .isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE, MAX_HANDLE, MAX_OFFSET
 
-__all__ = ["Allocation", "HandleTable", "MAX_ALLOCATION"]
+__all__ = ["Allocation", "HandleTable", "MAX_ALLOCATION", "KIND_NONE", "KIND_BUFFER", "KIND_POOL", "KIND_BOUNDARY",
+           "KIND_CODES"]
 
 #: the largest buffer or pool: offsets in pointers are 32 bits
 MAX_ALLOCATION = MAX_OFFSET + 1
+
+#: the kind code of a handle in a compiled backend's device handle table (wasm linear memory, WebGPU
+#: storage buffer), which generated code tests: none (handle 0, a freed handle), buffer, pool, boundary
+KIND_NONE = 0
+KIND_BUFFER = 1
+KIND_POOL = 2
+KIND_BOUNDARY = 3
+#: Allocation.kind -> its code in the device table
+KIND_CODES = {"buffer": KIND_BUFFER, "pool": KIND_POOL, "boundary": KIND_BOUNDARY}
 
 
 @dataclass(slots=True)

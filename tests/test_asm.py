@@ -20,6 +20,7 @@ from atlas_web.isa.floats import round_float
 from atlas_web.program import Program
 
 from .strategies import instruction_of, instructions, programs
+from .table_rows import MADE_ROWS, rows_added
 
 r = Register
 
@@ -244,18 +245,37 @@ def _round_trips_through_all_forms(instr) -> None:
         assert again.to_bytes() == encoded
 
 
-@pytest.mark.parametrize("info", OPCODE_TABLE, ids=lambda info: info.name)
+#: the table's rows and rows made by the tests (a new row with float immediates and shapes needs no other change)
+ROWS = [*OPCODE_TABLE, *MADE_ROWS]
+
+
+@pytest.mark.parametrize("info", ROWS, ids=lambda info: info.name)
 def test_every_opcode_row_sample_round_trips_through_all_forms(info):
-    instr = sample_instruction(info)
-    assert format_instruction(instr).split(".")[0].split(" ")[0] == info.mnemonic.split(".")[0]
-    _round_trips_through_all_forms(instr)
+    with rows_added(*MADE_ROWS):
+        instr = sample_instruction(info)
+        assert format_instruction(instr).split(".")[0].split(" ")[0] == info.mnemonic.split(".")[0]
+        _round_trips_through_all_forms(instr)
 
 
-@pytest.mark.parametrize("info", OPCODE_TABLE, ids=lambda info: info.name)
+@pytest.mark.parametrize("info", ROWS, ids=lambda info: info.name)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_opcode_row_random_operands_round_trip_through_all_forms(info, data):
-    _round_trips_through_all_forms(data.draw(instruction_of(info)))
+    with rows_added(*MADE_ROWS):
+        _round_trips_through_all_forms(data.draw(instruction_of(info)))
+
+
+def test_float_immediates_are_rounded_to_their_own_type_in_every_form():
+    with rows_added(*MADE_ROWS) as made:
+        third = 1 / 3
+        instr = made["GEMM"](c=Address.BufferOffset(2, 0), a=Address.BufferOffset(3, 0), b=Address.BufferOffset(4, 0),
+                             m=2, n=3, k=4, alpha=third, beta=third, ty=Type.F64)
+        assert instr.alpha == round_float(third, Type.F32) != third and instr.beta == third
+        assert format_instruction(instr) == f"gemm.f64 [buf2 + 0], [buf3 + 0], [buf4 + 0], 2, 3, 4, {instr.alpha!r}, {third!r}"
+        _round_trips_through_all_forms(instr)
+        with pytest.raises(ProgramError, match="GEMM: operand 'alpha' must be an int or float for F32, got 'x'"):
+            made["GEMM"](c=Address.BufferOffset(2, 0), a=Address.BufferOffset(3, 0), b=Address.BufferOffset(4, 0),
+                         m=1, n=1, k=1, alpha="x", beta=0.0)
 
 
 def test_ldg_with_every_global_address_mode_round_trips():

@@ -8,45 +8,27 @@ import pytest
 
 from atlas_web.errors import ProgramError
 from atlas_web.isa import (
-    LDG, Access, Address, ExecKind, MapOperation, OpcodeInfo, Operand, OperandKind, ParallelMap, ReduceAdd, Register,
-    Type, TypeRule, array_operands, extent_elements,
+    LDG, Access, Address, MapOperation, Operand, OperandKind, ParallelMap, ReduceAdd, Register, Type, TypeRule,
+    array_operands, extent_elements,
 )
-from atlas_web.isa.instructions import INSTRUCTION_CLASSES, make_instruction_class
-from atlas_web.isa.opcodes import FLOATS
 from atlas_web.launch import LaunchConfig
 from atlas_web.memory import HandleTable
 from atlas_web.program import Program
 from atlas_web.verify import verify, verify_launch
 from atlas_web.verify_memory import StaticAccess
 
+from .table_rows import address as _addr
+from .table_rows import gemm_row, rows_added
+from .table_rows import shape as _shape
+
 CONFIG = LaunchConfig(grid=(1, 1, 1), block=(4, 1, 1))
 
 
-def _addr(name, memory, extent):
-    return Operand(name, OperandKind.ADDR, "global", memory=memory, extent=extent, element=TypeRule.TY)
-
-
-def _shape(name):
-    return Operand(name, OperandKind.UINT, 32)
-
-
-def gemm_row(**overrides) -> OpcodeInfo:
-    """c[m*n] = a[m*k] @ b[k*n]: a cooperative row the table does not have."""
-    fields = dict(name="GEMM", opcode=0xF0, mnemonic="gemm",
-                  operands=(_addr("c", Access.WRITE, "m*n"), _addr("a", Access.READ, "m*k"),
-                            _addr("b", Access.READ, "k*n"), _shape("m"), _shape("n"), _shape("k")),
-                  type_fields=("ty",), types=FLOATS, kind=ExecKind.COOPERATIVE, category="cooperative",
-                  summary="c = a @ b", default_type=Type.F32)
-    fields.update(overrides)
-    return OpcodeInfo(**fields)
-
-
 @pytest.fixture
-def gemm(monkeypatch):
-    """The GEMM class, registered as a row of the table is (the verifier accepts only the table's classes)."""
-    cls = make_instruction_class(gemm_row())
-    monkeypatch.setitem(INSTRUCTION_CLASSES, "GEMM", cls)
-    return cls
+def gemm():
+    """The GEMM class, seen by the verifier as a row of the table is."""
+    with rows_added(gemm_row()) as made:
+        yield made["GEMM"]
 
 
 @pytest.fixture
@@ -60,14 +42,14 @@ def memory() -> HandleTable:
 
 def _gemm(cls, m, n, k, ty=Type.F32, c=2, a=3, b=4, offset=0):
     return cls(c=Address.BufferOffset(c, 0), a=Address.BufferOffset(a, offset), b=Address.BufferOffset(b, 0),
-               m=m, n=n, k=k, ty=ty)
+               m=m, n=n, k=k, alpha=1.0, beta=0.0, ty=ty)
 
 
 def test_array_operands_evaluate_each_extent_over_the_instructions_own_fields(gemm):
     instr = _gemm(gemm, 2, 3, 5)
     arrays = array_operands(instr)
     assert [(a.name, a.elements, a.ty, a.access, a.nbytes) for a in arrays] == [
-        ("c", 6, Type.F32, Access.WRITE, 24), ("a", 10, Type.F32, Access.READ, 40), ("b", 15, Type.F32, Access.READ, 60)]
+        ("c", 6, Type.F32, Access.READ_WRITE, 24), ("a", 10, Type.F32, Access.READ, 40), ("b", 15, Type.F32, Access.READ, 60)]
     assert extent_elements(instr, "a") == 10
 
 

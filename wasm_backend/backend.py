@@ -41,8 +41,9 @@ from atlas_web.errors import (
 from atlas_web.exclusive import exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import source_bytes, target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
-from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
+from atlas_web.isa.enums import ReduceOperation
 from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
+from atlas_web.isa.operations import OPERATION_ENUMS
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.program import Program
@@ -67,8 +68,6 @@ __all__ = ["WasmBackend"]
 _MAX_BUDGET = (1 << 63) - 1
 #: the most threads a backend accepts
 MAX_THREADS = 64
-_OPERATIONS = {"ParallelMap": tuple(MapOperation), "ParallelMapBinary": tuple(BinaryMapOperation),
-               "ParallelReduce": tuple(ReduceOperation)}
 
 
 def _check_threads(threads: object) -> int | None:
@@ -384,10 +383,10 @@ class WasmBackend(Backend):
         if info.kind is ExecKind.COOPERATIVE:
             if info.name not in COOPERATIVE_RULES:
                 return False
-            operations = _OPERATIONS.get(info.name)
-            if operations is None:
-                return ty is None
-            return ty in info.types and any(self.supports_operation(op, ty) for op in operations)
+            enum = OPERATION_ENUMS.get(info.name)
+            if enum is None:  # a cooperative instruction without an operation: its rule takes every type it has
+                return ty is None if not info.types else ty in info.types
+            return ty in info.types and any(self.supports_operation(op, ty) for op in enum)
         return (ty is None if not info.types else ty in info.types) and lane_supported(info.name, ty)
 
     def supports_operation(self, operation: object, ty: Type) -> bool:

@@ -21,6 +21,7 @@ emit loads and stores at these addresses.
 from __future__ import annotations
 
 from atlas_web import atlas
+from atlas_web.memory import KIND_BOUNDARY, KIND_BUFFER, KIND_CODES, KIND_NONE, KIND_POOL  # device table codes
 
 __all__ = [
     "HEADER", "HEADER_TRAP_CODE", "HEADER_TRAP_INDEX", "HEADER_TRAP_LANE", "HEADER_COOP_AT",
@@ -68,12 +69,6 @@ ENTRY_SIZE = 4
 ENTRY_KIND = 8
 INITIAL_TABLE_CAPACITY = 1024
 
-KIND_NONE = 0
-KIND_BUFFER = 1
-KIND_POOL = 2
-KIND_BOUNDARY = 3
-#: atlas_web.memory.Allocation.kind -> the kind code in the device table
-KIND_CODES = {"buffer": KIND_BUFFER, "pool": KIND_POOL, "boundary": KIND_BOUNDARY}
 
 #: what the exported ``launch`` function returns
 STATUS_DONE = 0

@@ -22,6 +22,7 @@ from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
 from atlas_web.isa.floats import float_to_bits
 from atlas_web.isa.opcodes import OpcodeInfo
+from atlas_web.isa.operations import ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.program import Program
@@ -32,7 +33,6 @@ from .launcher import Launcher, LaunchOutcome
 from .memory import GpuMemory
 from .wgsl import TYPE_MAP, ShaderFeatures
 from .wgsl.accuracy import TOLERANCE_ULP
-from .wgsl.cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS
 from .wgsl.emitter import LLVMPIPE_LOOP_LIMIT
 from .wgsl.rules_atlas import RES_FLAG_NAN, RES_FLAG_NEG_INF, RES_FLAG_POS_INF, RES_LIMBS, RES_STRIDE, RES_WORDS
 from .wgsl.stage_shader import SHARED_RESERVED_BYTES
@@ -41,7 +41,6 @@ from .wgsl.support import supports_instruction
 __all__ = ["WebGpuBackend"]
 
 _PROGRAM_CACHE_SIZE = 256
-_OPERATION_NAMES = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}
 #: bindings a stage shader needs besides the memory chunks (launch, rt, device table, lane state)
 _RUNTIME_BINDINGS = 3
 
@@ -278,7 +277,7 @@ class WebGpuBackend(Backend):
         """The measured error bound (ulp of ``ty``) of a transcendental (accuracy table); 0 for the
         exact operations. ``op`` may also be a cooperative operation enum member."""
         if isinstance(op, (MapOperation, BinaryMapOperation, ReduceOperation)):
-            name = _OPERATION_NAMES[op]
+            name = ELEMENT_FUNCTIONS[op]
         else:
             name = resolve_op(op).name
         wt = TYPE_MAP.get(ty)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from atlas_web.accuracy import operation_key
 from atlas_web.docs_backends import BackendDocumentation
 from atlas_web.isa.instructions import INSTRUCTION_CLASSES
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, OpcodeInfo
+from atlas_web.isa.opcodes import OpcodeInfo
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 
 from .wgsl import kernel_supported
 from .ulp_table import MEASURED_ULPS
 from .wgsl.accuracy import DEVICE, MEASURED
-from .wgsl.cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS
 from .wgsl.support import supports_instruction
 
 __all__ = ["backend_documentation", "NOTES"]
@@ -49,7 +49,6 @@ NOTES = (
     "loops silently); past that a launch raises `ExecutionFailed` instead of giving wrong results.",
 )
 
-_OPERATION_NAMES = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS}
 
 
 def _supports(info: OpcodeInfo, ty: Type | None) -> bool:
@@ -71,13 +70,21 @@ def _ulps() -> dict[tuple[str, str], float]:
     is larger."""
     out = dict(MEASURED_ULPS)
     keys = [(op, op) for op in MEASURED if op in INSTRUCTION_CLASSES]
-    keys += [(operation_key(operation), name) for operation, name in _OPERATION_NAMES.items() if name in MEASURED
-             and Type.F32 in COOPERATIVE_OPERATION_TYPES[operation]]
+    keys += [(operation_key(operation), name) for operation, name in ELEMENT_FUNCTIONS.items()
+             if name in MEASURED and Type.F32 in COOPERATIVE_OPERATION_TYPES[operation]]
     for key, name in keys:
         out[(key, "F32")] = max(out.get((key, "F32"), 0.0), float(MEASURED[name]["ours"]))
     return out
 
 
+#: the types the WGSL generator has no representation for, and why
+UNSUPPORTED_TYPES = {
+    Type.F64: "WGSL has no 64-bit float (an f64 needs a double-f32 or integer emulation this backend does not "
+              "have); programs that use f64 raise UnsupportedOperation",
+}
+
+
 def backend_documentation():
     """The webgpu backend's ``BackendDocumentation`` (support from its rule tables, measured ulps, notes)."""
-    return BackendDocumentation("webgpu", "g", _supports, _supports_operation, _ulps(), NOTES)
+    return BackendDocumentation("webgpu", "g", _supports, _supports_operation, _ulps(), NOTES,
+                                unsupported_types=UNSUPPORTED_TYPES)

@@ -32,7 +32,9 @@ from typing import Any
 from atlas_web.errors import AllocationFailed
 from atlas_web.host_bytes import source_bytes
 from atlas_web.isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE
-from atlas_web.memory import Allocation, ArenaAllocator, HandleTable
+from atlas_web.memory import (  # the device table's kind codes are the core's
+    KIND_BOUNDARY, KIND_BUFFER, KIND_CODES, KIND_NONE, KIND_POOL, Allocation, ArenaAllocator, HandleTable,
+)
 
 from .driver import GpuDriver
 from .resources import BufferUsage, GpuBuffer
@@ -42,12 +44,6 @@ __all__ = [
     "TABLE_ENTRY_BYTES", "ARENA_ALIGNMENT", "MAX_ARENA_ALIGNMENT", "DEFAULT_MAX_CHUNKS",
 ]
 
-KIND_NONE = 0
-KIND_BUFFER = 1
-KIND_POOL = 2
-KIND_BOUNDARY = 3
-#: atlas_web.memory.Allocation.kind -> the kind code in the device table
-KIND_CODES = {"buffer": KIND_BUFFER, "pool": KIND_POOL, "boundary": KIND_BOUNDARY}
 #: bytes of one device table entry: vec4<u32> (chunk, base, size, kind)
 TABLE_ENTRY_BYTES = 16
 #: the least alignment of every allocation inside a chunk (vec4 kernels read 16-byte aligned arrays);

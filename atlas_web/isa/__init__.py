@@ -11,9 +11,9 @@ from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, Red
 from .extents import ArrayOperand, array_operands, extent_elements
 from .instructions import INSTRUCTION_CLASSES, Instruction, by_name, by_opcode, info_of
 from .opcodes import (
-    ALL, COOPERATIVE_OPERATION_TYPES, EXTENDED, FLOATS, INTS, OPCODE_TABLE, SCALARS, Access, ExecKind,
-    OpcodeInfo, Operand, OperandKind, TypeRule,
+    ALL, EXTENDED, FLOATS, INTS, OPCODE_TABLE, SCALARS, Access, ExecKind, OpcodeInfo, Operand, OperandKind, TypeRule,
 )
+from .operations import COOPERATIVE_OPERATION_TYPES
 from .registers import (
     FIRST_SPECIAL_REGISTER, NUM_PREDICATES, NUM_REGISTERS, Label, Predicate, Register, SpecialRegister,
 )

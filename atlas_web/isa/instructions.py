@@ -17,7 +17,8 @@ from typing import Callable
 from ..errors import ProgramError
 from .addresses import ADDRESS_MODES, Address
 from .floats import CANONICAL_NAN, round_float
-from .opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE, OpcodeInfo, Operand, OperandKind
+from .opcodes import OPCODE_TABLE, OpcodeInfo, Operand, OperandKind
+from .operations import COOPERATIVE_OPERATION_TYPES
 from .registers import Label, Predicate, Register, is_label_name
 from .types import Type
 
@@ -69,10 +70,10 @@ def _is_uint(value: object, bits: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < (1 << bits)
 
 
-def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type) -> int | float:
+def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type, name: str = "value") -> int | float:
     if ty.is_float():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _fail(info, f"operand 'value' must be an int or float for {ty.name}, got {value!r}")
+            raise _fail(info, f"operand {name!r} must be an int or float for {ty.name}, got {value!r}")
         try:
             result = round_float(float(value), ty)
         except OverflowError:  # an int beyond the float range (copysign would convert it too)
@@ -133,6 +134,11 @@ def _check_uint(info: OpcodeInfo, op: Operand, value: object) -> object:
     return value
 
 
+def _check_float(info: OpcodeInfo, op: Operand, value: object) -> object:
+    """A float immediate rounded to its storage type (op.rule), NaN made canonical."""
+    return _normalize_immediate(info, value, op.rule, op.name)  # type: ignore[arg-type]
+
+
 def _check_enum(info: OpcodeInfo, op: Operand, value: object) -> object:
     enum_class: type = op.rule  # type: ignore[assignment]
     if not isinstance(value, enum_class):
@@ -151,6 +157,7 @@ _OPERAND_CHECKS: dict[OperandKind, Callable[[OpcodeInfo, Operand, object], objec
     OperandKind.ADDR: _check_address,
     OperandKind.UINT: _check_uint,
     OperandKind.ENUM: _check_enum,
+    OperandKind.FLOAT: _check_float,
 }
 assert set(_OPERAND_CHECKS) | {OperandKind.IMM} == set(OperandKind), "every OperandKind needs a check"
 
@@ -225,7 +232,7 @@ def make_instruction_class(info: OpcodeInfo) -> type:
         else:
             fields.append((tf, Type))
     namespace = {"__post_init__": _make_post_init(info), "INFO": info, "__doc__": f"{info.mnemonic}: {info.summary}."}
-    immediates = tuple(op.name for op in info.operands if op.kind is OperandKind.IMM)
+    immediates = tuple(op.name for op in info.operands if op.kind in (OperandKind.IMM, OperandKind.FLOAT))
     if immediates:
         namespace.update(_exact_equality(info.fields, immediates))
     cls = dataclasses.make_dataclass(

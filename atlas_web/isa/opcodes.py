@@ -10,19 +10,21 @@ against it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 from dataclasses import dataclass, field
 
-from ..errors import ProgramError
+from ..errors import ProgramError, TrapCode
 
+from .effects import ADDRESS_TRAPS, Effects, derive_effects
 from .extents import compile_extent
 from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
 from .types import FLOAT_TYPES, INTEGER_TYPES_UP_TO_64, Type
 
 __all__ = [
     "OperandKind", "Access", "ExecKind", "Operand", "OpcodeInfo", "OPCODE_TABLE",
-    "TypeRule", "FLOATS", "INTS", "EXTENDED", "ALL", "SCALARS", "COOPERATIVE_OPERATION_TYPES",
+    "TypeRule", "FLOATS", "INTS", "EXTENDED", "ALL", "SCALARS", "STRUCTURAL_INSTRUCTIONS", "Effects",
 ]
 
 
@@ -36,6 +38,7 @@ class OperandKind(enum.Enum):
     ADDR = "addr"          # an Address.* mode; ``rule`` is "global" or "shared"
     LABEL = "label"        # a Label (a str is accepted and converted)
     IMM = "imm"            # MOV_IMM's value: int or float of the instruction's type
+    FLOAT = "float"        # a float immediate (alpha, beta, eps) stored in its own Type ``rule``: F32 or F64
     UINT = "uint"          # an unsigned immediate of ``rule`` bits; also the shape operands (count, m, n, k)
                            # that address operands' extents name
     ENUM = "enum"          # a member of the enum class in ``rule``
@@ -72,7 +75,8 @@ class Operand:
     """One operand field: name, kind, rule and access.
 
     ``rule`` is a TypeRule or a fixed Type for REG; "global"/"shared" for ADDR;
-    the bit width for UINT; the enum class for ENUM. ``access`` is the access to
+    the bit width for UINT (counts and shapes: the operands extents name); the
+    storage Type (F32 or F64) for FLOAT; the enum class for ENUM. ``access`` is the access to
     the operand's registers (an address's registers are read). ADDR operands also
     say what they cover (atlas_web.isa.extents): ``memory``, the access to the
     elements; ``extent``, how many, as an expression over the row's UINT (shape)
@@ -111,10 +115,15 @@ class OpcodeInfo:
     default_type: Type | None = None
     #: instructions whose defaults appear after the operands (BRA's pred/negate)
     defaults: dict = field(default_factory=dict)
+    #: what it reads, writes and may trap with, and whether lanes may run it in any order
+    #: (atlas_web.isa.effects); None: derived from the row
+    effects: Effects | None = None
 
     def __post_init__(self) -> None:
         for op in self.operands:
             _check_operand(self, op)
+        if self.effects is None:
+            object.__setattr__(self, "effects", derive_effects(self))
 
     @functools.cached_property
     def address_operands(self) -> tuple[Operand, ...]:
@@ -139,6 +148,8 @@ def _check_operand(info: OpcodeInfo, op: Operand) -> None:
     extent that is not an expression over the row's UINT operands, or an element type naming no type field;
     and an extent on any other operand."""
     where = f"{info.name}: operand {op.name!r}"
+    if op.kind is OperandKind.FLOAT and op.rule not in (Type.F32, Type.F64):
+        raise ProgramError(f"{where}: a float immediate is stored as Type.F32 or Type.F64, not {op.rule!r}")
     if op.kind is not OperandKind.ADDR:
         if op.extent is not None or op.memory is not None or op.element is not None:
             raise ProgramError(f"{where}: only an address operand has a memory access, extent or element type")
@@ -163,16 +174,6 @@ SCALARS = FLOATS | INTS
 ALL = SCALARS | EXTENDED
 NONE: frozenset[Type] = frozenset()
 
-#: the types each cooperative operation accepts (floats always; integers where exact)
-COOPERATIVE_OPERATION_TYPES: dict[object, frozenset[Type]] = {
-    **{op: FLOATS for op in MapOperation},
-    MapOperation.Abs: SCALARS, MapOperation.Neg: SCALARS, MapOperation.Relu: SCALARS,
-    **{op: FLOATS for op in BinaryMapOperation},
-    BinaryMapOperation.Add: SCALARS, BinaryMapOperation.Sub: SCALARS, BinaryMapOperation.Mul: SCALARS,
-    BinaryMapOperation.Min: SCALARS, BinaryMapOperation.Max: SCALARS,
-    **{op: SCALARS for op in ReduceOperation},
-}
-
 R, W, RW = Access.READ, Access.WRITE, Access.READ_WRITE
 K = OperandKind
 T = TypeRule
@@ -195,9 +196,13 @@ _ROWS: list[OpcodeInfo] = []
 
 
 def _row(name, opcode, mnemonic, operands, types, kind, category, summary, *,
-         type_fields=("ty",), default_type=None, defaults=None):
-    _ROWS.append(OpcodeInfo(name, opcode, mnemonic, tuple(operands), tuple(type_fields) if types else (),
-                            frozenset(types), kind, category, summary, default_type, dict(defaults or {})))
+         type_fields=("ty",), default_type=None, defaults=None, effects=None):
+    """Add a row; ``effects``: what derive_effects cannot see in the operands (its keyword arguments)."""
+    info = OpcodeInfo(name, opcode, mnemonic, tuple(operands), tuple(type_fields) if types else (),
+                      frozenset(types), kind, category, summary, default_type, dict(defaults or {}))
+    if effects:
+        info = dataclasses.replace(info, effects=derive_effects(info, **effects))
+    _ROWS.append(info)
 
 
 L, C, S, CO = ExecKind.LANE, ExecKind.CONTROL, ExecKind.SYNC, ExecKind.COOPERATIVE
@@ -206,6 +211,12 @@ UN = (_dst(), _reg("src"))
 ABC = (_dst(), _reg("a"), _reg("b"), _reg("c"))
 GADDR = "global"
 SADDR = "shared"
+
+#: effects the operands do not show (derive_effects' keywords)
+INTEGER_DIVISION = {"traps": {TrapCode.DIVISION_BY_ZERO, TrapCode.INTEGER_OVERFLOW}}
+CLASS_CHECKED = {"traps": {TrapCode.INVALID_CLASS}}
+#: the phase is the lane's own: writing it is invisible to other lanes
+LANE_PHASE = {"reads": {"atlas"}, "writes": {"atlas"}, "order_free": True}
 
 # --- data movement -------------------------------------------------------------
 _row("LDG", 0x01, "ldg", [_dst(), _addr("src", GADDR, R)], ALL, L, "data movement",
@@ -227,9 +238,11 @@ _row("ADD", 0x10, "add", BIN, ALL, L, "arithmetic", "dst = lhs + rhs")
 _row("SUB", 0x11, "sub", BIN, ALL, L, "arithmetic", "dst = lhs - rhs")
 _row("MUL", 0x12, "mul", BIN, ALL, L, "arithmetic", "dst = lhs * rhs")
 _row("DIV", 0x13, "div", BIN, ALL, L, "arithmetic",
-     "dst = lhs / rhs; integers truncate toward zero, trap DIVISION_BY_ZERO and INTEGER_OVERFLOW (MIN / -1)")
+     "dst = lhs / rhs; integers truncate toward zero, trap DIVISION_BY_ZERO and INTEGER_OVERFLOW (MIN / -1)",
+     effects=INTEGER_DIVISION)
 _row("REM", 0x14, "rem", BIN, ALL, L, "arithmetic",
-     "dst = lhs - trunc(lhs / rhs) * rhs (sign of lhs; fmod for floats); integer traps as DIV")
+     "dst = lhs - trunc(lhs / rhs) * rhs (sign of lhs; fmod for floats); integer traps as DIV",
+     effects=INTEGER_DIVISION)
 _row("MAD", 0x15, "mad", ABC, ALL, L, "arithmetic", "dst = a * b + c, rounded twice")
 _row("FMA", 0x16, "fma", ABC, FLOATS, L, "arithmetic", "dst = a * b + c, rounded once")
 _row("FMS", 0x17, "fms", ABC, FLOATS, L, "arithmetic", "dst = a * b - c, rounded once")
@@ -279,30 +292,35 @@ _row("EXIT", 0x44, "exit", [], NONE, C, "control", "end the lane")
 
 # --- synchronization -----------------------------------------------------------
 _row("BarSync", 0x48, "bar.sync", [Operand("id", K.UINT, 8)], NONE, S, "sync",
-     "wait until every lane of the block reaches this barrier (uniform control flow only)")
+     "wait until every lane of the block reaches this barrier (uniform control flow only)",
+     effects={"barrier": True})
 _row("MemFence", 0x49, "memfence", [Operand("scope", K.ENUM, MemoryScope, in_suffix=True)], NONE, S, "sync",
-     "order this lane's memory accesses at the given scope")
+     "order this lane's memory accesses at the given scope", effects={"order_free": True})  # its own accesses
 
 # --- Atlas ---------------------------------------------------------------------
 _row("ClsGet", 0x50, "cls.get", [_dst(Type.U8), _reg("src", T.INT)], NONE, L, "atlas",
      "dst:u8 = classify(low byte of src)")
 _row("MIRROR", 0x51, "mirror", [_dst(Type.U8), _reg("src", T.INT)], NONE, L, "atlas",
-     "dst:u8 = mirror(src); src >= 96 traps INVALID_CLASS")
+     "dst:u8 = mirror(src); src >= 96 traps INVALID_CLASS", effects=CLASS_CHECKED)
 _row("UnityTest", 0x52, "unity.test", [Operand("pred", K.PRED, None, W), _reg("src", T.INT)], NONE, L, "atlas",
      "pred = src in {1, 4}")
 _row("NbrCount", 0x53, "nbr.count", [_dst(Type.U32), _reg("class_id", T.INT)], NONE, L, "atlas",
-     "dst:u32 = degree(class_id); class_id >= 96 traps INVALID_CLASS")
+     "dst:u32 = degree(class_id); class_id >= 96 traps INVALID_CLASS", effects=CLASS_CHECKED)
 _row("NbrGet", 0x54, "nbr.get", [_dst(Type.U8), _reg("class_id", T.INT), _reg("index", T.INT)], NONE, L, "atlas",
-     "dst:u8 = neighbours(class_id)[index] ascending; index >= degree gives 255")
+     "dst:u8 = neighbours(class_id)[index] ascending; index >= degree gives 255", effects=CLASS_CHECKED)
 _row("ResAccum", 0x55, "res.accum", [_reg("class_id", T.INT), _reg("value")], frozenset({Type.F32, Type.F64}), L,
-     "atlas", "resonance accumulator[class_id] += value (read by backend.resonance_accumulator())")
-_row("PhaseGet", 0x56, "phase.get", [_dst(Type.U32)], NONE, L, "atlas", "dst:u32 = the lane's phase")
+     "atlas", "resonance accumulator[class_id] += value (read by backend.resonance_accumulator())",
+     effects={"writes": {"atlas"}, "traps": {TrapCode.INVALID_CLASS}})
+_row("PhaseGet", 0x56, "phase.get", [_dst(Type.U32)], NONE, L, "atlas", "dst:u32 = the lane's phase",
+     effects={"reads": {"atlas"}})
 _row("PhaseAdv", 0x57, "phase.adv", [Operand("delta", K.UINT, 32)], NONE, L, "atlas",
-     "phase = (phase + delta) mod 768")
-_row("PhaseWrite", 0x58, "phase.write", [_reg("src", T.INT)], NONE, L, "atlas", "phase = src mod 768")
+     "phase = (phase + delta) mod 768", effects=LANE_PHASE)
+_row("PhaseWrite", 0x58, "phase.write", [_reg("src", T.INT)], NONE, L, "atlas", "phase = src mod 768",
+     effects=LANE_PHASE)
 _row("BoundMap", 0x59, "bound.map", [_dst(Type.U64), _reg("class_id", T.INT), _reg("page", T.INT),
                                      _reg("byte", T.INT)], NONE, L, "atlas",
-     "dst:u64 = class_id*12288 + page*256 + byte; traps INVALID_CLASS / OUT_OF_BOUNDS")
+     "dst:u64 = class_id*12288 + page*256 + byte; traps INVALID_CLASS / OUT_OF_BOUNDS",
+     effects={"traps": {TrapCode.INVALID_CLASS, TrapCode.OUT_OF_BOUNDS}})
 
 # --- per-lane reductions -------------------------------------------------------
 for _name, _op, _mn, _what in (("ReduceAdd", 0x60, "reduce.add", "sum"),
@@ -323,13 +341,15 @@ for _name, _op, _what in (("EXP", 0x70, "e**src"), ("LOG", 0x71, "ln(src)"), ("L
 
 # --- pools ---------------------------------------------------------------------
 _row("PoolAlloc", 0x80, "pool.alloc", [_dst(Type.U32), Operand("size", K.UINT, 32)], NONE, CO, "pool",
-     "once per launch: allocate a zeroed pool of size bytes; dst:u32 = its handle (uniform)")
+     "once per launch: allocate a zeroed pool of size bytes; dst:u32 = its handle (uniform)",
+     effects={"writes": {"pool"}, "traps": {TrapCode.POOL_EXHAUSTED}})
 _row("PoolFree", 0x81, "pool.free", [_reg("handle", T.INT32)], NONE, CO, "pool",
-     "once per launch: free the pool named by handle (lane 0's value)")
+     "once per launch: free the pool named by handle (lane 0's value)",
+     effects={"writes": {"pool"}, "traps": {TrapCode.INVALID_HANDLE}})
 _row("PoolLoad", 0x82, "pool.load", [_dst(), _reg("pool", T.INT32), _reg("offset", T.INT)], ALL, L, "pool",
-     "dst = the value of type ty at byte offset of pool")
+     "dst = the value of type ty at byte offset of pool", effects={"reads": {"pool"}, "traps": ADDRESS_TRAPS["global"]})
 _row("PoolStore", 0x83, "pool.store", [_reg("pool", T.INT32), _reg("offset", T.INT), _reg("src")], ALL, L, "pool",
-     "store src (type ty) at byte offset of pool")
+     "store src (type ty) at byte offset of pool", effects={"writes": {"pool"}, "traps": ADDRESS_TRAPS["global"]})
 
 # --- cooperative ---------------------------------------------------------------
 _row("ParallelMap", 0x90, "pmap", [_addr("dst_array", GADDR, W, "count"), _addr("src_array", GADDR, R, "count"),
@@ -350,4 +370,9 @@ _row("ParallelReduce", 0x92, "preduce", [_dst(), _addr("src_array", GADDR, R, "c
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 
+#: the instructions that shape the lane graph (jumps, calls, returns, ends, the barrier): a backend lowers them
+#: as its control structure, not with a lane rule
+STRUCTURAL_INSTRUCTIONS = frozenset(r.name for r in OPCODE_TABLE if r.kind is ExecKind.CONTROL or r.effects.barrier)
+
 del _name, _op, _mn, _what  # the loop variables above; _row and _ROWS stay private
+

@@ -202,7 +202,7 @@ class CpuBackend(Backend):
     def documentation(cls):
         """The reference's section of docs/backends.md: every row with a rule, each accepted type, exactly."""
         from ..docs_backends import BackendDocumentation
-        from ..isa.opcodes import COOPERATIVE_OPERATION_TYPES
+        from ..isa.operations import COOPERATIVE_OPERATION_TYPES
 
         def supports(info: OpcodeInfo, ty: Type | None) -> bool:
             return info.name in RULES and (ty is None if not info.types else ty in info.types)

@@ -65,11 +65,8 @@ class LaneGeometry:
         return values
 
     def _compute_special(self, reg: SpecialRegister) -> np.ndarray:
-        (gx, gy, gz), (bx, by, bz) = self.config.grid, self.config.block
-        constant = {
-            SpecialRegister.BLOCK_DIM_X: bx, SpecialRegister.BLOCK_DIM_Y: by, SpecialRegister.BLOCK_DIM_Z: bz,
-            SpecialRegister.GRID_DIM_X: gx, SpecialRegister.GRID_DIM_Y: gy, SpecialRegister.GRID_DIM_Z: gz,
-        }
+        (gx, gy, _gz), (bx, by, _bz) = self.config.grid, self.config.block
+        constant = self.config.uniform_specials()
         if reg in constant:
             return np.full(self.n, constant[reg], dtype=np.uint32)
         if reg is SpecialRegister.GLOBAL_LANE_ID:

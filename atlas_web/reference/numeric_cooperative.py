@@ -18,7 +18,8 @@ import numpy as np
 
 from ..errors import UnsupportedOperation
 from ..isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
-from ..isa.opcodes import COOPERATIVE_OPERATION_TYPES, SCALARS
+from ..isa.opcodes import SCALARS
+from ..isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS, lane_instruction
 from ..isa.types import Type
 from .numeric_floats import computed, fmax
 from .numeric_formats import round_to, storage_dtype
@@ -54,25 +55,20 @@ def _relu(ty: Type, x: np.ndarray) -> np.ndarray:
     return np.maximum(x, np.zeros_like(x))
 
 
-_MAP_FUNCTIONS = {
-    MapOperation.Abs: _instruction("ABS"), MapOperation.Neg: _instruction("NEG"),
-    MapOperation.Sqrt: _instruction("SQRT"), MapOperation.Exp: _instruction("EXP"),
-    MapOperation.Log: _instruction("LOG"), MapOperation.Sin: _instruction("SIN"),
-    MapOperation.Cos: _instruction("COS"), MapOperation.Tan: _instruction("TAN"), MapOperation.Relu: _relu,
-    MapOperation.Sigmoid: _instruction("SIGMOID"), MapOperation.Tanh: _instruction("TANH"),
-    MapOperation.Gelu: _instruction("GELU"), MapOperation.Swish: _instruction("SWISH"),
-}
-_BINARY_MAP_FUNCTIONS = {
-    BinaryMapOperation.Add: _instruction("ADD"), BinaryMapOperation.Sub: _instruction("SUB"),
-    BinaryMapOperation.Mul: _instruction("MUL"), BinaryMapOperation.Div: _instruction("DIV"),
-    BinaryMapOperation.Pow: TRANSCENDENTAL_BINARY["POW"], BinaryMapOperation.Min: _instruction("MIN"),
-    BinaryMapOperation.Max: _instruction("MAX"), BinaryMapOperation.Atan2: TRANSCENDENTAL_BINARY["ATAN2"],
-}
+#: the lane functions of operations that no instruction computes (atlas_web.isa.operations)
+_OWN_FUNCTIONS = {"RELU": _relu, "POW": TRANSCENDENTAL_BINARY["POW"], "ATAN2": TRANSCENDENTAL_BINARY["ATAN2"]}
+
+
+def _element_function(op):
+    """The lane function of ``op``: its own, or the rule of the instruction with its meaning."""
+    name = ELEMENT_FUNCTIONS[op]
+    return _OWN_FUNCTIONS[name] if lane_instruction(op) is None else _instruction(name)
+
 
 #: ParallelMap: operation -> (ty, values) -> values
-MAP_OPS = {op: _checked(op, fn) for op, fn in _MAP_FUNCTIONS.items()}
+MAP_OPS = {op: _checked(op, _element_function(op)) for op in MapOperation}
 #: ParallelMapBinary: operation -> (ty, a, b) -> values
-BINARY_MAP_OPS = {op: _checked(op, fn) for op, fn in _BINARY_MAP_FUNCTIONS.items()}
+BINARY_MAP_OPS = {op: _checked(op, _element_function(op)) for op in BinaryMapOperation}
 
 
 def _identity(op_kind: str, ty: Type):
@@ -113,8 +109,6 @@ def _exact_sum(values: np.ndarray) -> float:
             return math.inf if exact > 0 else -math.inf
 
 
-_REDUCE_KIND = {ReduceOperation.Sum: "add", ReduceOperation.Product: "mul", ReduceOperation.Min: "min",
-                ReduceOperation.Max: "max"}
 
 
 def parallel_reduce(op: ReduceOperation, ty: Type, values: np.ndarray) -> np.ndarray:
@@ -128,7 +122,7 @@ def parallel_reduce(op: ReduceOperation, ty: Type, values: np.ndarray) -> np.nda
     """
     if ty not in COOPERATIVE_OPERATION_TYPES[op]:
         raise UnsupportedOperation(op.name, ty, "cpu", "ParallelReduce does not accept this type")
-    kind = _REDUCE_KIND[op]
+    kind = ELEMENT_FUNCTIONS[op].lower()  # the instruction it folds with: add, mul, min, max
     dtype = storage_dtype(ty)
     values = np.asarray(values)
     if len(values) == 0:

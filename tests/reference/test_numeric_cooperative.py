@@ -16,7 +16,8 @@ import pytest
 from atlas_web.errors import UnsupportedOperation
 from atlas_web.isa import Type
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, OPCODE_TABLE
+from atlas_web.isa.opcodes import OPCODE_TABLE
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES
 from atlas_web.reference import numeric
 
 from . import test_numeric_floats as floats

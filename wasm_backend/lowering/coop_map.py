@@ -22,7 +22,7 @@ the checks, so a chunk cannot trap either.
 from __future__ import annotations
 
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
@@ -38,12 +38,11 @@ __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "bu
 
 I32, V128 = ValType.I32, ValType.V128
 
-#: ParallelMap operations computed by ``coop_ops`` (the others need the math library)
-MAP_OPERATIONS = {MapOperation.Abs: "abs", MapOperation.Neg: "neg", MapOperation.Sqrt: "sqrt",
-                  MapOperation.Relu: "relu"}
-#: ParallelMapBinary operations computed by ``coop_ops``
-BINARY_OPERATIONS = {BinaryMapOperation.Add: "add", BinaryMapOperation.Sub: "sub", BinaryMapOperation.Mul: "mul",
-                     BinaryMapOperation.Div: "div", BinaryMapOperation.Min: "min", BinaryMapOperation.Max: "max"}
+#: ParallelMap operations computed by ``coop_ops`` -> its name of their lane function (the others need the
+#: math library)
+MAP_OPERATIONS, BINARY_OPERATIONS = (
+    {op: ELEMENT_FUNCTIONS[op].lower() for op in enum if ELEMENT_FUNCTIONS[op].lower() in SCALAR_OPS}
+    for enum in (MapOperation, BinaryMapOperation))
 
 def map_kernel_name(index: int) -> str:
     """The export name of the element-wise kernel of the map at instruction ``index``."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 
 from atlas_web.isa.enums import ReduceOperation
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
@@ -56,9 +56,8 @@ __all__ = ["REDUCE_KINDS", "PARTIAL_BYTES", "reduce_kernel_name", "reduce_chunke
 
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
 
-#: operation -> element operation of coop_ops
-REDUCE_KINDS = {ReduceOperation.Sum: "add", ReduceOperation.Product: "mul", ReduceOperation.Min: "min",
-                ReduceOperation.Max: "max"}
+#: operation -> element operation of coop_ops (the instruction it folds with)
+REDUCE_KINDS = {op: ELEMENT_FUNCTIONS[op].lower() for op in ReduceOperation}
 
 #: bytes per partial in the host's partials area
 PARTIAL_BYTES = 8

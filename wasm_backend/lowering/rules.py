@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from atlas_web.errors import UnsupportedOperation
+from atlas_web.isa.opcodes import STRUCTURAL_INSTRUCTIONS
 from atlas_web.isa.types import Type
 
 __all__ = [
@@ -34,7 +35,8 @@ WASM_LANE_RULES: dict[str, dict[Type | None, Callable]] = {}
 LANE_CONDITIONS: dict[str, Callable[[Type | None], bool]] = {}
 #: control instruction name -> test(ctx, instr): push the i32 truth "it jumps" (BRA with a predicate, LOOP)
 BRANCH_TESTS: dict[str, Callable] = {}
-#: instructions lowered by the structure of the lane graph itself (branches, calls inlined, suspends)
+#: how each instruction lowered by the structure of the lane graph itself (the table's
+#: STRUCTURAL_INSTRUCTIONS: branches, calls inlined, suspends) is lowered
 STRUCTURAL: dict[str, str] = {}
 #: cooperative instruction name -> builder(coop_ctx)
 COOPERATIVE_RULES: dict[str, Callable] = {}
@@ -76,7 +78,10 @@ def branch_test(name: str):
 
 
 def structural(name: str, how: str) -> None:
-    """Declare that instruction ``name`` is lowered by the lane graph's structure (``how`` says how)."""
+    """Say how structural instruction ``name`` is lowered by the lane graph (``how``); raises ValueError for an
+    instruction the opcode table does not call structural."""
+    if name not in STRUCTURAL_INSTRUCTIONS:
+        raise ValueError(f"{name} is not a structural instruction of the opcode table")
     STRUCTURAL[name] = how
 
 
@@ -97,8 +102,8 @@ def support_operation(operation: object, types: Iterable[Type | None]) -> None:
 
 def lane_supported(name: str, ty: Type | None) -> bool:
     """Whether instruction ``name`` compiles for ``ty`` now."""
-    if name in STRUCTURAL:
-        return ty is None
+    if name in STRUCTURAL_INSTRUCTIONS:
+        return ty is None and name in STRUCTURAL
     if ty not in WASM_LANE_RULES.get(name, {}):
         return False
     condition = LANE_CONDITIONS.get(name)

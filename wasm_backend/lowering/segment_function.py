@@ -18,8 +18,9 @@ result slot) for the others.
 from __future__ import annotations
 
 from atlas_web.errors import TrapCode
-from atlas_web.isa.opcodes import ExecKind
+from atlas_web.isa.opcodes import STRUCTURAL_INSTRUCTIONS, ExecKind
 from atlas_web.isa.registers import SpecialRegister
+from atlas_web.launch import UNIFORM_SPECIALS
 from atlas_web.lowering.plan import LoweringPlan, Segment
 from atlas_web.lowering.stages import ResumeKind
 from atlas_web.lowering.structure import Block, Br, BrIf, CountJump, Dispatch, EndLane, Goto, If, Loop, Suspend
@@ -30,7 +31,7 @@ from .lane_context import PARAM_BLOCK, PARAM_GID, PARAM_LANE, PARAM_RECORD, STOP
 from .lane_state import RECORD_JUMPS, RECORD_PHASE, LaneState
 from .launch_layout import LaunchLayout
 from .module_context import ModuleContext
-from .rules import BRANCH_TESTS, STRUCTURAL, lookup_lane_rule
+from .rules import BRANCH_TESTS, lookup_lane_rule
 from .typemap import type_info
 
 __all__ = ["SegmentFunction", "STOP_SUSPENDED", "build_segment_function"]
@@ -59,7 +60,7 @@ class SegmentFunction(LaneContext):
         self.plan = plan
         self.launch = launch
         self.case_locals: dict[int, int] = {}
-        self.rules = [None if ins.INFO.kind is ExecKind.COOPERATIVE or ins.INFO.name in STRUCTURAL
+        self.rules = [None if ins.INFO.kind is ExecKind.COOPERATIVE or ins.INFO.name in STRUCTURAL_INSTRUCTIONS
                       else lookup_lane_rule(ins.INFO.name, ins.type) for ins in info.program.instructions]
 
     # ---- locals of virtual registers -----------------------------------------------------------------
@@ -266,12 +267,9 @@ _SPECIALS = {
                                                                         None if c.num_blocks == gx else gx),
     SpecialRegister.BLOCK_IDX_Y: lambda e, gx, gy, bx, by, c: _div_mod(e, PARAM_BLOCK, gx, gy),
     SpecialRegister.BLOCK_IDX_Z: lambda e, gx, gy, bx, by, c: _div_mod(e, PARAM_BLOCK, gx * gy, None),
-    SpecialRegister.BLOCK_DIM_X: lambda e, gx, gy, bx, by, c: e.i32(c.block[0]),
-    SpecialRegister.BLOCK_DIM_Y: lambda e, gx, gy, bx, by, c: e.i32(c.block[1]),
-    SpecialRegister.BLOCK_DIM_Z: lambda e, gx, gy, bx, by, c: e.i32(c.block[2]),
-    SpecialRegister.GRID_DIM_X: lambda e, gx, gy, bx, by, c: e.i32(c.grid[0]),
-    SpecialRegister.GRID_DIM_Y: lambda e, gx, gy, bx, by, c: e.i32(c.grid[1]),
-    SpecialRegister.GRID_DIM_Z: lambda e, gx, gy, bx, by, c: e.i32(c.grid[2]),
+    # the block and grid dimensions: constants of the launch
+    **{reg: lambda e, gx, gy, bx, by, c, reg=reg: e.i32(c.uniform_specials()[reg])
+       for reg in UNIFORM_SPECIALS},
 }
 
 

@@ -20,8 +20,8 @@ Threads. A module compiled for several threads whose SIMD function covers at lea
 ``simd_chunk(lo, hi)`` (``simd_range`` without its result): when the checks pass and the lanes have no
 effect another lane's order could change, the host runs the kernel over ranges of lanes on its threads
 (every ``lo`` a multiple of ``SIMD_LANES * UNROLL``, so each lane runs the code it runs in one call:
-results are bit-identical). Effects that allow it: only instructions of ``_ORDER_FREE`` (no memory
-effect, or LDG) and STG; decided at run time in ``simd_lanes``, every store's byte range over all the
+results are bit-identical). Effects that allow it: only order-free instructions (the opcode table's
+``effects.order_free``: no effect but on the lane's own registers, LDG included) and STG; decided at run time in ``simd_lanes``, every store's byte range over all the
 lanes must be disjoint from every other access's (loads read once in the prologue included), or be the
 same range with the same element size (then a lane only meets its own element). Anything else (a
 store that overlaps another lane's access, an instruction outside the table) keeps the single call.
@@ -42,7 +42,6 @@ from .. import layout
 from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_LANES_THRESHOLD
 from . import simd_arith, simd_masks, simd_memory  # noqa: F401  (they add their rules to SIMD_RULES on import)
-from .math_seam import LANE_MATH_OPS
 from .module_context import HOST_IMPORTS, ModuleContext
 from .simd_lanes import (
     SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported,
@@ -60,12 +59,6 @@ SIMD_CHUNK = "simd_chunk"  # a chunk function, not a kernel (docs/glossary.md)
 LANES_PER_RANGE_STEP = SIMD_LANES * UNROLL
 #: ``simd_lanes`` result when the checks passed and the lanes may run in ranges on threads (internal)
 _CHUNKABLE = 2
-#: instructions whose SIMD rules have no memory effect but loads: their lanes can run in any order
-#: (a rule added for an instruction missing here, an atomic say, keeps the single call)
-_ORDER_FREE = frozenset({
-    "ABS", "ADD", "AND", "CEIL", "CVT", "DIV", "FLOOR", "FMA", "FMS", "LDG", "MAD", "MAX", "MIN", "MOV", "MOV_IMM",
-    "MUL", "MemFence", "NEG", "NOT", "OR", "ROUND", "SEL", "SETcc", "SHL", "SHR", "SQRT", "SUB", "TRUNC", "XOR",
-    *LANE_MATH_OPS})
 #: stores whose byte ranges simd_lanes compares at run time
 _RANGE_CHECKED = frozenset({"STG"})
 
@@ -137,10 +130,11 @@ def _analyse(m: ModuleContext, info, config, shape, lanes: int) -> tuple[SimdBui
 
 
 def _order_free(s: SimdBuilder, shape) -> bool:
-    """Whether every instruction the SIMD function runs is in _ORDER_FREE or _RANGE_CHECKED."""
+    """Whether every instruction the SIMD function runs is order-free (the table's effects) or _RANGE_CHECKED."""
     leading, _guard, guarded = shape
     indices = [*(leading or ()), *(guarded or ())]
-    return all(s.program.instructions[i].INFO.name in _ORDER_FREE | _RANGE_CHECKED for i in indices)
+    return all(info.effects.order_free or info.name in _RANGE_CHECKED
+               for info in (s.program.instructions[i].INFO for i in indices))
 
 
 def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int] | None:

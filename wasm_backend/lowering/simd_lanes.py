@@ -169,10 +169,7 @@ class SimdBuilder:
     def _special(self, reg: SpecialRegister):
         if reg is SpecialRegister.GLOBAL_LANE_ID:
             return Affine(Const(0), 1)
-        block, grid = self.config.block, self.config.grid
-        constant = {SpecialRegister.BLOCK_DIM_X: block[0], SpecialRegister.BLOCK_DIM_Y: block[1],
-                    SpecialRegister.BLOCK_DIM_Z: block[2], SpecialRegister.GRID_DIM_X: grid[0],
-                    SpecialRegister.GRID_DIM_Y: grid[1], SpecialRegister.GRID_DIM_Z: grid[2]}
+        constant = self.config.uniform_specials()
         if reg not in constant:
             raise SimdUnsupported(f"{reg.name} varies in a way the SIMD mode does not model")
         return Const(constant[reg])

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 
 from .emitter import CodeWriter, ShaderFeatures
@@ -53,19 +53,10 @@ MAX_GROUPS = 1024
 #: elements (4 per vector) each invocation of a reduction's vector first pass reads at least
 ELEMENTS_PER_INVOCATION = 256
 
-MAP_INSTRUCTIONS = {
-    MapOperation.Abs: "ABS", MapOperation.Neg: "NEG", MapOperation.Sqrt: "SQRT", MapOperation.Exp: "EXP",
-    MapOperation.Log: "LOG", MapOperation.Sin: "SIN", MapOperation.Cos: "COS", MapOperation.Tan: "TAN",
-    MapOperation.Relu: "RELU", MapOperation.Sigmoid: "SIGMOID", MapOperation.Tanh: "TANH",
-    MapOperation.Gelu: "GELU", MapOperation.Swish: "SWISH",
-}
-BINARY_INSTRUCTIONS = {
-    BinaryMapOperation.Add: "ADD", BinaryMapOperation.Sub: "SUB", BinaryMapOperation.Mul: "MUL",
-    BinaryMapOperation.Div: "DIV", BinaryMapOperation.Pow: "POW", BinaryMapOperation.Min: "MIN",
-    BinaryMapOperation.Max: "MAX", BinaryMapOperation.Atan2: "ATAN2",
-}
-REDUCE_INSTRUCTIONS = {ReduceOperation.Sum: "ADD", ReduceOperation.Product: "MUL", ReduceOperation.Min: "MIN",
-                       ReduceOperation.Max: "MAX"}
+#: operation -> the lane function (a VALUE_RULES name) the kernels apply, by enumeration: views of
+#: atlas_web.isa.operations.ELEMENT_FUNCTIONS
+MAP_INSTRUCTIONS, BINARY_INSTRUCTIONS, REDUCE_INSTRUCTIONS = (
+    {op: ELEMENT_FUNCTIONS[op] for op in enum} for enum in (MapOperation, BinaryMapOperation, ReduceOperation))
 #: binary operations whose WGSL expression is the same for vec4 operands (32-bit types)
 VECTOR_BINARY = {BinaryMapOperation.Add, BinaryMapOperation.Sub, BinaryMapOperation.Mul}
 
@@ -160,7 +151,7 @@ def kernel_supported(operation: object, ty: Type) -> bool:
     if wt is None or ty not in COOPERATIVE_OPERATION_TYPES[operation]:
         return False
     from .rules import VALUE_RULES
-    name = {**MAP_INSTRUCTIONS, **BINARY_INSTRUCTIONS, **REDUCE_INSTRUCTIONS}[operation]
+    name = ELEMENT_FUNCTIONS[operation]
     family = "float" if isinstance(operation, ReduceOperation) and wt.family == "float" else wt.family
     return (name, family) in VALUE_RULES
 

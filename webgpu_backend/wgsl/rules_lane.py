@@ -9,6 +9,7 @@ through ``opaque_f32``, so a copy is never "the same value" to the compiler's al
 from __future__ import annotations
 
 from atlas_web.isa.enums import MemoryScope
+from atlas_web.isa.effects import is_typed_computation
 from atlas_web.isa.floats import float_to_bits
 from atlas_web.isa.opcodes import OPCODE_TABLE, Access, OperandKind
 from atlas_web.isa.types import Type
@@ -21,12 +22,8 @@ from .types import TYPE_MAP, WgslType, f32_literal, u32_literal
 
 __all__ = ["literal", "TYPED_COMPUTATIONS", "MEMORY_SCOPES"]
 
-#: the instructions whose lane code is "read the operands, compute, write dst"
-TYPED_COMPUTATIONS = (
-    "ADD", "SUB", "MUL", "DIV", "REM", "MAD", "FMA", "FMS", "MIN", "MAX", "ABS", "NEG", "RCP", "RSQRT", "CLAMP",
-    "LERP", "SIGN", "FLOOR", "CEIL", "ROUND", "TRUNC", "AND", "OR", "XOR", "NOT", "SHL", "SHR",
-    "EXP", "LOG", "LOG2", "LOG10", "SQRT", "SIN", "COS", "TAN", "TANH", "SIGMOID", "GELU", "SWISH",
-)
+#: the instructions whose lane code is "read the operands, compute, write dst" (the table says which)
+TYPED_COMPUTATIONS = tuple(row.name for row in OPCODE_TABLE if is_typed_computation(row))
 
 _READS = {row.name: tuple(o.name for o in row.operands if o.kind is OperandKind.REG and o.access is Access.READ)
           for row in OPCODE_TABLE}

@@ -81,15 +81,12 @@ def _k(k) -> str:
 
 
 def _special_values(config: LaunchConfig) -> dict[int, str]:
-    gx, gy, gz = config.grid
-    bx, by, bz = config.block
+    gx, gy, _gz = config.grid
     return {
         SpecialRegister.LANE_IDX_X: "lid.x", SpecialRegister.LANE_IDX_Y: "lid.y", SpecialRegister.LANE_IDX_Z: "lid.z",
         SpecialRegister.BLOCK_IDX_X: f"block % {gx}u", SpecialRegister.BLOCK_IDX_Y: f"(block / {gx}u) % {gy}u",
         SpecialRegister.BLOCK_IDX_Z: f"block / {gx * gy}u",
-        SpecialRegister.BLOCK_DIM_X: f"{bx}u", SpecialRegister.BLOCK_DIM_Y: f"{by}u",
-        SpecialRegister.BLOCK_DIM_Z: f"{bz}u", SpecialRegister.GRID_DIM_X: f"{gx}u",
-        SpecialRegister.GRID_DIM_Y: f"{gy}u", SpecialRegister.GRID_DIM_Z: f"{gz}u",
+        **{reg: f"{value}u" for reg, value in config.uniform_specials().items()},
         SpecialRegister.GLOBAL_LANE_ID: "lane_id",
     }
 

@@ -8,10 +8,11 @@ so nothing is supported on it.
 
 from __future__ import annotations
 
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, ExecKind, OpcodeInfo
+from atlas_web.isa.opcodes import STRUCTURAL_INSTRUCTIONS, ExecKind, OpcodeInfo
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, OPERATION_ENUMS
 from atlas_web.isa.types import Type
 
-from .cooperative import BINARY_INSTRUCTIONS, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS, kernel_supported
+from .cooperative import kernel_supported
 from .rules import WGSL_LANE_RULES, VALUE_RULES, unsupported
 from .rules_lane import TYPED_COMPUTATIONS
 from .rules_wide import WIDE_RULES
@@ -20,12 +21,11 @@ from .types import TYPE_MAP
 __all__ = ["supports_instruction", "check_program", "STRUCTURAL", "HOST_STEPS", "KERNEL_OPERATIONS"]
 
 #: instructions that become control flow or the stage structure rather than a rule
-STRUCTURAL = frozenset({"BRA", "CALL", "RET", "LOOP", "EXIT", "BarSync"})
+STRUCTURAL = STRUCTURAL_INSTRUCTIONS
 #: cooperative instructions the host carries out between dispatches
 HOST_STEPS = frozenset({"PoolAlloc", "PoolFree"})
-#: cooperative instructions run by kernels -> their operation tables
-KERNEL_OPERATIONS = {"ParallelMap": MAP_INSTRUCTIONS, "ParallelMapBinary": BINARY_INSTRUCTIONS,
-                     "ParallelReduce": REDUCE_INSTRUCTIONS}
+#: cooperative instructions run by kernels -> their operations (the table's operation enumerations)
+KERNEL_OPERATIONS = OPERATION_ENUMS
 
 
 def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
