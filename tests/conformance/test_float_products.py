@@ -2,7 +2,8 @@
 against the contract in docs/semantics.md: a NaN among the values, or a zero with an infinity, gives NaN;
 otherwise an infinity gives an infinity and a zero a zero (signed by the product of the signs); otherwise
 the result is the rounding of a number within ``count * eps`` of the exact product, however the partial
-products over- or underflow (issue 16: webgpu gave NaN for ``[1e30, 1e30, 1e-30, 1e-30]``)."""
+products over- or underflow (issue 16: webgpu gave NaN for ``[1e30, 1e30, 1e-30, 1e-30]``); and the per-lane
+ReduceMul (index order, each step rounded) on the same values against the reference's bits."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from atlas_web import LaunchConfig, ProgramBuilder, UnsupportedOperation
-from atlas_web.isa import STG, Address, ParallelReduce, ReduceOperation, Register, Type
+from atlas_web.isa import STG, Address, ParallelReduce, ReduceMul, ReduceOperation, Register, Type
 
 from .backends import compiled_backends
 from .test_float_sums import BACKENDS, FORMATS, INF, NAN
@@ -63,13 +64,15 @@ def _check(ty: Type, values: list[float], got: float) -> None:
     assert abs(Fraction(got) - exact) <= bound + Fraction(math.ulp(got)), f"{got!r} vs exact {float(exact)!r}"
 
 
-def _product_on(backend, ty: Type, values: list[float]) -> float:
+def _product_on(backend, ty: Type, values: list[float], *, per_lane: bool = False) -> float:
+    """The ParallelReduce Product of ``values`` (per_lane: one lane's ReduceMul) on ``backend``."""
     data = encode(ty, values)
     src, out = backend.allocate_buffer(len(data)), backend.allocate_buffer(ty.size_bytes())
     backend.copy_to_buffer(src, data)
-    program = ProgramBuilder().add(ParallelReduce(dst=Register(1), src_array=Address.BufferOffset(int(src)),
-                                                  count=len(values), operation=ReduceOperation.Product, ty=ty)) \
-        .add(STG(dst=Address.BufferOffset(int(out)), src=Register(1), ty=ty)).build()
+    fields = dict(dst=Register(1), src_array=Address.BufferOffset(int(src)), count=len(values), ty=ty)
+    reduce = ReduceMul(**fields) if per_lane else ParallelReduce(**fields, operation=ReduceOperation.Product)
+    program = ProgramBuilder().add(reduce).add(STG(dst=Address.BufferOffset(int(out)), src=Register(1), ty=ty)) \
+        .build()
     try:
         backend.execute_program(program, LaunchConfig())
         return decode(ty, bytes(backend.copy_from_buffer(out))[:ty.size_bytes()])[0]
@@ -91,6 +94,21 @@ def test_float_products_at_the_edges_follow_the_contract(backend_name, ty, name)
             _product_on(backend, ty, values)
         return
     _check(ty, values, _product_on(backend, ty, values))
+
+
+@pytest.mark.parametrize("backend_name", sorted(set(BACKENDS) - {"cpu"}))
+@pytest.mark.parametrize(("ty", "name"), CASES, ids=[f"{ty.suffix}-{name}" for ty, name in CASES])
+def test_per_lane_reduce_mul_at_the_edges_gives_the_references_bits(backend_name, ty, name):
+    """ReduceMul folds in index order rounding each step (docs/semantics.md, Reductions), so unlike the
+    ParallelReduce product its partials may overflow and meet a zero (NaN): every backend gives the
+    reference's bits, NaN for NaN (issue 16 saw a BF16 ReduceMul product NaN on webgpu, -0.0 on cpu)."""
+    backend, values = BACKENDS[backend_name], _values(ty)[name]
+    if not backend.supports(ReduceMul, ty):
+        with pytest.raises(UnsupportedOperation):
+            _product_on(backend, ty, values, per_lane=True)
+        return
+    got, want = (_product_on(b, ty, values, per_lane=True) for b in (backend, BACKENDS["cpu"]))
+    assert (math.isnan(got) and math.isnan(want)) or encode(ty, [got]) == encode(ty, [want]), (got, want)
 
 
 def test_the_issue_16_values_give_the_references_product():

@@ -4,6 +4,7 @@ library."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import struct
@@ -277,3 +278,20 @@ def test_fma64_rounds_once_at_the_exponent_extremes():
             continue
         want = _fraction_fma(a, b, c)
         assert _f64_bits(fma64(a, b, c)) == _f64_bits(want) == _f64_bits(fma_exact_scalar(a, b, c)), (a, b, c)
+
+
+#: zeros of both signs, infinities, NaN, the subnormal and normal extremes, the overflow threshold's
+#: neighbours and ordinary values: every triple of them exercises the helper's special-value and
+#: exponent-window branches (inf * 0, inf - inf, a finite product that overflows against an infinite addend)
+FMA64_SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 1.7976931348623157e308,
+                  -1.7976931348623157e308, 2.0 ** -1022, 2.0 ** 1023, 2.0 ** -537, 2.0 ** 512, 1e300, -1e-300,
+                  1.0, -1.0, 1.5, 3.0]
+
+
+def test_fma64_of_special_operands_matches_the_reference():
+    """Every triple of FMA64_SPECIALS: the same bits as the reference's fma (any NaN for a NaN)."""
+    _, call = _helpers("fma64")
+    fma64 = call("fma64")
+    for a, b, c in itertools.product(FMA64_SPECIALS, repeat=3):
+        got, want = fma64(a, b, c), fma_exact_scalar(a, b, c)
+        assert (math.isnan(got) and math.isnan(want)) or _f64_bits(got) == _f64_bits(want), (a, b, c, got, want)
