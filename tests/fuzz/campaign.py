@@ -1,0 +1,146 @@
+"""Run generated programs on the reference and on every backend that supports them; compare; minimize.
+
+A program is compared buffer by buffer: inputs and exact outputs bit for bit, inexact outputs within the
+backend's documented ``ulp_tolerance`` for the ops that wrote them (tests/conformance/harness.py's rule);
+traps by (code, instruction index, lane), and after a trap every input buffer must be unchanged.
+A mismatch is first checked against KNOWN_ISSUES (tests/fuzz/known_issues.py) and then minimized by delta
+debugging over the program's instructions (text lines) to a short repro printed as text assembly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas_web import AtlasError, AtlasTrap, Program, ProgramError
+
+from tests.conformance.values import decode, ulp_distance
+
+from .generator import FuzzCase
+from .known_issues import known_issue
+
+__all__ = ["Outcome", "run", "mismatches", "minimize", "repro_text", "check"]
+
+
+@dataclass
+class Outcome:
+    """Every buffer's bytes after the launch, and the trap (code, index, lane) or None."""
+
+    buffers: list[bytes]
+    trap: tuple[int, int, int] | None
+
+
+#: stand-in handles a minimized program's text is written with (replaced by the real ones at each run)
+SENTINELS = 900_000
+
+
+def _with_handles(text: str, handles: list[int]) -> Program:
+    for k in reversed(range(len(handles))):
+        fake = SENTINELS + k
+        text = text.replace(f"buf{fake}", f"buf{handles[k]}").replace(str(fake << 32), str(handles[k] << 32))
+    return Program.from_text(text)
+
+
+def run(backend, case: FuzzCase, text: str | None = None) -> Outcome:
+    """Allocate the case's buffers in order, launch the case's program (or ``text``, written with the
+    SENTINELS handles), read every buffer back, free them."""
+    handles = []
+    for buf in case.buffers:
+        h = backend.allocate_buffer(max(len(buf.data), 1))
+        backend.copy_to_buffer(h, buf.data)
+        handles.append(int(h))
+    try:
+        prog = case.build(handles) if text is None else _with_handles(text, handles)
+        trap = None
+        try:
+            backend.execute_program(prog, case.config)
+        except AtlasTrap as t:
+            trap = (int(t.code), t.instruction_index, t.lane)
+        out = [bytes(backend.copy_from_buffer(h)[:len(b.data)]) for h, b in zip(handles, case.buffers)]
+    finally:
+        for h in handles:
+            backend.free_buffer(h)
+    return Outcome(out, trap)
+
+
+def _tolerance(backend, key) -> float:
+    if key is None or key == "exact":
+        return 0.0
+    return max((backend.ulp_tolerance(op, ty) for op, ty in key), default=0.0)
+
+
+def mismatches(backend, case: FuzzCase, want: Outcome, got: Outcome) -> list[str]:
+    """What differs between the reference's outcome and a backend's (empty when they agree)."""
+    if want.trap != got.trap:
+        return [f"trap: reference {want.trap}, backend {got.trap}"]
+    problems = []
+    for k, (buf, key, w, g) in enumerate(zip(case.buffers, case.tolerance_ops, want.buffers, got.buffers)):
+        if key is None:
+            if g != buf.data:
+                problems.append(f"input buffer {k} changed")
+            continue
+        if want.trap is not None:
+            continue  # outputs after a trap are unspecified; inputs are checked above
+        if w == g:
+            continue
+        ulps = _tolerance(backend, key)
+        for i, (a, b) in enumerate(zip(decode(buf.ty, w), decode(buf.ty, g))):
+            bad = (ulp_distance(a, b, buf.ty) > ulps) if buf.ty.is_float() else a != b
+            if bad:
+                problems.append(f"buffer {k} ({buf.ty.name}) element {i}: reference {a!r}, backend {b!r}"
+                                f" (tolerance {ulps} ulp from {key})")
+                break
+    return problems
+
+
+def check(reference, backend, case: FuzzCase) -> tuple[list[str], str | None]:
+    """(mismatches, known issue or None) of ``case`` on ``backend``."""
+    want, got = run(reference, case), run(backend, case)
+    problems = mismatches(backend, case, want, got)
+    if not problems:
+        return [], None
+    return problems, known_issue(backend, case, problems)
+
+
+def _lines(program: Program) -> list[str]:
+    return program.to_text().splitlines()
+
+
+def minimize(reference, backend, case: FuzzCase, max_rounds: int = 200) -> Program:
+    """The shortest program (by ddmin over text lines) that still mismatches on ``backend``."""
+    handles = [SENTINELS + k for k in range(len(case.buffers))]
+    lines = _lines(case.build(handles))
+
+    def fails(candidate: list[str]) -> bool:
+        text = "\n".join(candidate)
+        try:
+            return bool(mismatches(backend, case, run(reference, case, text), run(backend, case, text)))
+        except (ProgramError, AtlasError):
+            return False
+
+    n, rounds = 2, 0
+    while len(lines) >= 2 and rounds < max_rounds:
+        chunk = max(1, len(lines) // n)
+        reduced = False
+        for start in range(0, len(lines), chunk):
+            rounds += 1
+            candidate = lines[:start] + lines[start + chunk:]
+            if candidate and fails(candidate):
+                lines, n, reduced = candidate, max(n - 1, 2), True
+                break
+        if not reduced:
+            if chunk == 1:
+                break
+            n = min(len(lines), 2 * n)
+    return Program.from_text("\n".join(lines))  # written with handles SENTINELS + k
+
+
+def repro_text(backend_name: str, case: FuzzCase, program: Program, problems: list[str]) -> str:
+    """The repro as text: assembly, launch, inputs (handles in allocation order), what differed."""
+    out = [f"# backend {backend_name}, case {case.name}", program.to_text(),
+           f"# launch {case.config}"]
+    for k, buf in enumerate(case.buffers):
+        role = "input" if case.tolerance_ops[k] is None else "output"
+        vals = decode(buf.ty, buf.data)
+        out.append(f"# buf{SENTINELS + k}: {role} {buf.ty.name} x{len(vals)} = {vals[:16]}{' ...' if len(vals) > 16 else ''}")
+    out += [f"# {p}" for p in problems]
+    return "\n".join(out)
