@@ -10,7 +10,8 @@ import random
 import atlas_web.isa as isa
 from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import LDG, STG, Address, Register, Type
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, OperandKind, TypeRule
+from atlas_web.isa.opcodes import OperandKind, TypeRule
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES
 
 from tests.conformance.case_tools import bytes_of, lane_pointer
 from tests.conformance.harness import Buffer

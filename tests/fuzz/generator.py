@@ -26,7 +26,8 @@ from atlas_web.isa import (
     BRA, CVT, LDG, LDS, MOV_IMM, STG, STS, Address, BarSync, MIRROR, DIV, OPCODE_TABLE, ExecKind, Register, Type,
 )
 from atlas_web.isa.floats import round_float
-from atlas_web.isa.opcodes import COOPERATIVE_OPERATION_TYPES, OperandKind, TypeRule
+from atlas_web.isa.opcodes import OperandKind, TypeRule
+from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES
 
 from tests.conformance.case_tools import bytes_of, lane_pointer
 from tests.conformance.harness import Buffer
