@@ -201,6 +201,8 @@ class Backend(abc.ABC):
 
     #: registry name ("cpu", "wasm", "webgpu")
     name: str = ""
+    #: set by ``close()`` (see ``atlas_web.exclusive.closes``)
+    _closed: bool = False
     api_version: int = API_VERSION
 
     # ---- memory -------------------------------------------------------------
@@ -392,7 +394,9 @@ class Backend(abc.ABC):
         return read.result()
 
     def close(self) -> None:  # noqa: B027 - an optional hook: the default has nothing to release
-        """Release the backend's device resources (no-op where there are none)."""
+        """Release the backend's device, memory, buffers and pools. A closed backend stays closed: every
+        later call but ``close()`` (which does nothing again) raises BackendClosed; make a new backend.
+        The built-in backends guard their methods with ``atlas_web.exclusive``, which enforces this."""
 
     def __enter__(self):
         return self

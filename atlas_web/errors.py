@@ -11,7 +11,7 @@ import enum
 
 __all__ = [
     "AtlasError", "ProgramError", "UnsupportedOperation", "AllocationFailed",
-    "InvalidBuffer", "ExecutionFailed", "BackendUnavailable", "AtlasTrap", "TrapCode",
+    "InvalidBuffer", "ExecutionFailed", "BackendUnavailable", "BackendClosed", "AtlasTrap", "TrapCode",
 ]
 
 
@@ -69,6 +69,11 @@ class ExecutionFailed(AtlasError, RuntimeError):
 
 class BackendUnavailable(AtlasError, RuntimeError):
     """A backend cannot start here (missing package, no adapter); the message says why."""
+
+
+class BackendClosed(BackendUnavailable):
+    """A call on a backend after its ``close()``: the backend released its device, memory, buffers and
+    pools; make a new one. The message names the backend and the call."""
 
 
 class TrapCode(enum.IntEnum):

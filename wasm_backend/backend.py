@@ -38,7 +38,7 @@ from atlas_web.backend import Backend
 from atlas_web.errors import (
     AllocationFailed, AtlasTrap, ExecutionFailed, InvalidBuffer, ProgramError, TrapCode,
 )
-from atlas_web.exclusive import exclusive_lock, one_thread_at_a_time
+from atlas_web.exclusive import closes, exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import source_bytes, target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import ReduceOperation
@@ -161,6 +161,7 @@ class WasmBackend(Backend):
         ``bytes`` of the rest of the buffer. One copy. Raises InvalidBuffer."""
         return self._copy_out(handle, "buffer", offset, out, "copy_from_buffer")
 
+    @one_thread_at_a_time
     def buffer_size(self, handle: int) -> int:
         """Size in bytes of a live buffer (or of the boundary memory). Raises InvalidBuffer."""
         return self._memory.get(handle, "buffer").size
@@ -207,6 +208,7 @@ class WasmBackend(Backend):
             return self._memory.read(self._memory.get(handle, "pool"), offset, out, "copy_from_pool")
         return self._copy_out(handle, "pool", offset, out, "copy_from_pool")
 
+    @one_thread_at_a_time
     def pool_size(self, handle: int) -> int:
         """Size in bytes of a live pool. Raises InvalidBuffer."""
         return self._memory.get(handle, "pool").size
@@ -406,6 +408,7 @@ class WasmBackend(Backend):
         from .docs import backend_documentation
         return backend_documentation()
 
+    @one_thread_at_a_time
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
         ``max_allocation`` (the largest buffer or pool: the arena's room in an empty linear memory),
@@ -443,12 +446,12 @@ class WasmBackend(Backend):
             return [0.0] * NUM_CLASSES
         return list(self._memory.access.unpack(f"<{NUM_CLASSES}d", layout.RES_SUMS))
 
-    @one_thread_at_a_time
+    @closes
     def close(self) -> None:
-        """Drop compiled programs and instances and stop the worker threads, returning once they have ended.
-        The backend stays usable: its memory and buffers stay, a later launch compiles again, and a later
-        large map, reduction or SIMD launch starts new workers. A backend dropped without ``close`` stops its
-        workers when it is collected (nothing it registers with the engine refers to it strongly)."""
+        """Drop compiled programs and instances and stop the worker threads, returning once they have ended;
+        the backend is closed (later calls raise BackendClosed; its memory goes with it). A backend dropped
+        without ``close`` stops its workers when it is collected (nothing it registers with the engine
+        refers to it strongly)."""
         self._loaded.clear()
         self._verified_programs.clear()
         self._runner.close()

@@ -16,7 +16,7 @@ from typing import Any
 
 from atlas_web.backend import Backend, resolve_op
 from atlas_web.errors import ExecutionFailed, InvalidBuffer, ProgramError
-from atlas_web.exclusive import exclusive_lock, one_thread_at_a_time
+from atlas_web.exclusive import check_open, closes, exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import BinaryMapOperation, MapOperation, ReduceOperation
@@ -91,7 +91,6 @@ class WebGpuBackend(Backend):
         self._programs: OrderedDict[tuple, tuple[Any, CompiledProgram]] = OrderedDict()
         self._resonance: list[float] | None = [0.0] * 96
         self._pending_resonance: int | None = None
-        self._closed = False
 
     @classmethod
     def probe(cls) -> DeviceProbe:
@@ -130,7 +129,8 @@ class WebGpuBackend(Backend):
 
     async def copy_from_buffer_async(self, handle: int, out: Any = None, offset: int = 0) -> Any:
         """As ``copy_from_buffer``, but awaits the GPU without blocking the event loop (the browser's
-        way to read results without ``run_sync``). One copy. Raises InvalidBuffer."""
+        way to read results without ``run_sync``). One copy. Raises InvalidBuffer or BackendClosed."""
+        check_open(self, "copy_from_buffer_async")
         alloc = self._memory.get(handle, "buffer")
         what = "copy_from_buffer_async"
         if out is None:
@@ -221,6 +221,7 @@ class WebGpuBackend(Backend):
 
     async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
         """As execute_program, awaiting the GPU without blocking the event loop."""
+        check_open(self, "execute_async")
         params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
         compiled, launch_config, presets, budget = self._prepare(program, params)
         self._finish(await self._launcher.run_async(compiled, launch_config, presets, budget))
@@ -323,12 +324,10 @@ class WebGpuBackend(Backend):
             self._resonance = [_exact_sum(words[c * RES_STRIDE:(c + 1) * RES_STRIDE]) for c in range(96)]
         return list(self._resonance)
 
-    @one_thread_at_a_time
+    @closes
     def close(self) -> None:
-        """Release the device memory (and the device, when the backend made its driver)."""
-        if self._closed:
-            return
-        self._closed = True
+        """Release the device memory (and the device, when the backend made its driver); the backend is
+        closed (later calls raise BackendClosed)."""
         self._memory.close()
         if self._owns_driver:
             self._driver.close()

@@ -17,7 +17,7 @@ from ..atlas import NUM_CLASSES
 from ..backend import Backend
 from ..cache import ProgramCache
 from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
-from ..exclusive import exclusive_lock, one_thread_at_a_time
+from ..exclusive import closes, exclusive_lock, one_thread_at_a_time
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
 from ..memory import MAX_ALLOCATION
@@ -234,3 +234,11 @@ class CpuBackend(Backend):
     def resonance_accumulator(self) -> list[float]:
         """The 96 ResAccum sums of the last launch (zeros before any), as Python floats (a copy)."""
         return self._accumulator.tolist()
+
+    @closes
+    def close(self) -> None:
+        """Release the buffers, pools and cached programs; the backend is closed (later calls raise
+        BackendClosed)."""
+        self._memory = MemoryStore(self._memory.limit)
+        self._programs = ProgramCache(_PROGRAM_CACHE_SIZE)
+        self._geometry = None
