@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atlas_web import AtlasError, AtlasTrap, Program, ProgramError
+from atlas_web import AtlasError, AtlasTrap, ExecutionFailed, Program, ProgramError
 
 from tests.conformance.values import decode, ulp_distance
 
@@ -26,7 +26,8 @@ class Outcome:
     """Every buffer's bytes after the launch, and the trap (code, index, lane) or None."""
 
     buffers: list[bytes]
-    trap: tuple[int, int, int] | None
+    #: (code, instruction index, lane), or ("ExecutionFailed", message) for a launch that failed
+    trap: tuple | None
 
 
 #: stand-in handles a minimized program's text is written with (replaced by the real ones at each run)
@@ -55,6 +56,8 @@ def run(backend, case: FuzzCase, text: str | None = None) -> Outcome:
             backend.execute_program(prog, case.config)
         except AtlasTrap as t:
             trap = (int(t.code), t.instruction_index, t.lane)
+        except ExecutionFailed as e:  # a failed launch is an outcome to compare (the reference never fails one)
+            trap = ("ExecutionFailed", str(e)[:200])
         out = [bytes(backend.copy_from_buffer(h)[:len(b.data)]) for h, b in zip(handles, case.buffers)]
     finally:
         for h in handles:

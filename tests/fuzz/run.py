@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", action="append", help="only these backends (default: every available one)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--big", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="name each case before it runs (to find a crash)")
     args = ap.parse_args(argv)
     backends = {n: b for n, b in compiled_backends().items() if not args.backend or n in args.backend}
     reference = CpuBackend()
@@ -52,6 +53,8 @@ def main(argv=None) -> int:
                     stats[name]["unsupported"] += 1
                     continue
                 stats[name]["ran"] += 1
+                if args.verbose:
+                    print(f"{name} {case.name}", flush=True)
                 problems, known = check(reference, backend, case)
                 if not problems:
                     stats[name]["ok"] += 1

@@ -84,7 +84,11 @@ def lower_nbr_get(ctx: LaneContext, instr) -> None:
     ctx.read_unsigned64("index")
     e.set(index)
     e.i32(atlas.NO_NEIGHBOUR)
-    e.get(cls).i32(atlas.MAX_DEGREE).op("i32.mul").get(index).op("i32.wrap_i64").op("i32.add")
+    # the load runs before the select: an index past the degree reads the row's first byte, not
+    # class*MAX_DEGREE + (index mod 2**32), which lay outside memory (found by tests/fuzz)
+    e.get(cls).i32(atlas.MAX_DEGREE).op("i32.mul")
+    e.i32(0).get(index).op("i32.wrap_i64").get(index).i64(atlas.MAX_DEGREE).op("i64.ge_u").op("select")
+    e.op("i32.add")
     e.op("i32.load8_u", layout.NEIGHBOURS_AT)
     e.get(index).i64(atlas.MAX_DEGREE).op("i64.ge_u").op("select")
     ctx.write()
