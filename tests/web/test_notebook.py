@@ -77,3 +77,25 @@ def test_the_install_and_cell_buttons_run_a_cell_with_await(notebook):
     notebook.click("#run-cell")
     notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=180_000)
     assert notebook.inner_text("#cell-output").strip() == Program.from_text("exit").digest()
+
+
+def test_on_the_pages_thread_a_big_module_cannot_compile_synchronously_and_says_so(notebook):
+    """The demo's Python runs in a worker, where the browser compiles any size synchronously; here, on the
+    page's thread (atlas-web installed by the tests above), its 8 MB limit is reported with the way out."""
+    import json
+    source = """
+from wasm_backend.encoding.module import ModuleBuilder
+from wasm_backend.errors import WasmInterfaceError
+from wasm_backend.runners.js_runner import JsRunner
+builder = ModuleBuilder("big")
+builder.add_memory(160)
+builder.add_data(bytes(9 << 20), offset=0)              # over the 8 MB of synchronous compilation
+try:
+    JsRunner().compile(builder.to_bytes())
+    result = None
+except WasmInterfaceError as error:
+    result = str(error)
+import json as _json
+_json.dumps(result)"""
+    message = json.loads(notebook.evaluate("(source) => window.notebook.pyodide.runPython(source)", source))
+    assert message and "synchronously" in message and "run_sync" in message and "compile_async" in message

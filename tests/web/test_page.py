@@ -251,6 +251,10 @@ def test_a_long_run_never_blocks_the_page_and_fills_the_table_row_by_row(browser
         page.screenshot(path=str(artifacts / "demo-run-all.png"), full_page=True)
         long_tasks = page.evaluate("window.longTasks")
         rows = page.evaluate("window.rowsWhileRunning")
+        (artifacts / "demo-run-all.json").write_text(json.dumps({
+            "size": 200000, "long_tasks_ms": long_tasks, "rows_while_running": rows,
+            "launches": page.eval_on_selector_all("#all-results-body tr", "rs => rs.map(r => [r.dataset.example, "
+                                                  "r.dataset.backend, r.cells[3].textContent])")}, indent=2))
         assert page.get_attribute("#all-results", "data-state") == "done"
         assert page.locator("#all-results-body tr").count() == 5 * len(backends)
         assert 1 in rows and 2 in rows  # the rows appeared one by one while the run went on
