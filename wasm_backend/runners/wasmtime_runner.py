@@ -19,6 +19,10 @@ is one instruction. ``budgeted=False`` removes the instrumentation; the
 Atlas budget itself (backward branches per lane) is counted by the lowered
 code, not by the engine, so it holds either way.
 
+Interrupts: the engine also has epoch interruption on, so a SIGINT (Ctrl-C) stops a call on the main
+thread within about one tick (0.1 s) and raises KeyboardInterrupt once it has returned (``interrupts``);
+an epoch deadline never traps by itself, so budgets stay fuel's alone.
+
 Each memory (and each instance without an imported memory) lives in its own
 ``wasmtime.Store``; instances sharing a memory share its store. Memory views
 are zero-copy NumPy arrays over ``Memory.data_ptr`` that keep the store alive.
@@ -53,6 +57,7 @@ from atlas_web.errors import AllocationFailed, BackendUnavailable
 from ..encoding.types import ExternKind, FuncType, Limits, ValType
 from ..errors import WasmInterfaceError, WasmTrap, WasmTrapKind, WasmValidationError
 from ..runner import CompiledModule, ModuleExport, ModuleImport, WasmInstance, WasmMemory, WasmRunner
+from .interrupts import EpochTicker, call_interruptibly, guard_store
 from .worker_pool import WorkerPool
 
 try:
@@ -181,9 +186,11 @@ class WasmtimeRunner(WasmRunner):
         config.wasm_threads = True
         config.shared_memory = True
         config.consume_fuel = bool(budgeted)
+        config.epoch_interruption = True  # Ctrl-C inside a call (interrupts.py)
         self._budgeted = bool(budgeted)
         self._default_fuel = UNLIMITED_FUEL if default_budget is None else default_budget
         self._engine = wasmtime.Engine(config)
+        EpochTicker.register(self._engine)
 
     @property
     def supports_budget(self) -> bool:
@@ -248,6 +255,7 @@ class WasmtimeRunner(WasmRunner):
         store = wasmtime.Store(self._engine)
         if self._budgeted:
             store.set_fuel(self._default_fuel)
+        store.atlas_epoch_guard = guard_store(store)  # lives as long as the store
         return store
 
     def _create_memory(self, limits: Limits) -> WasmMemory:
@@ -271,7 +279,7 @@ class WasmtimeRunner(WasmRunner):
             else:
                 externs.append(wasmtime.Func(store, native_imp.type, functions[(imp.module, imp.name)]))
         self._refuel(store, None)
-        native = self._run(lambda: wasmtime.Instance(store, module.native, externs), "start function")
+        native = self._run(lambda: wasmtime.Instance(store, module.native, externs), "start function", store)
         if memory is None:
             memory = self._exported_memory(module, native, store)
         return WasmInstance(module, memory, native, store)
@@ -290,7 +298,7 @@ class WasmtimeRunner(WasmRunner):
         store = instance.context
         func = instance.native.exports(store)[export_name]
         self._refuel(store, budget)
-        result = self._run(lambda: func(store, *args), export_name)
+        result = self._run(lambda: func(store, *args), export_name, store)
         return tuple(result) if isinstance(result, list) else result
 
     def _bind(self, instance: WasmInstance, export_name: str) -> Callable[[], Any]:
@@ -310,11 +318,13 @@ class WasmtimeRunner(WasmRunner):
         call = ffi.wasmtime_func_call
         trap_type = ctypes.POINTER(ffi.wasm_trap_t)
         engine = self.engine_name
+        guard = store.atlas_epoch_guard
 
         def caller() -> Any:
             self._refuel(store, None)
             trap = trap_type()
-            error = call(store._context(), func_ref, params, 0, out, len(results), ctypes.byref(trap))
+            error = call_interruptibly(guard, lambda: call(store._context(), func_ref, params, 0, out,
+                                                           len(results), ctypes.byref(trap)))
             if trap:
                 trap_obj = wasmtime.Trap._from_ptr(trap)
                 maybe_raise_last_exn()
@@ -366,10 +376,13 @@ class WasmtimeRunner(WasmRunner):
         if self._budgeted:
             store.set_fuel(self._default_fuel if budget is None else budget)
 
-    def _run(self, action: Callable[[], Any], what: str) -> Any:
+    def _run(self, action: Callable[[], Any], what: str, store: "wasmtime.Store | None" = None) -> Any:
+        """Runs ``action`` (a call into ``store``); raises what a signal handler raised during it
+        (KeyboardInterrupt), else WasmTrap for a trap and WasmInterfaceError for a refusal."""
         try:
-            return action()
+            return call_interruptibly(getattr(store, "atlas_epoch_guard", None), action)
         except wasmtime.Trap as trap:
+
             kind = _TRAP_KINDS.get(trap.trap_code, WasmTrapKind.OTHER)
             raise WasmTrap(kind, engine=self.engine_name, engine_message=str(trap), export=what) from None
         except wasmtime.WasmtimeError as exc:
@@ -454,7 +467,8 @@ class _SlotInstances:
             else:
                 externs.append(wasmtime.Func(store, native_imp.type, _unavailable_import(imp.module, imp.name)))
         self._runner._refuel(store, None)
-        return self._runner._run(lambda: wasmtime.Instance(store, module.native, externs), "worker instance")
+        return self._runner._run(lambda: wasmtime.Instance(store, module.native, externs), "worker instance",
+                                 store)
 
     def _direct_caller(self, module: CompiledModule, native: "wasmtime.Instance", export_name: str
                        ) -> Callable[[tuple], None]:
