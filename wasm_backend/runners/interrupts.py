@@ -51,15 +51,21 @@ _NO_FINALIZER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(0)
 class EpochGuard:
     """The deadline callback of one Store and the SIGINT it saw during its call (``signalled``)."""
 
-    __slots__ = ("signalled", "callback", "__weakref__")
+    __slots__ = ("signalled", "previous", "callback", "__weakref__")
 
     def __init__(self) -> None:
         self.signalled: tuple[int, Any] | None = None
+        self.previous: Any = None
         self.callback = _CALLBACK(self._on_deadline)
 
     def on_signal(self, signum: int, frame: Any) -> None:
-        """The SIGINT handler while a call of this guard's store runs on the main thread."""
-        self.signalled = (signum, frame)
+        """The SIGINT handler while a call of this guard's store runs on the main thread: in the deadline
+        callback it marks the guard; in Python the call runs (an imported host function) it is the previous
+        handler, so the interrupt is raised there as before."""
+        if frame is not None and frame.f_code is _DEADLINE_CODE or not callable(self.previous):
+            self.signalled = (signum, frame)
+        else:
+            self.previous(signum, frame)
 
     def _on_deadline(self, _context: Any, _data: Any, delta: Any, kind: Any) -> int:
         # Python has run a pending SIGINT handler (on_signal) on entering this function
@@ -68,6 +74,9 @@ class EpochGuard:
         if self.signalled is not None:
             return ctypes.cast(ffi.wasmtime_error_new(b"interrupted by SIGINT"), ctypes.c_void_p).value or 0
         return 0
+
+
+_DEADLINE_CODE = EpochGuard._on_deadline.__code__
 
 
 class EpochTicker:
@@ -118,7 +127,7 @@ def call_interruptibly(guard: EpochGuard | None, action: Callable[[], Any]) -> A
     previous = _signal.getsignal(_SIGINT)
     if previous == _signal.SIG_IGN or previous is None:  # ignored, or a handler not installed from Python
         return action()
-    guard.signalled = None
+    guard.signalled, guard.previous = None, previous
     _signal.signal(_SIGINT, guard.on_signal)
     try:
         return action()

@@ -73,6 +73,8 @@ UNLIMITED_FUEL = (1 << 63) - 1
 MAX_THREADS = 64
 #: the most threads ``default_threads`` picks
 DEFAULT_THREADS_CAP = 8
+#: an epoch deadline (ticks) no run reaches
+_NEVER = 1 << 62
 #: module instances a worker thread keeps before it starts a fresh Store (a Store frees nothing earlier)
 _WORKER_INSTANCES = 32
 
@@ -251,11 +253,17 @@ class WasmtimeRunner(WasmRunner):
 
     # --- instances -----------------------------------------------------------------------------------------
 
-    def _new_store(self) -> "wasmtime.Store":
+    def _new_store(self, interruptible: bool = True) -> "wasmtime.Store":
+        """A Store with the default fuel; ``interruptible``: with an EpochGuard (a SIGINT stops its calls on
+        the main thread), else an epoch deadline never reached (the worker pool stops batches between
+        calls, and no Python callback may run during them on the main thread: it would swallow the signal)."""
         store = wasmtime.Store(self._engine)
         if self._budgeted:
             store.set_fuel(self._default_fuel)
-        store.atlas_epoch_guard = guard_store(store)  # lives as long as the store
+        if interruptible:
+            store.atlas_epoch_guard = guard_store(store)  # lives as long as the store
+        else:
+            store.set_epoch_deadline(_NEVER)
         return store
 
     def _create_memory(self, limits: Limits) -> WasmMemory:
@@ -440,7 +448,7 @@ class _SlotInstances:
 
     def __init__(self, runner: WasmtimeRunner) -> None:
         self._runner = runner
-        self._store = runner._new_store()
+        self._store = runner._new_store(interruptible=False)
         self._instances: OrderedDict[tuple[str, int], tuple[WasmMemory, Any, dict]] = OrderedDict()
 
     def caller(self, module: CompiledModule, memory: WasmMemory, export_name: str) -> Callable[[tuple], None]:
@@ -449,7 +457,7 @@ class _SlotInstances:
         if entry is None or entry[0] is not memory:
             if len(self._instances) >= _WORKER_INSTANCES:
                 self._instances.clear()
-                self._store = self._runner._new_store()
+                self._store = self._runner._new_store(interruptible=False)
             entry = (memory, self._instantiate(module, memory), {})
             self._instances[key] = entry
         callers = entry[2]
