@@ -23,10 +23,13 @@ from .isa.addresses import BOUNDARY_HANDLE, BufferHandle, PoolHandle
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction
 from .isa.opcodes import OpcodeInfo
 from .isa.types import Type
+from .exclusive import one_thread_at_a_time
 from .launch import ExecutionParams, LaunchConfig, as_int
+from .program import Program
 
 if TYPE_CHECKING:
     from .docs_backends import BackendDocumentation
+    from .pipeline import CompilePipeline
 
 __all__ = [
     "Backend", "API_VERSION", "LaunchConfig", "ExecutionParams", "BufferHandle", "PoolHandle",
@@ -262,15 +265,62 @@ class Backend(abc.ABC):
     def pool_size(self, handle: int) -> int:
         """Size in bytes of a live pool. Raises InvalidBuffer."""
 
-    # ---- execution ----------------------------------------------------------
-    @abc.abstractmethod
+    # ---- execution: a template method over the backend's hooks ---------------------------------------
+    #: a backend's compile pipeline (``atlas_web.pipeline.CompilePipeline``), made in its ``__init__``
+    _pipeline: "CompilePipeline"
+
+    @one_thread_at_a_time
     def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
-        """Verify and run ``program`` with ``params``.
+        """Verify and run ``program`` with ``params``: the launch prologue (:meth:`_prepare_launch`), then
+        the backend's ``_launch`` hook, holding the backend's ``_exclusive`` lock (``atlas_web.exclusive``).
 
         Raises ProgramError (does not verify, or a static address outside its
         buffer), UnsupportedOperation (this backend cannot compile it),
-        ExecutionFailed (bad launch) or AtlasTrap (a lane trapped).
+        ExecutionFailed (bad launch), AtlasTrap (a lane trapped) or BackendClosed.
         """
+        artifact, budget = self._prepare_launch(program, params)
+        self._launch(artifact, params, budget)
+
+    def _prepare_launch(self, program: Any, params: ExecutionParams) -> tuple[Any, int]:
+        """The launch prologue every backend shares: argument types, the backend's launch limits
+        (``_check_launch(config)``), the budget, the compile pipeline (cached verify -> optimization hook
+        -> lowering plan, ``self._pipeline``) with the preset register types, the backend's compiled form
+        (``_compile(compiled, config)``), then the static addresses against the live allocations
+        (``verify_launch``). Returns ``(what _compile returned, budget)``. Runs nothing; copies nothing.
+
+        Raises ExecutionFailed (params not an ExecutionParams, a launch over the backend's limits),
+        ProgramError (not a Program, does not verify, a static address outside its allocation) or
+        UnsupportedOperation (from ``_compile``).
+        """
+        if not isinstance(params, ExecutionParams):
+            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
+        if not isinstance(program, Program):
+            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
+        config = params.config  # ExecutionParams checked config, budget and registers when it was made
+        self._check_launch(config)
+        budget = self.budget if params.budget is None else params.budget
+        registers = params.registers
+        compiled = self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()})
+        artifact = self._compile(compiled, config)
+        if compiled.info.static_accesses:
+            from .verify import verify_launch
+            verify_launch(compiled.info, config, self._allocation_table())
+        return artifact, budget
+
+    def _check_launch(self, config: LaunchConfig) -> None:
+        """Hook: raise ExecutionFailed for a launch shape over this backend's limits (default: none)."""
+
+    def _allocation_table(self) -> Any:
+        """Hook: the ``atlas_web.memory.HandleTable`` of the live allocations the static addresses are
+        checked against (default: ``self._memory.table``)."""
+        return self._memory.table  # type: ignore[attr-defined]
+
+    # A backend using the template method also defines:
+    #   _compile(compiled: atlas_web.pipeline.PipelineProgram, config: LaunchConfig) -> artifact
+    #       its compiled form of the program for launches of ``config`` (cached as it needs); raises
+    #       UnsupportedOperation for what it cannot compile;
+    #   _launch(artifact, params: ExecutionParams, budget: int) -> None
+    #       run it (presets from ``params.registers``), raising AtlasTrap for a trapped lane.
 
     def execute_program(self, program: Any, config: LaunchConfig) -> None:
         """Verify and run ``program`` over ``config``; raises as execute_program_with_params."""

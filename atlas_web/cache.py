@@ -118,6 +118,11 @@ class ProgramCache:
                 return value
         return self.insert(k, built)
 
+    def values(self) -> list:
+        """The stored values, least recently used first (a new list; the LRU order is unchanged)."""
+        with self._lock:
+            return list(self._entries.values())
+
     def remove(self, key: Any) -> bool:
         """Drop the entry of ``key``; returns whether there was one."""
         with self._lock:

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import platform
 import weakref
-from collections import OrderedDict
 from typing import Any
 
 from atlas_web.atlas import NUM_CLASSES
 from atlas_web.backend import Backend
+from atlas_web.cache import ProgramCache
 from atlas_web.errors import (
-    AllocationFailed, AtlasTrap, ExecutionFailed, InvalidBuffer, ProgramError, TrapCode,
+    AllocationFailed, ExecutionFailed, InvalidBuffer,
 )
 from atlas_web.exclusive import closes, exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import source_bytes, target_bytes
@@ -46,7 +46,9 @@ from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
 from atlas_web.isa.operations import OPERATION_ENUMS
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
+from atlas_web.pipeline import CompilePipeline, PipelineProgram
 from atlas_web.program import Program
+from atlas_web.trap_report import program_trap
 from atlas_web.registry import DeviceProbe
 
 from . import layout
@@ -61,6 +63,7 @@ from .lowering import (
     COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
 )
 from .lowering.launch_layout import LaunchLayout
+from .lowering.rules import BACKEND_NAME
 from .tolerances import ulp_tolerance_of
 
 __all__ = ["WasmBackend"]
@@ -82,14 +85,14 @@ def _check_threads(threads: object) -> int | None:
 class _Loaded:
     """A compiled program instantiated on the backend's memory, with its bound ``launch`` caller."""
 
-    __slots__ = ("compiled", "instance", "launch", "presets", "names")
+    __slots__ = ("compiled", "instance", "launch", "presets", "program")
 
-    def __init__(self, compiled, instance, launch, presets, names) -> None:
+    def __init__(self, compiled, instance, launch, presets, program) -> None:
         self.compiled = compiled
         self.instance = instance
         self.launch = launch
         self.presets = presets
-        self.names = names
+        self.program = program  # what runs, for its trap reports
 
 
 class WasmBackend(Backend):
@@ -121,9 +124,8 @@ class WasmBackend(Backend):
         self._parallel_dispatches = 0
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
         self._memory = DeviceMemory(self._runner, limit)
-        self._cache_size = cache_size
-        self._verified_programs: OrderedDict[tuple, Any] = OrderedDict()
-        self._loaded: OrderedDict[tuple, _Loaded] = OrderedDict()
+        self._pipeline = CompilePipeline(cache_size)  # verified programs and their lowering plans
+        self._loaded = ProgramCache(cache_size)  # (digest, preset types, config) -> _Loaded
         self._area_base: int | None = None
         self._area_size = 0
         self._scratch: list[int] = []
@@ -220,36 +222,7 @@ class WasmBackend(Backend):
         self._memory.read_into(alloc, offset, target_bytes(out, what), what)
         return out
 
-    # ---- execution ----------------------------------------------------------------------------------------
-    @one_thread_at_a_time
-    def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
-        """Verify, compile (cached) and run ``program`` with ``params``.
-
-        Raises ProgramError (does not verify, or a static address outside its allocation),
-        UnsupportedOperation (an instruction, type or operation this backend cannot compile),
-        ExecutionFailed (malformed launch, or one whose per-launch state does not fit the memory) or
-        AtlasTrap (a lane or a cooperative step trapped; the backend stays usable).
-        """
-        if not isinstance(params, ExecutionParams):
-            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
-        if not isinstance(program, Program):
-            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
-        config = params.config   # ExecutionParams checked its config and budget when it was made
-        budget = self.budget if params.budget is None else params.budget
-        preset_key = tuple(sorted((reg.index, ty.code) for reg, (ty, _value) in params.registers.items()))
-        digest = program.digest()
-        loaded = self._loaded.get((digest, preset_key, config))
-        if loaded is None:
-            info = self._verified(program, params, digest, preset_key)
-            loaded = self._load(program, info, config, digest, preset_key)
-        else:
-            self._loaded.move_to_end((digest, preset_key, config))
-            info = self._verified_programs[(digest, preset_key)]
-        if info.static_accesses:
-            from atlas_web.verify import verify_launch
-            verify_launch(info, config, self._memory.table)
-        self._run(loaded, params, min(budget, _MAX_BUDGET))
-
+    # ---- execution (Backend.execute_program_with_params calls these hooks) -------------------------------
     @one_thread_at_a_time
     def generated_code(self, program: Program, config: LaunchConfig) -> str:
         """The WebAssembly module this backend runs for ``program`` launched with ``config``, disassembled
@@ -257,33 +230,36 @@ class WasmBackend(Backend):
         from .generated_code import wasm_listing
         return wasm_listing(self, program, config)
 
-    def _verified(self, program: Program, params: ExecutionParams, digest: str, preset_key: tuple) -> Any:
-        key = (digest, preset_key)
-        info = self._verified_programs.get(key)
-        if info is None:
-            from atlas_web.verify import verify
-            info = verify(program, preset_types={reg: ty for reg, (ty, _v) in params.registers.items()})
-            self._verified_programs[key] = info
-            if len(self._verified_programs) > self._cache_size:
-                self._verified_programs.popitem(last=False)
-        return info
+    def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> _Loaded:
+        """The module of ``compiled`` for ``config``, instantiated on the memory (cached per launch shape).
+        Raises UnsupportedOperation, ExecutionFailed (the engine refused the module)."""
+        key = (compiled.digest, compiled.preset_key, config)
+        loaded = self._loaded.get(key)
+        if loaded is None:
+            loaded = self._loaded.insert(key, self._load(compiled, config))
+        return loaded
 
-    def _load(self, program: Program, info: Any, config: LaunchConfig, digest: str, preset_key: tuple) -> _Loaded:
+    def _launch(self, loaded: _Loaded, params: ExecutionParams, budget: int) -> None:
+        self._run(loaded, params, min(budget, _MAX_BUDGET))
+
+    def _module(self, compiled: PipelineProgram, config: LaunchConfig) -> Any:
+        """The CompiledProgram (module bytes and layout) of ``compiled`` for ``config``; loads nothing."""
         runner = self._runner
-        compiled = compile_program(program, info, config, name=f"atlas_{digest[:16]}",
-                                   shared_memory=runner.shared_memory, parallel=runner.threads > 1)
+        return compile_program(compiled.program, compiled.info, config, name=f"atlas_{compiled.digest[:16]}",
+                               shared_memory=runner.shared_memory, parallel=runner.threads > 1,
+                               plan=self._pipeline.plan(compiled, backend=BACKEND_NAME))
+
+    def _load(self, compiled_program: PipelineProgram, config: LaunchConfig) -> _Loaded:
+        runner = self._runner
+        compiled = self._module(compiled_program, config)
         module = runner.compile(compiled.wasm)
         instance_cell: list = []
         instance = runner.instantiate(module, memory=self._memory.memory,
                                       imports={"env": _host_imports(self, compiled, instance_cell)})
         instance_cell.append(weakref.ref(instance))
+        info = compiled_program.info
         presets = [(reg, ty, compiled.launch.presets[reg.index]) for reg, ty in info.preset_types.items()]
-        names = tuple(instr.INFO.name for instr in program.instructions)
-        loaded = _Loaded(compiled, instance, self._runner.bind(instance, "launch"), presets, names)
-        self._loaded[(digest, preset_key, config)] = loaded
-        if len(self._loaded) > self._cache_size:
-            self._loaded.popitem(last=False)
-        return loaded
+        return _Loaded(compiled, instance, self._runner.bind(instance, "launch"), presets, compiled_program.program)
 
     def _area(self, launch: LaunchLayout) -> int:
         """The base of a per-launch area of at least ``launch.total`` bytes (kept between launches)."""
@@ -323,7 +299,7 @@ class WasmBackend(Backend):
         self._resaccum_valid = compiled.uses_resaccum
         if status != layout.STATUS_DONE:
             code, index, lane = self._memory.access.unpack("<iii", layout.HEADER_TRAP_CODE)
-            raise AtlasTrap(TrapCode(code), index, lane, f"{loaded.names[index]}: {TrapCode(code).name}")
+            raise program_trap(loaded.program, code, index, lane, budget)
 
     # ---- host functions the modules import ------------------------------------------------------------------
     def _host_pool_alloc(self, size: int) -> int:
@@ -453,7 +429,7 @@ class WasmBackend(Backend):
         without ``close`` stops its workers when it is collected (nothing it registers with the engine
         refers to it strongly)."""
         self._loaded.clear()
-        self._verified_programs.clear()
+        self._pipeline.clear()
         self._runner.close()
 
 

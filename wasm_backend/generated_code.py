@@ -15,7 +15,6 @@ from atlas_web.launch import ExecutionParams, LaunchConfig
 from atlas_web.program import Program
 
 from .encoding import disassemble
-from .lowering import compile_program
 
 __all__ = ["wasm_listing"]
 
@@ -29,13 +28,7 @@ def wasm_listing(backend: Any, program: Program, config: LaunchConfig) -> str:
     if not isinstance(program, Program):
         raise ProgramError(f"generated_code needs a Program, got {type(program).__name__}")
     params = ExecutionParams(config)
-    digest = program.digest()
-    loaded = backend._loaded.get((digest, (), params.config))
-    if loaded is not None:
-        wasm = loaded.compiled.wasm
-    else:
-        info = backend._verified(program, params, digest, ())
-        runner = backend._runner
-        wasm = compile_program(program, info, params.config, name=f"atlas_{digest[:16]}",
-                               shared_memory=runner.shared_memory, parallel=runner.threads > 1).wasm
-    return f";; WebAssembly module for program {digest[:16]} ({len(wasm)} bytes)\n" + disassemble(wasm)
+    compiled = backend._pipeline.compile(program, {})
+    loaded = backend._loaded.get((compiled.digest, compiled.preset_key, params.config))
+    wasm = loaded.compiled.wasm if loaded is not None else backend._module(compiled, params.config).wasm
+    return f";; WebAssembly module for program {compiled.digest[:16]} ({len(wasm)} bytes)\n" + disassemble(wasm)

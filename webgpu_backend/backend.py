@@ -10,12 +10,11 @@ launch shape, memory chunks). The driver is chosen per platform (wgpu-py nativel
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from fractions import Fraction
 from typing import Any
 
 from atlas_web.backend import Backend, resolve_op
-from atlas_web.errors import ExecutionFailed, InvalidBuffer, ProgramError
+from atlas_web.errors import ExecutionFailed, InvalidBuffer
 from atlas_web.exclusive import check_open, closes, exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
@@ -25,6 +24,7 @@ from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.operations import ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
+from atlas_web.pipeline import CompilePipeline, PipelineProgram
 from atlas_web.program import Program
 from atlas_web.registry import DeviceProbe
 
@@ -88,7 +88,7 @@ class WebGpuBackend(Backend):
         self._memory = GpuMemory(driver, chunk_capacity=chunk_capacity, max_chunks=max_chunks,
                                  memory_limit=memory_limit)
         self._launcher = Launcher(driver, self._memory, self.features)
-        self._programs: OrderedDict[tuple, tuple[Any, CompiledProgram]] = OrderedDict()
+        self._pipeline = CompilePipeline(_PROGRAM_CACHE_SIZE)  # verified programs, plans, CompiledPrograms
         self._resonance: list[float] | None = [0.0] * 96
         self._pending_resonance: int | None = None
 
@@ -184,54 +184,44 @@ class WebGpuBackend(Backend):
         target[:] = self._memory.read(alloc, offset, target.nbytes, what)
         return out
 
-    # ---- execution ---------------------------------------------------------------------------
-    def _prepare(self, program: Any, params: ExecutionParams):
-        """The compiled program, launch shape, preset words and budget of a launch.
-
-        ExecutionParams checked its config (a LaunchConfig), budget and register presets (normalized
-        like MOV_IMM immediates) when it was made; only the device's limits are checked here.
-        """
-        if not isinstance(params, ExecutionParams):
-            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
-        if not isinstance(program, Program):
-            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
-        config = params.config
-        self._check_shape(config)
-        budget = self.budget if params.budget is None else params.budget
-        presets = params.registers
-        info, compiled = self._compiled(program, {reg: ty for reg, (ty, _) in presets.items()})
-        from atlas_web.verify import verify_launch
-        verify_launch(info, config, self._memory.table)
-        words = {("preset", vid): _preset_words(vreg.type, presets[vreg.register][1])
-                 for vid, vreg in compiled.presets.items()}
-        self._resonance, self._pending_resonance = [0.0] * 96, None
-        return compiled, config, words, budget
-
-    @one_thread_at_a_time
-    def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
-        """Verify, compile (cached) and run ``program``.
-
-        Raises ProgramError (does not verify; a static address outside its allocation),
-        UnsupportedOperation (an instruction or type WGSL cannot run here, F64 among them),
-        ExecutionFailed (a launch shape over the device's limits) or AtlasTrap (a lane or a
-        cooperative step trapped; the backend stays usable).
-        """
-        compiled, config, presets, budget = self._prepare(program, params)
-        self._finish(self._launcher.run(compiled, config, presets, budget))
-
+    # ---- execution (Backend.execute_program_with_params calls these hooks) ---------------------
     async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
         """As execute_program, awaiting the GPU without blocking the event loop."""
         check_open(self, "execute_async")
         params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
-        compiled, launch_config, presets, budget = self._prepare(program, params)
-        self._finish(await self._launcher.run_async(compiled, launch_config, presets, budget))
+        compiled, budget = self._prepare_launch(program, params)
+        presets = self._preset_words(compiled, params)
+        self._finish(await self._launcher.run_async(compiled, params.config, presets, budget))
+
+    def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> CompiledProgram:
+        """The compiled program of ``compiled`` (any launch shape), kept with it. Raises UnsupportedOperation."""
+        program = compiled.plans.get("webgpu")
+        if program is None:
+            plan = self._pipeline.plan(compiled, form="structured", backend="webgpu")
+            program = compiled.plans.setdefault("webgpu", compile_program(compiled.info, compiled.info.preset_types,
+                                                                          plan=plan))
+        return program
+
+    def _launch(self, compiled: CompiledProgram, params: ExecutionParams, budget: int) -> None:
+        presets = self._preset_words(compiled, params)
+        self._finish(self._launcher.run(compiled, params.config, presets, budget))
+
+    def _preset_words(self, compiled: CompiledProgram, params: ExecutionParams) -> dict:
+        """The preset register words of a launch (ExecutionParams normalized the values like MOV_IMM
+        immediates); resets the ResAccum sums the launch will replace."""
+        presets = params.registers
+        words = {("preset", vid): _preset_words(vreg.type, presets[vreg.register][1])
+                 for vid, vreg in compiled.presets.items()}
+        self._resonance, self._pending_resonance = [0.0] * 96, None
+        return words
 
     def _finish(self, outcome: LaunchOutcome) -> None:
         self._pending_resonance = outcome.resonance_offset
         if outcome.resonance_offset is not None:
             self._resonance = None
 
-    def _check_shape(self, config: LaunchConfig) -> None:
+    def _check_launch(self, config: LaunchConfig) -> None:
+        """ExecutionFailed for a launch shape over the device's limits."""
         limits = self._driver.limits
         for axis, size in zip("XYZ", config.block):
             if size > limits[f"maxComputeWorkgroupSize{axis}"]:
@@ -253,19 +243,6 @@ class WebGpuBackend(Backend):
         cooperative steps' kernels (see webgpu_backend.generated_code.wgsl_listing: what it raises)."""
         from .generated_code import wgsl_listing
         return wgsl_listing(self, program, config)
-
-    def _compiled(self, program: Program, preset_types: dict) -> tuple[Any, CompiledProgram]:
-        key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
-        cached = self._programs.get(key)
-        if cached is None:
-            from atlas_web.verify import verify
-            info = verify(program, preset_types=preset_types)
-            cached = self._programs[key] = (info, compile_program(info, preset_types))
-            if len(self._programs) > _PROGRAM_CACHE_SIZE:
-                self._programs.popitem(last=False)
-        else:
-            self._programs.move_to_end(key)
-        return cached
 
     # ---- capabilities --------------------------------------------------------------------------
     def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:

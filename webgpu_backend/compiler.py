@@ -115,13 +115,15 @@ def _cooperative_plans(plan, state: LaneStateLayout) -> dict[int, CooperativePla
     return out
 
 
-def compile_program(info, preset_types: dict) -> CompiledProgram:
-    """Lower the verified program of ``info`` (a ProgramInfo) with ``preset_types`` (Register -> Type).
+def compile_program(info, preset_types: dict, *, plan=None) -> CompiledProgram:
+    """Lower the verified program of ``info`` (a ProgramInfo) with ``preset_types`` (Register -> Type);
+    ``plan``: its structured lowering plan where the caller has it (``atlas_web.pipeline``).
 
     Raises UnsupportedOperation (an instruction or type this backend cannot compile).
     """
     check_program(info.program)
-    plan = plan_program(info, form="structured", backend="webgpu")
+    if plan is None:
+        plan = plan_program(info, form="structured", backend="webgpu")
     presets = {}
     for reg, ty in preset_types.items():
         vreg = plan.registers.find(reg, ty)

@@ -32,7 +32,7 @@ def wgsl_listing(backend: Any, program: Program, config: LaunchConfig) -> str:
     if not isinstance(program, Program):
         raise ProgramError(f"generated_code needs a Program, got {type(program).__name__}")
     params = ExecutionParams(config)
-    _info, compiled = backend._compiled(program, {})
+    compiled = backend._compile(backend._pipeline.compile(program, {}), params.config)
     features = backend.features
     shaders = compiled.stage_shaders(params.config, features, max(1, len(backend._memory.chunks)))
     parts = []

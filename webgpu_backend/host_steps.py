@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 
 from atlas_web.errors import AllocationFailed, AtlasTrap, TrapCode
+from atlas_web.trap_report import trap
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, MAX_OFFSET, Address
 from atlas_web.isa.extents import array_operands
 from atlas_web.isa.opcodes import Access
@@ -35,7 +36,7 @@ def _value(words: tuple[int, ...]) -> int:
 
 
 def _trap(step, code: TrapCode, detail: str) -> AtlasTrap:
-    return AtlasTrap(code, step.index, -1, f"{step.instr.INFO.name}: {detail}")
+    return trap(code, step.index, -1, step.instr, detail)
 
 
 def _register_address(step, name: str, address, lane0: dict) -> tuple[int, int | None]:

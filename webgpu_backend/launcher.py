@@ -28,8 +28,9 @@ import struct
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from atlas_web.errors import AtlasTrap, ExecutionFailed, TrapCode
+from atlas_web.errors import ExecutionFailed
 from atlas_web.launch import LaunchConfig
+from atlas_web.trap_report import program_trap
 
 from .compiler import CompiledProgram, CooperativePlan
 from .host_steps import HostSteps, kernel_operands
@@ -444,7 +445,7 @@ class Launcher:
                         f"lane {trapped} took more than {self.features.loop_limit} backward jumps in one dispatch "
                         f"(instruction {index}, {name}): this device ({self.driver.adapter_info()['device']}) "
                         "silently ends longer loops, so the launch cannot run here")
-                raise AtlasTrap(TrapCode(code), index, trapped, f"{name}: {TrapCode(code).name}")
+                raise program_trap(compiled.info.program, code, index, trapped, budget)
         else:
             submit()
         return LaunchOutcome(runtime.resonance if resonance else None)

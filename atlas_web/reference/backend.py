@@ -9,23 +9,21 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..atlas import NUM_CLASSES
 from ..backend import Backend
-from ..cache import ProgramCache
-from ..errors import ExecutionFailed, InvalidBuffer, ProgramError
+from ..errors import ExecutionFailed, InvalidBuffer
 from ..exclusive import closes, exclusive_lock, one_thread_at_a_time
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
 from ..memory import MAX_ALLOCATION
+from ..pipeline import CompilePipeline, PipelineProgram
 from ..isa.opcodes import OpcodeInfo
-from ..isa.registers import Register
 from ..isa.types import Type
-from ..launch import DEFAULT_BUDGET, ExecutionParams, check_budget
-from ..program import Program
+from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from .exec_state import LaneGeometry
 from .exec_store import MemoryStore
 from .executor import RULES, Prepared, prepare, run_program
@@ -66,7 +64,7 @@ class CpuBackend(Backend):
         self.budget = check_budget(budget, "CpuBackend budget")
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
-        self._programs = ProgramCache(_PROGRAM_CACHE_SIZE)  # (digest, preset types) -> (ProgramInfo, Prepared)
+        self._pipeline = CompilePipeline(_PROGRAM_CACHE_SIZE)  # verified programs, with the executor's plans
         # lane ids and special registers of the last launch shape (read-only, reused by the next launch)
         self._geometry: LaneGeometry | None = None
 
@@ -148,48 +146,32 @@ class CpuBackend(Backend):
         target[:] = source[offset:offset + target.nbytes]
         return out
 
-    # ---- execution ---------------------------------------------------------------
-    @one_thread_at_a_time
-    def execute_program_with_params(self, program: Any, params: ExecutionParams) -> None:
-        """Verify and run ``program`` with ``params``.
-
-        Raises ProgramError (the program does not verify, or a static address
-        lies outside its allocation), ExecutionFailed (malformed launch, or one
-        too large for the reference: more than MAX_REFERENCE_LANES lanes or
-        MAX_SHARED_TOTAL bytes of shared memory) or AtlasTrap (a lane or a
-        cooperative step trapped; the backend stays usable).
-        """
-        if not isinstance(params, ExecutionParams):
-            raise ExecutionFailed(f"execute_program_with_params needs ExecutionParams, got {type(params).__name__}")
-        if not isinstance(program, Program):
-            raise ProgramError(f"execute_program needs a Program, got {type(program).__name__}")
-        config = params.config  # ExecutionParams checked config, budget and registers when it was made
+    # ---- execution (Backend.execute_program_with_params calls these hooks) ------------------------
+    def _check_launch(self, config: LaunchConfig) -> None:
+        """ExecutionFailed for a launch too large for the reference: more than MAX_REFERENCE_LANES lanes or
+        MAX_SHARED_TOTAL bytes of shared memory (Backend.execute_program_with_params runs the launch)."""
         if config.total_threads > MAX_REFERENCE_LANES:
             raise ExecutionFailed(f"the reference backend runs at most {MAX_REFERENCE_LANES} lanes per launch, "
                                   f"this one has {config.total_threads}")
         if config.num_blocks * config.shared_memory > MAX_SHARED_TOTAL:
             raise ExecutionFailed(f"{config.num_blocks} blocks x {config.shared_memory} bytes of shared memory "
                                   f"exceed the reference backend's {MAX_SHARED_TOTAL} bytes")
-        budget = self.budget if params.budget is None else params.budget
-        presets = params.registers
-        info, prepared = self._verified(program, presets)
-        from ..verify import verify_launch
-        verify_launch(info, config, self._memory.table)
+
+    def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> tuple[PipelineProgram, Prepared]:
+        """The executor's plans of the pipeline's program, kept with it (the reference needs no lowering plan)."""
+        prepared = compiled.plans.get("reference")
+        if prepared is None:
+            prepared = compiled.plans.setdefault("reference", prepare(compiled.program, compiled.info))
+        return compiled, prepared
+
+    def _launch(self, artifact: tuple[PipelineProgram, Prepared], params: ExecutionParams, budget: int) -> None:
+        compiled, prepared = artifact
+        config = params.config
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
         if self._geometry is None or self._geometry.config != config:
             self._geometry = LaneGeometry(config)
-        run_program(program, info, config, self._memory, budget=budget, registers=presets,
+        run_program(compiled.program, compiled.info, config, self._memory, budget=budget, registers=params.registers,
                     accumulator=self._accumulator, prepared=prepared, geometry=self._geometry)
-
-    def _verified(self, program: Program, presets: Mapping[Register, tuple[Type, Any]]) -> tuple[Any, Prepared]:
-        """The verifier's ProgramInfo and the executor's plans, cached by digest and preset register types."""
-        preset_types = {reg: ty for reg, (ty, _value) in presets.items()}
-        key = (program.digest(), tuple(sorted((reg.index, ty.code) for reg, ty in preset_types.items())))
-        def build() -> tuple[Any, Prepared]:
-            from ..verify import verify
-            info = verify(program, preset_types=preset_types)
-            return info, prepare(program, info)
-        return self._programs.get_or_build(key, build)
 
     # ---- capabilities ------------------------------------------------------------
     def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:

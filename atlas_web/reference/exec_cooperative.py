@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AllocationFailed, AtlasTrap, TrapCode
+from ..errors import AllocationFailed, TrapCode
 from ..isa.extents import ArrayOperand, array_operands
 from ..isa.types import Type
 from . import numeric
 from .exec_address import check_access, gather_runs, resolve_global, scatter, unsigned
-from .exec_step import Plan, Step, trap_detail
+from ..trap_report import trap
+from .exec_step import Plan, Step
 
 __all__ = ["COOPERATIVE_RULES", "CooperativeStep", "CheckedArray", "checked_arrays"]
 
@@ -36,7 +37,7 @@ class CooperativeStep(Step):
 
     def trap(self, code: TrapCode, mask: np.ndarray) -> None:
         if np.any(mask):
-            raise AtlasTrap(code, self.plan.index, -1, trap_detail(self.plan.instr, code))
+            raise trap(code, self.plan.index, -1, self.plan.instr)
 
     def write_uniform(self, number: int, ty: Type, value: np.ndarray) -> None:
         """Register ``number`` := the one value in ``value`` (of ``ty``) in every lane."""
@@ -97,8 +98,7 @@ def _pool_alloc(step: CooperativeStep) -> None:
     try:
         alloc = step.machine.memory.allocate("pool", step.instr.size)
     except AllocationFailed as failure:
-        raise AtlasTrap(TrapCode.POOL_EXHAUSTED, step.plan.index, -1,
-                        trap_detail(step.instr, TrapCode.POOL_EXHAUSTED, str(failure))) from None
+        raise trap(TrapCode.POOL_EXHAUSTED, step.plan.index, -1, step.instr, str(failure)) from None
     step.write_uniform(step.plan.dest.number, Type.U32, np.array([alloc.handle], dtype=np.uint32))
 
 
@@ -108,8 +108,7 @@ def _pool_free(step: CooperativeStep) -> None:
     store = step.machine.memory
     entry = store.lookup(handle)
     if entry is None or entry[0].kind != "pool":
-        raise AtlasTrap(TrapCode.INVALID_HANDLE, step.plan.index, -1,
-                        trap_detail(step.instr, TrapCode.INVALID_HANDLE, f"handle {handle} names no live pool"))
+        raise trap(TrapCode.INVALID_HANDLE, step.plan.index, -1, step.instr, f"handle {handle} names no live pool")
     store.free(handle, "pool")
 
 

@@ -19,12 +19,11 @@ from ..errors import TrapCode
 from ..isa.opcodes import Access, ExecKind, OperandKind, TypeRule
 from ..isa.registers import Register
 from ..isa.types import Type
-from ..verify_operands import instruction_text
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .executor import Machine
 
-__all__ = ["Plan", "Step", "OperandSlot", "operand_type", "trap_detail"]
+__all__ = ["Plan", "Step", "OperandSlot", "operand_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +57,6 @@ class Plan:
 
 
 _STATIC_RULES = {TypeRule.TY: "ty", TypeRule.SRC_TY: "src_ty", TypeRule.DST_TY: "dst_ty"}
-
-
-def trap_detail(instr: object, code: TrapCode, what: str | None = None) -> str:
-    """The end of an AtlasTrap message: the instruction's text and ``what`` happened (default: the
-    code's meaning)."""
-    return f"{instruction_text(instr)}: {what or code.meaning}"
 
 
 def operand_type(instr: object, rule: object, verified: Type | None) -> Type | None:

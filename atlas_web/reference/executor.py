@@ -22,18 +22,19 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import AtlasTrap, ExecutionFailed, TrapCode
+from ..errors import ExecutionFailed, TrapCode
 from ..isa.opcodes import ExecKind, OperandKind
 from ..isa.registers import Register
 from ..isa.types import Type
 from ..launch import LaunchConfig
+from ..trap_report import budget_detail, trap
 from . import numeric
 from .exec_atlas import ATLAS_STATE_RULES
 from .exec_control import CONTROL_RULES, WAIT
 from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
 from .exec_memory import MEMORY_RULES
 from .exec_state import CallStacks, LaneGeometry, PredicateFile, RegisterFile
-from .exec_step import Plan, Step, plan_slots, trap_detail
+from .exec_step import Plan, Step, plan_slots
 from .exec_store import MemoryStore
 
 __all__ = ["RULES", "EXECUTOR_RULES", "Machine", "prepare", "run_program"]
@@ -163,9 +164,8 @@ class Machine:
             self._run_stage()
             if self.first_trap is not None:
                 lane, code, index = self.first_trap
-                what = (f"more than the execution budget of {self.budget} backward jumps (a runaway loop?)"
-                        if code is TrapCode.BUDGET_EXCEEDED else None)
-                raise AtlasTrap(code, index, lane, trap_detail(self.plans[index].instr, code, what))
+                what = budget_detail(self.budget) if code is TrapCode.BUDGET_EXCEEDED else None
+                raise trap(code, index, lane, self.plans[index].instr, what)
             if self.n_live == 0:
                 return
             self._run_cooperative()

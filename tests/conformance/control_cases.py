@@ -280,17 +280,17 @@ def run_preset_case(backend: Backend, case: PresetCase) -> Result:
         h = backend.allocate_buffer(max(len(buf.data), 1))
         backend.copy_to_buffer(h, buf.data)
         handles.append(int(h))
-    trap = None
+    trap = message = None
     params = ExecutionParams(case.config, registers=case.presets(handles), budget=case.budget)
     try:
         backend.execute_program_with_params(case.program(handles), params)
     except AtlasTrap as t:
-        trap = (int(t.code), t.instruction_index, t.lane)
+        trap, message = (int(t.code), t.instruction_index, t.lane), str(t)
     outputs = [bytes(backend.copy_from_buffer(h)[:len(buf.data)]) for h, buf in zip(handles, case.buffers)
                if buf.output]
     for h in handles:
         backend.free_buffer(h)
-    return Result(outputs, trap)
+    return Result(outputs, trap, trap_message=message)
 
 
 PRESETS = """

@@ -50,6 +50,8 @@ class Result:
     outputs: list[bytes]
     trap: tuple[int, int, int] | None
     resonance: list[float] | None = None
+    #: the trap's message (atlas_web.trap_report words it the same on every backend)
+    trap_message: str | None = None
 
 
 def run_case(backend: Backend, case: Case) -> Result:
@@ -60,11 +62,11 @@ def run_case(backend: Backend, case: Case) -> Result:
         backend.copy_to_buffer(h, buf.data)
         handles.append(int(h))
     program = case.program(handles)
-    trap = None
+    trap = message = None
     try:
         backend.execute_program(program, case.config)
     except AtlasTrap as t:
-        trap = (int(t.code), t.instruction_index, t.lane)
+        trap, message = (int(t.code), t.instruction_index, t.lane), str(t)
     outputs = []
     for h, buf in zip(handles, case.buffers):
         if buf.output:
@@ -72,7 +74,7 @@ def run_case(backend: Backend, case: Case) -> Result:
     resonance = list(backend.resonance_accumulator())
     for h in handles:
         backend.free_buffer(h)
-    return Result(outputs, trap, resonance)
+    return Result(outputs, trap, resonance, message)
 
 
 def compare(case: Case, expected: Result, actual: Result, ulps: float) -> list[str]:

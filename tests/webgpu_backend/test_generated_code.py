@@ -26,7 +26,7 @@ def test_listing_has_the_stage_shader_a_launch_compiles(webgpu):
     example = examples.build_all(40)[3]  # collatz: per-lane loop, one stage shader
     program = example.program_object()
     text = webgpu.generated_code(program, example.config)
-    _info, compiled = webgpu._compiled(program, {})
+    compiled = webgpu._compile(webgpu._pipeline.compile(program, {}), LaunchConfig())
     shader = compiled.stage_shaders(example.config, webgpu.features, len(webgpu._memory.chunks))[0]
     assert shader.source in text and "@compute" in text
     assert text == webgpu.generated_code(program, example.config)

@@ -137,11 +137,13 @@ def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: b
 
 
 def compile_program(program, info, config, *, name: str = "atlas", shared_memory: bool = False,
-                    parallel: bool = False) -> CompiledProgram:
+                    parallel: bool = False, plan=None) -> CompiledProgram:
     """The module of ``program`` (verified, ``info`` its ProgramInfo) for launches of ``config``; see the
-    module docstring for ``shared_memory`` and ``parallel``."""
+    module docstring for ``shared_memory`` and ``parallel``. ``plan``: the program's lowering plan
+    (structured form) where the caller has it (``atlas_web.pipeline``), else it is made here."""
     check_supported(program)
-    plan = plan_program(info, backend=BACKEND_NAME)
+    if plan is None:
+        plan = plan_program(info, backend=BACKEND_NAME)
     state = plan_lane_state(plan)
     launch = plan_launch_area(info, state, config)
     parallel_maps = _parallel_maps(program, parallel)
