@@ -300,7 +300,8 @@ class Backend(abc.ABC):
         self._check_launch(config)
         budget = self.budget if params.budget is None else params.budget
         registers = params.registers
-        compiled = self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()})
+        compiled = self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()}
+                                          if registers else {})
         artifact = self._compile(compiled, config)
         if compiled.info.static_accesses:
             from .verify import verify_launch

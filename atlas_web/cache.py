@@ -25,10 +25,12 @@ def cache_key(key: Any) -> Hashable:
 
     Raises TypeError for an unhashable key.
     """
+    if type(key) is str:  # a digest: the common case, kept fast for cached launches
+        return key
     if isinstance(key, Program):
         return key.digest()
     if isinstance(key, tuple):
-        return tuple(cache_key(part) for part in key)
+        return tuple(map(cache_key, key))
     hash(key)
     return key
 
