@@ -222,5 +222,5 @@ class CpuBackend(Backend):
         """Release the buffers, pools and cached programs; the backend is closed (later calls raise
         BackendClosed)."""
         self._memory = MemoryStore(self._memory.limit)
-        self._programs = ProgramCache(_PROGRAM_CACHE_SIZE)
+        self._pipeline.clear()
         self._geometry = None
