@@ -83,6 +83,7 @@ def test_feature_module_runs(runner):
     # the runner hands out functions and one memory; a global import needs wasmtime directly
     store = wasmtime.Store(runner.engine)
     store.set_fuel(10**9)
+    store.set_epoch_deadline(1 << 62)  # the engine has epoch interruption on (the runner's Ctrl-C)
     base = wasmtime.Global(store, wasmtime.GlobalType(wasmtime.ValType.i32(), False), 11)
     seen_func = wasmtime.Func(store, wasmtime.FuncType([wasmtime.ValType.i32()], []), seen.append)
     instance = wasmtime.Instance(store, module.native, [seen_func, base])

@@ -219,7 +219,9 @@ class WasmtimeRunner(WasmRunner):
 
     @property
     def engine(self) -> "wasmtime.Engine":
-        """The wasmtime Engine (for code that must reach wasmtime directly)."""
+        """The wasmtime Engine (for code that must reach wasmtime directly). It has epoch interruption on and
+        its epoch advances every 0.1 s: a Store made on it needs ``set_epoch_deadline`` (e.g. ``1 << 62``)
+        before it runs code, else its calls trap ("interrupt")."""
         return self._engine
 
     # --- modules -------------------------------------------------------------------------------------------
