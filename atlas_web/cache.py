@@ -23,7 +23,7 @@ _MISSING = object()
 def cache_key(key: Any) -> Hashable:
     """The dictionary key of ``key``: a Program becomes its digest, tuples are converted element-wise.
 
-    Raises TypeError for an unhashable key.
+    An unhashable key raises TypeError when it is looked up.
     """
     if type(key) is str:  # a digest: the common case, kept fast for cached launches
         return key
@@ -31,8 +31,7 @@ def cache_key(key: Any) -> Hashable:
         return key.digest()
     if isinstance(key, tuple):
         return tuple(map(cache_key, key))
-    hash(key)
-    return key
+    return key  # an unhashable key raises TypeError where the dictionary looks it up
 
 
 class ProgramCache:
