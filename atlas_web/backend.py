@@ -278,8 +278,17 @@ class Backend(abc.ABC):
         buffer), UnsupportedOperation (this backend cannot compile it),
         ExecutionFailed (bad launch), AtlasTrap (a lane trapped) or BackendClosed.
         """
-        artifact, budget = self._prepare_launch(program, params)
-        self._launch(artifact, params, budget)
+        from .lowering.expansions import original_traps, run_expanded
+        program, expanded = run_expanded(program, self._has_kernel)   # no kernel here: its default expansion
+        with original_traps(expanded):
+            artifact, budget = self._prepare_launch(program, params)
+            self._launch(artifact, params, budget)
+
+    @staticmethod
+    def _has_kernel(info) -> bool:
+        """Hook: whether this backend runs cooperative ``info`` itself (else its default expansion runs,
+        atlas_web/lowering/expansions.py). Default: every one (the reference runs its own rules)."""
+        return True
 
     def _prepare_launch(self, program: Any, params: ExecutionParams) -> tuple[Any, int]:
         """The launch prologue every backend shares: argument types, the backend's launch limits

@@ -44,6 +44,7 @@ from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.enums import ReduceOperation
 from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
 from atlas_web.isa.operations import OPERATION_ENUMS
+from atlas_web.lowering.expansions import expansion_supported
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.pipeline import CompilePipeline, PipelineProgram
@@ -356,11 +357,15 @@ class WasmBackend(Backend):
         return base
 
     # ---- capabilities -------------------------------------------------------------------------------------
+    @staticmethod
+    def _has_kernel(info: OpcodeInfo) -> bool:
+        return _has_kernel(info)
+
     def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
         """Whether the rule tables compile ``info`` for ``ty`` (cooperative instructions: for some operation)."""
         if info.kind is ExecKind.COOPERATIVE:
             if info.name not in COOPERATIVE_RULES:
-                return False
+                return expansion_supported(info, ty, self.supports_op, self.supports_operation)
             enum = OPERATION_ENUMS.get(info.name)
             if enum is None:  # a cooperative instruction without an operation: its rule takes every type it has
                 return ty is None if not info.types else ty in info.types
@@ -431,6 +436,11 @@ class WasmBackend(Backend):
         self._loaded.clear()
         self._pipeline.clear()
         self._runner.close()
+
+
+def _has_kernel(info: OpcodeInfo) -> bool:
+    """Whether the wasm lowering has a cooperative rule for ``info`` (else its default expansion runs)."""
+    return info.name in COOPERATIVE_RULES
 
 
 def _host_imports(backend: WasmBackend, compiled: Any, instance_cell: list) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from atlas_web.docs_backends import BackendDocumentation
 from atlas_web.isa.enums import ReduceOperation
+from atlas_web.lowering.expansions import expansion_supported
 from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
 from atlas_web.isa.types import Type
 
@@ -22,7 +23,9 @@ def backend_documentation() -> BackendDocumentation:
 
     def supports(info: OpcodeInfo, ty: Type | None) -> bool:
         if info.kind is ExecKind.COOPERATIVE:
-            return info.name in COOPERATIVE_RULES and (ty is None) == (not info.types)
+            if info.name not in COOPERATIVE_RULES:
+                return expansion_supported(info, ty, supports, supports_operation)
+            return (ty is None) == (not info.types)
         return (ty is None if not info.types else ty in info.types) and lane_supported(info.name, ty)
 
     def supports_operation(operation: object, ty: Type) -> bool:

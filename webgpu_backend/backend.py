@@ -36,7 +36,8 @@ from .wgsl.accuracy import TOLERANCE_ULP
 from .wgsl.emitter import LLVMPIPE_LOOP_LIMIT
 from .wgsl.rules_atlas import RES_FLAG_NAN, RES_FLAG_NEG_INF, RES_FLAG_POS_INF, RES_LIMBS, RES_STRIDE, RES_WORDS
 from .wgsl.stage_shader import SHARED_RESERVED_BYTES
-from .wgsl.support import supports_instruction
+from atlas_web.lowering.expansions import original_traps, run_expanded
+from .wgsl.support import has_kernel, operation_supported, supports_instruction
 
 __all__ = ["WebGpuBackend"]
 
@@ -189,9 +190,11 @@ class WebGpuBackend(Backend):
         """As execute_program, awaiting the GPU without blocking the event loop."""
         check_open(self, "execute_async")
         params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
-        compiled, budget = self._prepare_launch(program, params)
-        presets = self._preset_words(compiled, params)
-        self._finish(await self._launcher.run_async(compiled, params.config, presets, budget))
+        program, expanded = run_expanded(program, has_kernel)   # no kernel here: its default expansion
+        with original_traps(expanded):
+            compiled, budget = self._prepare_launch(program, params)
+            presets = self._preset_words(compiled, params)
+            self._finish(await self._launcher.run_async(compiled, params.config, presets, budget))
 
     def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> CompiledProgram:
         """The compiled program of ``compiled`` (any launch shape), kept with it. Raises UnsupportedOperation."""
@@ -245,11 +248,18 @@ class WebGpuBackend(Backend):
         return wgsl_listing(self, program, config)
 
     # ---- capabilities --------------------------------------------------------------------------
+    _has_kernel = staticmethod(has_kernel)
+
     def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
         """Whether the WGSL generator has rules for ``info`` on ``ty`` (never for F64)."""
         if info.types and ty not in info.types:
             return False
         return supports_instruction(info, ty)
+
+    def supports_operation(self, operation: object, ty: Type) -> bool:
+        """Whether the cooperative ``operation`` (a MapOperation, BinaryMapOperation or ReduceOperation
+        member) has a kernel for ``ty``."""
+        return operation_supported(operation, ty)
 
     def ulp_tolerance(self, op: object, ty: Type) -> float:
         """The measured error bound (ulp of ``ty``) of a transcendental (accuracy table); 0 for the

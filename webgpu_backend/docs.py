@@ -15,10 +15,9 @@ from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
 
-from .wgsl import kernel_supported
 from .ulp_table import MEASURED_ULPS
 from .wgsl.accuracy import DEVICE, MEASURED
-from .wgsl.support import supports_instruction
+from .wgsl.support import operation_supported, supports_instruction
 
 __all__ = ["backend_documentation", "NOTES"]
 
@@ -60,7 +59,7 @@ def _supports(info: OpcodeInfo, ty: Type | None) -> bool:
 
 
 def _supports_operation(operation: object, ty: Type) -> bool:
-    return ty in COOPERATIVE_OPERATION_TYPES[operation] and kernel_supported(operation, ty)
+    return operation_supported(operation, ty)
 
 
 def _ulps() -> dict[tuple[str, str], float]:

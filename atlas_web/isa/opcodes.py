@@ -367,6 +367,14 @@ _row("ParallelReduce", 0x92, "preduce", [_dst(), _addr("src_array", GADDR, R, "c
      SCALARS, CO, "cooperative", "once per launch: dst (uniform) = operation over src_array[0:count]",
      default_type=Type.F32)
 
+# --- kernels (run on compiled backends by their default expansion: atlas_web/lowering/expansions.py) -------
+_row("LayerScale", 0x93, "layerscale", [_addr("output", GADDR, W, "rows*n"), _addr("input", GADDR, R, "rows*n"),
+                                        _addr("scale", GADDR, R, "n"), Operand("n", K.UINT, 32),
+                                        Operand("rows", K.UINT, 32)],
+     FLOATS, CO, "kernel", "once per launch: output[r*n+i] = input[r*n+i] * scale[i] for r < rows, i < n "
+     "(f16/bf16 computed in f32: the product is exact there, so rounded once)",
+     default_type=Type.F32, defaults={"rows": 1})
+
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 

@@ -1,4 +1,4 @@
-"""Executor rules of the cooperative instructions: ParallelMap, ParallelMapBinary, ParallelReduce, PoolAlloc, PoolFree.
+"""Executor rules of the cooperative instructions: ParallelMap, ParallelMapBinary, ParallelReduce, LayerScale, PoolAlloc, PoolFree.
 
 They run once, when every live lane stands at them, as a ``CooperativeStep``:
 registers are read from global lane 0 (address registers included), a
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AllocationFailed, TrapCode
+from ..isa.enums import BinaryMapOperation
 from ..isa.extents import ArrayOperand, array_operands
 from ..isa.types import Type
 from . import numeric
@@ -94,6 +95,14 @@ def _parallel_reduce(step: CooperativeStep) -> None:
     step.write_uniform(step.plan.dest.number, instr.ty, np.asarray(result))
 
 
+def _layer_scale(step: CooperativeStep) -> None:
+    instr = step.instr
+    arrays = checked_arrays(step)
+    scale = np.tile(arrays["scale"].read(), instr.rows)
+    mul = numeric.BINARY_MAP_OPS[BinaryMapOperation.Mul]   # f16/bf16: the f32 product is exact, rounded once
+    arrays["output"].write(mul(instr.ty, arrays["input"].read(), scale))
+
+
 def _pool_alloc(step: CooperativeStep) -> None:
     try:
         alloc = step.machine.memory.allocate("pool", step.instr.size)
@@ -114,5 +123,5 @@ def _pool_free(step: CooperativeStep) -> None:
 
 COOPERATIVE_RULES = {
     "ParallelMap": _parallel_map, "ParallelMapBinary": _parallel_map_binary, "ParallelReduce": _parallel_reduce,
-    "PoolAlloc": _pool_alloc, "PoolFree": _pool_free,
+    "LayerScale": _layer_scale, "PoolAlloc": _pool_alloc, "PoolFree": _pool_free,
 }

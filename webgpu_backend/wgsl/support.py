@@ -11,6 +11,7 @@ from __future__ import annotations
 from atlas_web.isa.opcodes import STRUCTURAL_INSTRUCTIONS, ExecKind, OpcodeInfo
 from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, OPERATION_ENUMS
 from atlas_web.isa.types import Type
+from atlas_web.lowering.expansions import expansion_supported
 
 from .cooperative import kernel_supported
 from .rules import WGSL_LANE_RULES, VALUE_RULES, unsupported
@@ -18,7 +19,7 @@ from .rules_lane import TYPED_COMPUTATIONS
 from .rules_wide import WIDE_RULES
 from .types import TYPE_MAP
 
-__all__ = ["supports_instruction", "check_program", "STRUCTURAL", "HOST_STEPS", "KERNEL_OPERATIONS"]
+__all__ = ["supports_instruction", "operation_supported", "has_kernel", "check_program", "STRUCTURAL", "HOST_STEPS", "KERNEL_OPERATIONS"]
 
 #: instructions that become control flow or the stage structure rather than a rule
 STRUCTURAL = STRUCTURAL_INSTRUCTIONS
@@ -38,6 +39,8 @@ def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
     if name in KERNEL_OPERATIONS:
         return any(kernel_supported(op, ty) for op in KERNEL_OPERATIONS[name]
                    if ty in COOPERATIVE_OPERATION_TYPES[op])
+    if info.kind is ExecKind.COOPERATIVE:   # no kernel here: its default expansion, where it has one
+        return expansion_supported(info, ty, supports_instruction, operation_supported)
     if name not in WGSL_LANE_RULES:
         return False
     if ty is not None and TYPE_MAP[ty].family == "wide" and name in WGSL_LANE_RULES:
@@ -45,6 +48,17 @@ def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
     if name in TYPED_COMPUTATIONS:
         return (name, TYPE_MAP[ty].family) in VALUE_RULES
     return True
+
+
+def operation_supported(operation: object, ty: Type) -> bool:
+    """Whether the cooperative ``operation`` (a MapOperation, BinaryMapOperation or ReduceOperation member)
+    has a kernel for ``ty``."""
+    return ty in TYPE_MAP and ty in COOPERATIVE_OPERATION_TYPES[operation] and kernel_supported(operation, ty)
+
+
+def has_kernel(info: OpcodeInfo) -> bool:
+    """Whether a kernel or a host step runs cooperative ``info`` (else its default expansion runs)."""
+    return info.name in KERNEL_OPERATIONS or info.name in HOST_STEPS
 
 
 def check_program(program) -> None:
