@@ -24,6 +24,7 @@ import atlas_web.isa as isa
 from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import (
     BRA, CVT, LDG, LDS, MOV_IMM, STG, STS, Address, BarSync, MIRROR, DIV, OPCODE_TABLE, ExecKind, Register, Type,
+    SpecialRegister,
 )
 from atlas_web.isa.floats import round_float
 from atlas_web.isa.opcodes import OperandKind, TypeRule
@@ -164,13 +165,14 @@ class _TableBuilder(_Builder):
         self.b.add(MOV_IMM(dst=self.fresh(ty), value=value, ty=ty))
 
     def _shared(self) -> None:
-        """Every lane writes its slot of shared memory, a barrier, then reads a neighbour's slot."""
+        """Every lane writes its slot of shared memory (by its index in the block), a barrier, then reads a
+        neighbour's slot."""
         ty = self.rng.choice(self.types)
         size = ty.size_bytes()
         src = self.pick(ty)
         t = Register(self.next_reg)
         self.next_reg += 1
-        self.b.add(CVT(dst=t, src=Register(253), src_ty=Type.U32, dst_ty=Type.U32))  # local lane id
+        self.b.add(CVT(dst=t, src=Register(int(SpecialRegister.LANE_IDX_X)), src_ty=Type.U32, dst_ty=Type.U32))
         off = Register(self.next_reg)
         self.next_reg += 1
         self.b.add(MOV_IMM(dst=off, value=size, ty=Type.U32))
