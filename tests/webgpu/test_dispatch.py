@@ -100,7 +100,8 @@ def test_async_readback_lets_the_event_loop_run(driver):
         ticks = 0
 
         async def read():
-            driver.dispatch(pipeline, dict(enumerate(bufs)), n // 64)
+            for _ in range(24):  # tens of milliseconds of GPU work, so the read must wait on an idle machine too
+                driver.dispatch(pipeline, dict(enumerate(bufs)), n // 64)
             data = await driver.read_buffer_async(bufs[2], 4 * (n - 4), 16)
             done.set()
             return data
