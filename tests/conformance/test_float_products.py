@@ -12,12 +12,11 @@ from fractions import Fraction
 
 import pytest
 
-from atlas_web import LaunchConfig, ProgramBuilder, UnsupportedOperation
-from atlas_web.isa import STG, Address, ParallelReduce, ReduceMul, ReduceOperation, Register, Type
+from atlas_web import UnsupportedOperation
+from atlas_web.isa import ParallelReduce, ReduceMul, ReduceOperation, Type
 
-from .backends import compiled_backends
-from .test_float_sums import BACKENDS, FORMATS, INF, NAN
-from .values import decode, encode
+from .test_float_sums import BACKENDS, FORMATS, INF, NAN, reduce_on
+from .values import encode
 
 #: type -> its smallest normal (products whose exact value lies below it are compared loosely: devices may
 #: flush subnormal results, docs/backends.md)
@@ -66,19 +65,8 @@ def _check(ty: Type, values: list[float], got: float) -> None:
 
 def _product_on(backend, ty: Type, values: list[float], *, per_lane: bool = False) -> float:
     """The ParallelReduce Product of ``values`` (per_lane: one lane's ReduceMul) on ``backend``."""
-    data = encode(ty, values)
-    src, out = backend.allocate_buffer(len(data)), backend.allocate_buffer(ty.size_bytes())
-    backend.copy_to_buffer(src, data)
-    fields = dict(dst=Register(1), src_array=Address.BufferOffset(int(src)), count=len(values), ty=ty)
-    reduce = ReduceMul(**fields) if per_lane else ParallelReduce(**fields, operation=ReduceOperation.Product)
-    program = ProgramBuilder().add(reduce).add(STG(dst=Address.BufferOffset(int(out)), src=Register(1), ty=ty)) \
-        .build()
-    try:
-        backend.execute_program(program, LaunchConfig())
-        return decode(ty, bytes(backend.copy_from_buffer(out))[:ty.size_bytes()])[0]
-    finally:
-        backend.free_buffer(src)
-        backend.free_buffer(out)
+    return reduce_on(backend, ty, values, lambda fields: ReduceMul(**fields) if per_lane else
+                     ParallelReduce(**fields, operation=ReduceOperation.Product))
 
 
 CASES = [(ty, name) for ty in FORMATS for name in _values(ty)]

@@ -63,11 +63,17 @@ def _check(ty: Type, values: list[float], got: float) -> None:
 
 
 def _sum_on(backend, ty: Type, values: list[float]) -> float:
+    return reduce_on(backend, ty, values, lambda fields: ParallelReduce(**fields, operation=ReduceOperation.Sum))
+
+
+def reduce_on(backend, ty: Type, values: list[float], reduction) -> float:
+    """``values`` (of ``ty``) reduced on ``backend`` by ``reduction(fields)`` (an instruction made from dst r1,
+    the source array, count and ty), stored and read back."""
     data = encode(ty, values)
     src, out = backend.allocate_buffer(len(data)), backend.allocate_buffer(ty.size_bytes())
     backend.copy_to_buffer(src, data)
-    program = ProgramBuilder().add(ParallelReduce(dst=Register(1), src_array=Address.BufferOffset(int(src)),
-                                                  count=len(values), operation=ReduceOperation.Sum, ty=ty)) \
+    fields = dict(dst=Register(1), src_array=Address.BufferOffset(int(src)), count=len(values), ty=ty)
+    program = ProgramBuilder().add(reduction(fields)) \
         .add(STG(dst=Address.BufferOffset(int(out)), src=Register(1), ty=ty)).build()
     try:
         backend.execute_program(program, LaunchConfig())
