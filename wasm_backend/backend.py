@@ -103,8 +103,9 @@ class WasmBackend(Backend):
     ``memory_limit``: the most bytes the linear memory may grow to (default and ceiling 4 GiB).
     ``runner``: the runner name (default: the platform's, wasmtime natively). ``cache_size``: compiled
     programs kept. ``threads``: threads large maps, reductions and SIMD launches run on, the launching
-    thread included (None: the host's CPU count, at most 8; 1: no worker threads); runners without
-    threads (the browser's) run on one whatever is asked. Raises ExecutionFailed / AllocationFailed for
+    thread included (None: the host's CPU count, at most 8; 1: no worker threads). In the browser the
+    threads are Web Workers over a shared memory; they need a cross-origin isolated page and Python in a
+    worker, else the backend runs on one thread and ``device_info()["threads_reason"]`` says why. Raises ExecutionFailed / AllocationFailed for
     bad arguments, BackendUnavailable when no runner can start.
 
     Threads may share a backend: its launches, allocations and copies take turns (a lock); give each
@@ -119,8 +120,7 @@ class WasmBackend(Backend):
         self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "WasmBackend budget")
         threads = _check_threads(threads)
-        # the browser's runner has no threads: there ``threads`` is checked, then ignored
-        options = {"budgeted": False, "threads": threads} if runner_name(runner) == "wasmtime" else {}
+        options = {"budgeted": False, "threads": threads} if runner_name(runner) == "wasmtime" else {"threads": threads}
         self._runner = create_runner(runner, **options)
         self._parallel_dispatches = 0
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
@@ -393,7 +393,8 @@ class WasmBackend(Backend):
     def device_info(self) -> dict:
         """``name``, ``device``, ``engine``, ``memory_limit``, ``memory_used``, ``memory_size``, ``max_memory``,
         ``max_allocation`` (the largest buffer or pool: the arena's room in an empty linear memory),
-        ``compiled_programs``, ``threads`` (threads large maps run on), ``parallel_map_thresholds`` (the
+        ``compiled_programs``, ``threads`` (threads large maps run on), ``threads_reason`` (in the browser, why
+        ``threads`` is 1 where it is: "" otherwise), ``parallel_map_thresholds`` (the
         fewest elements a map needs to run on them, by the cost of its operation),
         ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_lanes_threshold``
         (the fewest SIMD lanes a launch needs), ``parallel_dispatches``
@@ -413,6 +414,7 @@ class WasmBackend(Backend):
                 self._memory.get(1).base),
             "compiled_programs": len(self._loaded),
             "threads": self._runner.threads,
+            "threads_reason": getattr(self._runner, "threads_reason", ""),
             "parallel_map_thresholds": dict(PARALLEL_MAP_THRESHOLDS),
             "parallel_reduce_threshold": PARALLEL_REDUCE_THRESHOLD,
             "parallel_lanes_threshold": PARALLEL_LANES_THRESHOLD,

@@ -99,3 +99,12 @@ import json as _json
 _json.dumps(result)"""
     message = json.loads(notebook.evaluate("(source) => window.notebook.pyodide.runPython(source)", source))
     assert message and "synchronously" in message and "run_sync" in message and "compile_async" in message
+
+
+def test_on_the_pages_thread_the_wasm_backend_runs_on_one_thread_and_says_why(notebook):
+    """Threads wait with Atomics.wait, which the page's thread may not: asked for two, the backend runs on
+    one (atlas-web installed by the tests above) and device_info says why."""
+    info = run_python(notebook, "from wasm_backend import WasmBackend\nbackend = WasmBackend(threads=2)\n"
+                                "result = backend.device_info()\nbackend.close()", pyodide="window.notebook.pyodide")
+    assert info["threads"] == 1
+    assert "page's thread" in info["threads_reason"] and "worker" in info["threads_reason"]

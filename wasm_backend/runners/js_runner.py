@@ -32,6 +32,15 @@ Traps. V8 throws ``WebAssembly.RuntimeError`` whose message names the trap;
 ``RangeError`` of an exhausted call stack is STACK_OVERFLOW. The instance and
 the runner stay usable after a trap.
 
+Threads. ``threads`` (None: the browser's core count; at most 8) asks for a pool
+of Web Workers (``js_threads.JsThreadPool``) that run ``parallel_call`` batches
+with the calling thread over one shared ``WebAssembly.Memory``. It needs a
+cross-origin isolated page and Python running in a worker (the browser refuses
+to wait on the page's thread); elsewhere the runner runs on one thread and
+``threads_reason`` says why. With threads, ``shared_memory`` is True and
+memories are created shared. The workers start with the first runner that asks for
+that many threads and serve every later one; ``close`` drops their instances.
+
 Budget. A browser can neither meter nor interrupt synchronous WebAssembly on
 the page's thread, so this runner has no budget: ``supports_budget`` is False,
 ``call(..., budget=n)`` raises UnsupportedOperation and ``budgeted=True`` is
@@ -56,6 +65,7 @@ from ..encoding.types import ExternKind, FuncType, Limits, SectionId, ValType
 from ..encoding.writer import MAGIC, VERSION
 from ..errors import WasmDecodeError, WasmInterfaceError, WasmTrap, WasmTrapKind, WasmValidationError
 from ..runner import CompiledModule, ModuleExport, ModuleImport, WasmInstance, WasmMemory, WasmRunner
+from .js_threads import MAX_THREADS, JsThreadPool, shared_pool, thread_support
 
 __all__ = ["JsRunner", "TRAP_KINDS_BY_MESSAGE", "module_interface"]
 
@@ -198,12 +208,40 @@ class JsRunner(WasmRunner):
     engine_name = "js"
     zero_copy_views = False
 
-    def __init__(self, *, budgeted: bool = False, cache_size: int = 64) -> None:
+    def __init__(self, *, budgeted: bool = False, cache_size: int = 64, threads: int | None = 1) -> None:
         super().__init__(cache_size=cache_size)
         if budgeted:
             raise UnsupportedOperation("budget", "runner", self.engine_name,
                                        "the browser can neither meter nor interrupt synchronous WebAssembly; "
                                        "the Atlas budget is counted by the generated code instead")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)
+                                    or not 1 <= threads <= MAX_THREADS):
+            raise WasmInterfaceError(f"threads must be an int in 1..{MAX_THREADS} or None, got {threads!r}")
+        self._threads, self.threads_reason = (1, "one thread was asked for") if threads == 1 else \
+            thread_support(threads)
+        self.shared_memory = self._threads > 1
+        self._pool: JsThreadPool | None = None
+        if self._threads > 1:
+            self._start_pool()
+
+    def _start_pool(self) -> None:
+        """Take this Python's pool of ``threads`` threads and, where the call may wait, wait until its workers
+        run (see ``JsThreadPool.wait_until_started``). Should the browser refuse workers, the runner runs on
+        one thread and ``threads_reason`` says why."""
+        try:
+            self._pool = shared_pool(self._threads)
+            self._pool.wait_until_started()
+        except JsException as exc:
+            self._pool = None
+            self._threads, self.threads_reason = 1, f"the browser could not start workers: {exc.message}"
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def worker_calls(self) -> int:
+        return self._pool.worker_calls if self._pool is not None else 0
 
     # --- modules -------------------------------------------------------------------------------------------
 
@@ -271,6 +309,8 @@ class JsRunner(WasmRunner):
         descriptor = {"initial": limits.min}
         if limits.max is not None:
             descriptor["maximum"] = limits.max
+        if limits.shared:
+            descriptor["shared"] = True
         descriptor_js = to_js(descriptor, dict_converter=js.Object.fromEntries)
         try:
             native = _WebAssembly.Memory.new(descriptor_js)
@@ -366,16 +406,41 @@ class JsRunner(WasmRunner):
             return _FROM_JS[results[0]](result)
         return tuple(_FROM_JS[t](v) for t, v in zip(results, result.to_py()))
 
+    def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
+        """The calls run as one JsThreadPool batch (the workers started with the runner)."""
+        if self._pool is None:  # the browser refused workers
+            for args in argument_lists:
+                self._call(instance, export_name, args, None)
+            return
+        params = instance.module.export(export_name).functype.params  # type: ignore[union-attr]
+        items = [[_TO_JS[t](v) for t, v in zip(params, args)] for args in argument_lists]
+        failed = self._pool.run(instance.module.native.module, instance.memory.native,  # type: ignore[union-attr]
+                                instance.native.exports, export_name, items)
+        if failed is not None:
+            index, name, message = failed
+            if index < 0:
+                raise WasmInterfaceError(f"{export_name}: a worker could not instantiate the module: {name}: {message}")
+            raise self._error_of(name, message, export_name)
+
+    def close(self) -> None:
+        """Drop cached modules and the workers' instances (the workers stay for other runners)."""
+        super().close()
+        if self._pool is not None:
+            self._pool.forget()
+
     def _engine_error(self, exc: JsException, what: str) -> Exception:
         """The runner's error for a JS exception thrown by wasm code: WasmTrap for a trap, else
         WasmInterfaceError (a link or argument error the checks above did not catch)."""
-        if exc.name == "RuntimeError":
-            kind = TRAP_KINDS_BY_MESSAGE.get(exc.message, WasmTrapKind.OTHER)
-            return WasmTrap(kind, engine=self.engine_name, engine_message=exc.message, export=what)
-        if exc.name == "RangeError" and exc.message == _STACK_OVERFLOW_MESSAGE:
-            return WasmTrap(WasmTrapKind.STACK_OVERFLOW, engine=self.engine_name, engine_message=exc.message,
+        return self._error_of(exc.name, exc.message, what)
+
+    def _error_of(self, name: str, message: str, what: str) -> Exception:
+        if name == "RuntimeError":
+            kind = TRAP_KINDS_BY_MESSAGE.get(message, WasmTrapKind.OTHER)
+            return WasmTrap(kind, engine=self.engine_name, engine_message=message, export=what)
+        if name == "RangeError" and message == _STACK_OVERFLOW_MESSAGE:
+            return WasmTrap(WasmTrapKind.STACK_OVERFLOW, engine=self.engine_name, engine_message=message,
                             export=what)
-        return WasmInterfaceError(f"{what}: the browser refused: {exc.name}: {exc.message}")
+        return WasmInterfaceError(f"{what}: the browser refused: {name}: {message}")
 
     # --- memory --------------------------------------------------------------------------------------------
 

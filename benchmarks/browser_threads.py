@@ -1,0 +1,132 @@
+"""WasmBackend on Web Workers in Chromium: the same programs on 1 and on N threads in one page, interleaved.
+
+The demo page's Python runs in a worker of the cross-origin isolated site, so ``WasmBackend(threads=N)`` runs
+large maps and reductions on a pool of Web Workers over one shared memory (wasm_backend/runners/js_threads.py).
+Workloads (issue 13): ParallelMapBinary Add f32 over 16M values, ParallelMap Exp f32 over 4M, ParallelReduce
+Sum f32 over 16M. For each, two backends (1 thread and ``--threads``) launch in turn, ``--repeats`` rounds after
+a first launch that compiles; the best and the median of each are kept, and the outputs' digests compared
+(bit-identical results). The native wasmtime figures of the same workloads come from the same run.
+
+    PYTHONPATH=. python3 benchmarks/browser_threads.py [--threads 2] [--repeats 7]
+
+Builds the site into a temporary directory, serves it on 127.0.0.1 and drives Debian's Chromium with the
+flags of the browser tests. The speed-up needs idle cores: on a shared machine compare within one run.
+Benchmarks are not tests: nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from atlas_web import LaunchConfig, Program, Type
+
+#: workload -> (program text over buffers 2 (a), 3 (b), 4 (out), elements)
+WORKLOADS: dict[str, tuple[str, int]] = {
+    "pmap2.add.f32 16M": ("pmap2.add.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], {n}\nexit\n", 1 << 24),
+    "pmap.exp.f32 4M": ("pmap.exp.f32 [buf4 + 0], [buf2 + 0], {n}\nexit\n", 1 << 22),
+    "preduce.sum.f32 16M": ("preduce.sum.f32 r1, [buf2 + 0], {n}\nstg.f32 [buf4 + 0], r1\nexit\n", 1 << 24),
+}
+
+
+def measure(new_backend, threads: int, repeats: int) -> dict[str, dict]:
+    """Each workload on a 1-thread and a ``threads``-thread backend made by ``new_backend(threads=...)``,
+    launched in turn: best and median seconds per thread count, the digests of their outputs, and the chunks
+    worker threads ran. Runs natively and inside Pyodide alike (standard library and atlas_web only)."""
+    import array
+    results: dict[str, dict] = {}
+    for name, (text, n) in WORKLOADS.items():
+        pattern = array.array("f", [((k * 7919) % 2000) / 100 - 10 for k in range(2000)])
+        values = (pattern * (n // 2000 + 1))[:n]
+        program = Program.from_text(text.format(n=n))
+        runs = {}
+        for count in (1, threads):
+            backend = new_backend(threads=count)
+            handles = [backend.allocate_typed(values, Type.F32), backend.allocate_typed(values, Type.F32),
+                       backend.allocate_typed(n, Type.F32)]
+            backend.execute_program(program, LaunchConfig())  # verifies and compiles
+            runs[count] = (backend, handles, [])
+        for _ in range(repeats):
+            for count, (backend, _, times) in runs.items():
+                start = time.perf_counter()
+                backend.execute_program(program, LaunchConfig())
+                times.append(time.perf_counter() - start)
+        entry = {}
+        for count, (backend, handles, times) in runs.items():
+            digest = hashlib.sha256(bytes(backend.copy_from_buffer(handles[2]))).hexdigest()[:16]
+            info = backend.device_info()
+            entry[str(count)] = {"best": min(times), "median": statistics.median(times), "digest": digest,
+                            "threads": info["threads"], "worker_chunks": info["parallel_worker_chunks"],
+                            "reason": info.get("threads_reason", "")}
+            backend.close()
+        results[name] = entry
+    return results
+
+
+def _in_browser(page, threads: int, repeats: int) -> dict:
+    source = Path(__file__).read_text(encoding="utf-8")
+    code = (f"import types, json\n"
+            f"bench = types.ModuleType('browser_threads')\n"
+            f"exec(compile({source!r}, 'browser_threads.py', 'exec'), bench.__dict__)\n"
+            f"from wasm_backend import WasmBackend\n"
+            f"json.dumps(bench.measure(WasmBackend, {threads}, {repeats}))\n")
+    return json.loads(page.evaluate("async (code) => await window.atlasWeb.pyodide.runPythonAsync(code)", code))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2, help="threads of the second backend (default 2)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed rounds after the first launch (default 7)")
+    options = parser.parse_args(argv)
+    import tempfile
+
+    import sitebuild
+    from playwright.sync_api import sync_playwright
+    from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS
+    from wasm_backend import WasmBackend
+
+    from benchmarks.browser_vs_native import _open_demo
+
+    root = Path(__file__).resolve().parents[1]
+    native = measure(WasmBackend, options.threads, options.repeats)
+    with tempfile.TemporaryDirectory() as scratch:
+        site = Path(scratch) / "site"
+        sitebuild.build_site(root, site, cache_dir=root / ".cache" / "npm", log=lambda message: None)
+        with sitebuild.start_server(site) as server, sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                str(Path(scratch) / "profile"), executable_path=str(CHROMIUM), headless=True,
+                args=list(CHROMIUM_ARGS))
+            try:
+                page, _ = _open_demo(context, server.url + "index.html")
+                agent = page.evaluate("navigator.userAgent")
+                browser = _in_browser(page, options.threads, options.repeats)
+            finally:
+                context.close()
+    n = str(options.threads)
+    print(f"WasmBackend, 1 vs {n} threads, best (median) of {options.repeats} interleaved launches; "
+          f"Chromium {agent.split('Chrome/')[-1].split(' ')[0]} (Web Workers) and natively (wasmtime)")
+    print(f"{'workload':<22}{'browser 1':>18}{'browser ' + n:>18}{'speed-up':>10}{'native 1':>18}{'native ' + n:>18}"
+          f"{'speed-up':>10}  same bits")
+    for name in WORKLOADS:
+        there, here = browser[name], native[name]
+        cells = []
+        for side in (there, here):
+            one, many = side["1"], side[n]
+            cells.append(f"{one['best'] * 1e3:>8.2f} ({one['median'] * 1e3:6.2f}) "
+                         f"{many['best'] * 1e3:>8.2f} ({many['median'] * 1e3:6.2f}) "
+                         f"{one['best'] / many['best']:>9.2f}x")
+        same = len({side[k]["digest"] for side in (there, here) for k in ("1", n)}) == 1
+        print(f"{name:<22}{cells[0]}{cells[1]}  {'yes' if same else 'NO'}")
+    many = browser[next(iter(WORKLOADS))][n]
+    print(f"browser: {many['threads']} threads, {many['worker_chunks']} chunks on workers"
+          + (f" ({many['reason']})" if many["reason"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

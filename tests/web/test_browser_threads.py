@@ -1,0 +1,62 @@
+"""The wasm backend on Web Workers in Chromium: the demo page's Python runs in a worker of a cross-origin
+isolated site, so ``WasmBackend(threads=2)`` runs large maps and reductions on a pool of Web Workers over
+one shared memory. Results are bit-identical to one thread and workers ran chunks; on the page's thread (notebook.html runs Pyodide there)
+the backend falls back to one thread and says why.
+"""
+
+from __future__ import annotations
+
+from .conftest import run_python
+
+#: maps and a reduction over the thresholds (wasm_backend.thread_policy), with inputs from a fixed formula
+THREADS_CODE = """
+import hashlib, struct
+from atlas_web import LaunchConfig, ProgramBuilder
+from atlas_web.isa import Address, BinaryMapOperation, MapOperation, ParallelMap, ParallelMapBinary, ParallelReduce
+from atlas_web.isa import ReduceOperation, Register, Type
+from atlas_web.isa.instructions import INSTRUCTION_CLASSES
+from wasm_backend import WasmBackend
+
+N = 1 << 20
+a = struct.pack(f"<{N}f", *((i % 1000) * 0.01 - 5.0 for i in range(N)))
+b = struct.pack(f"<{N}f", *(((i * 7) % 513) * 0.03 - 7.0 for i in range(N)))
+
+def outcome(threads):
+    backend = WasmBackend(threads=threads)
+    ha, hb, out = backend.allocate_buffer(4 * N), backend.allocate_buffer(4 * N), backend.allocate_buffer(4 * N)
+    backend.copy_to_buffer(ha, a)
+    backend.copy_to_buffer(hb, b)
+    digests = {}
+    for name, instr in (
+            ("warm-up", ParallelMapBinary(dst_array=Address.BufferOffset(out), src_a=Address.BufferOffset(ha),
+                                          src_b=Address.BufferOffset(hb), count=N, operation=BinaryMapOperation.Mul)),
+            ("add", ParallelMapBinary(dst_array=Address.BufferOffset(out), src_a=Address.BufferOffset(ha),
+                                      src_b=Address.BufferOffset(hb), count=N, operation=BinaryMapOperation.Add)),
+            ("exp", ParallelMap(dst_array=Address.BufferOffset(out), src_array=Address.BufferOffset(ha),
+                                count=N, operation=MapOperation.Exp))):
+        backend.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
+        digests[name] = hashlib.sha256(bytes(backend.copy_from_buffer(out))).hexdigest()
+    total = backend.allocate_buffer(4)
+    program = (ProgramBuilder()
+               .add(ParallelReduce(dst=Register(3), src_array=Address.BufferOffset(hb), count=N,
+                                   operation=ReduceOperation.Sum))
+               .add(INSTRUCTION_CLASSES["STG"](dst=Address.BufferOffset(total), src=Register(3), ty=Type.F32))
+               .build())
+    backend.execute_program(program, LaunchConfig())
+    digests["sum"] = bytes(backend.copy_from_buffer(total)).hex()
+    info = backend.device_info()
+    backend.close()
+    return {"digests": digests, "threads": info["threads"], "reason": info["threads_reason"],
+            "worker_chunks": info["parallel_worker_chunks"], "dispatches": info["parallel_dispatches"]}
+
+result = {"one": outcome(1), "two": outcome(2)}
+"""
+
+
+def test_wasm_threads_in_the_page_are_bit_identical_to_one_thread(backends_page):
+    outcome = run_python(backends_page, THREADS_CODE)
+    one, two = outcome["one"], outcome["two"]
+    assert two["threads"] == 2 and two["reason"] == "", two
+    assert one["threads"] == 1
+    assert two["dispatches"] >= 1 and two["worker_chunks"] > 0, two
+    assert two["digests"] == one["digests"]
