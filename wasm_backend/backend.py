@@ -105,8 +105,8 @@ class WasmBackend(Backend):
     programs kept. ``threads``: threads large maps, reductions and SIMD launches run on, the launching
     thread included (None: the host's CPU count, at most 8; 1: no worker threads). In the browser the
     threads are Web Workers over a shared memory; they need a cross-origin isolated page and Python in a
-    worker, else the backend runs on one thread and ``device_info()["threads_reason"]`` says why. Raises ExecutionFailed / AllocationFailed for
-    bad arguments, BackendUnavailable when no runner can start.
+    worker, else the backend runs on one thread and ``device_info()["threads_reason"]`` says why. Raises
+    ExecutionFailed / AllocationFailed for bad arguments, BackendUnavailable when no runner can start.
 
     Threads may share a backend: its launches, allocations and copies take turns (a lock); give each
     thread a backend of its own to run launches side by side.

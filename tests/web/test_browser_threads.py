@@ -1,7 +1,7 @@
 """The wasm backend on Web Workers in Chromium: the demo page's Python runs in a worker of a cross-origin
 isolated site, so ``WasmBackend(threads=2)`` runs large maps and reductions on a pool of Web Workers over
-one shared memory. Results are bit-identical to one thread and workers ran chunks; on the page's thread (notebook.html runs Pyodide there)
-the backend falls back to one thread and says why.
+one shared memory. Results are bit-identical to one thread and workers ran chunks (the fallback on the
+page's thread, where notebook.html runs Pyodide, is tested in test_notebook.py).
 """
 
 from __future__ import annotations

@@ -414,8 +414,9 @@ class JsRunner(WasmRunner):
             return
         params = instance.module.export(export_name).functype.params  # type: ignore[union-attr]
         items = [[_TO_JS[t](v) for t, v in zip(params, args)] for args in argument_lists]
+        i64_mask = sum(1 << p for p, t in enumerate(params) if t is ValType.I64)
         failed = self._pool.run(instance.module.native.module, instance.memory.native,  # type: ignore[union-attr]
-                                instance.native.exports, export_name, items)
+                                instance.native.exports, export_name, items, i64_mask)
         if failed is not None:
             index, name, message = failed
             if index < 0:

@@ -9,24 +9,29 @@ page's thread, where waiting is refused; the context cannot start workers). The 
 JupyterLite run their Python in a worker, so both get threads on a cross-origin isolated site (the
 site's server sends COOP/COEP); the page's thread itself is never blocked.
 
-How a batch runs (``JsThreadPool.run``): the workers (``threads - 1``, started from a Blob URL, so
-nothing but this module is needed; one pool per thread count serves every runner: ``shared_pool``) receive the batch as one message: the module (a
-compiled ``WebAssembly.Module``, sent once per worker), the shared memory, the export's name and the
-argument lists. Each worker instantiates the module once over that memory (its imported functions
-throw: a kernel calls none) and, like the calling thread, takes the next call not yet taken
-(``Atomics.add`` on a shared counter) until none is left. The calling thread runs calls in the same
-JS function, without returning to Python between calls. A worker that has not yet started when the
-calling thread has taken the last call does not enter the batch (an entry word with a sealed bit), so
-a slow worker start never delays a batch; the calling thread then waits until every worker that did
-enter has left. Which thread runs a call does not change what it computes: the callers split the work
-into the same chunks whatever the thread count, so results are bit-identical to one thread.
+How a batch runs (``JsThreadPool.run``). One pool per thread count serves every runner of this Python
+(``shared_pool``): ``threads - 1`` workers started from a Blob URL (nothing but this module is needed),
+sharing one control block (a SharedArrayBuffer) with the calling thread. A worker receives each module
+(a compiled ``WebAssembly.Module``) and the shared memory once, by message, and instantiates the module
+over that memory when a batch first needs it (its imported functions throw: a kernel calls none). A batch
+is written into the control block (the export's name, the calls' arguments as Float64, i64 ones marked),
+opened, and announced by bumping a generation word that idle workers wait on with ``Atomics.wait`` (a
+wake-up takes microseconds; a message would take a turn of the worker's event loop). Each thread, the
+calling one included, takes the next call not yet taken (``Atomics.add``) until none is left; the calling
+thread runs its calls in the same JS function, without returning to Python between calls. When it has
+taken the last call it seals the batch (no worker enters from then on, so a slow wake-up never delays a
+batch) and waits until every worker that entered has left. A worker that wakes for a batch whose module
+it has not received yet returns to its event loop once to receive it. Which thread runs a call does not
+change what it computes: the callers split the work into the same chunks whatever the thread count, so
+results are bit-identical to one thread.
 
 Failures: a throwing call stops the batch (no thread takes another call); each thread records the
 lowest call index that failed with the exception's name and message in its own slot of the shared
 control block, and ``run`` returns the lowest over all threads as ``(index, name, message)`` (None
 when every call ran), the failure one thread calling in order meets first. A worker that cannot
-instantiate the module stops the batch too, reported with index -2 (JsRunner raises WasmInterfaceError). Nothing is copied: the
-workers read and write the caller's memory. Imports ``js`` and ``pyodide``: use it only in Pyodide.
+instantiate the module stops the batch too, reported with index -2 (JsRunner raises WasmInterfaceError).
+Nothing is copied: the workers read and write the caller's memory. Imports ``pyodide``: use it only
+in Pyodide.
 """
 
 from __future__ import annotations
@@ -40,98 +45,139 @@ __all__ = ["JsThreadPool", "shared_pool", "thread_support", "MAX_THREADS"]
 
 #: the most threads a runner uses (the native runner's limit too)
 MAX_THREADS = 8
-#: bytes of each thread's failure message in the control block
-_MESSAGE_BYTES = 480
+#: the shared control block: Int32 words, then the export's name, the failure messages and the arguments
+_LAYOUT = {
+    "NEXT": 0, "STOP": 1, "ENTRY": 2, "WORKER_CALLS": 3, "GEN": 4, "COUNT": 5, "PARAMS": 6, "MODULE": 7,
+    "MEMORY": 8, "NAME_LENGTH": 9, "I64_MASK": 10, "FAIL": 16,   # FAIL: one word per slot (16 slots)
+    "NAME_BYTES": 128, "MESSAGES": 192, "MESSAGE_BYTES": 480, "SLOTS": 16,
+    "ARGS": 192 + 16 * 480, "MAX_ARGS": 1 << 16,                # Float64 arguments of the calls
+}
 
-#: the worker's script: instantiate once per (module, memory), then run the calls of each batch it enters
-_WORKER_SOURCE = r"""
-"use strict";
-const instances = new Map();
-const MESSAGE_BYTES = %(message_bytes)d;
+_COMMON = "const L = " + str(_LAYOUT).replace("'", '"') + r""";
 const SEALED = 1 << 30;
+function recordFailure(buffer, slot, index, error) {
+  const control = new Int32Array(buffer);
+  if (control[L.FAIL + slot] === -1 || (index >= 0 && index < control[L.FAIL + slot])) {
+    control[L.FAIL + slot] = index;
+    const text = new TextEncoder().encode(String(error && error.name) + "\n" + String(error && error.message));
+    const bytes = new Uint8Array(buffer, L.MESSAGES + slot * L.MESSAGE_BYTES, L.MESSAGE_BYTES);
+    bytes.fill(0);
+    bytes.set(text.subarray(0, L.MESSAGE_BYTES - 1));
+  }
+  Atomics.store(control, L.STOP, 1);
+}
+"""
+
+#: the worker: waits on the generation word (Atomics.wait), enters each new batch it can serve and takes
+#: calls; returns to its event loop when it must receive a module or a memory first, and every 2 s
+_WORKER_SOURCE = _COMMON + r"""
+let buffer = null, control = null, args = null, slot = 0, seen = 0;
+let memory = null, memoryId = 0, retried = -1;
+const modules = new Map(), instances = new Map();
 function unavailable() { throw new Error("a worker instance cannot call the host"); }
-let lastMemory = 0;
-function instance(data) {
-  // instances of one memory only: those of a memory no longer used must not keep it alive
-  if (data.memoryId !== lastMemory) { instances.clear(); lastMemory = data.memoryId; }
-  const key = data.moduleId;
-  let found = instances.get(key);
+function instanceOf(moduleId) {
+  let found = instances.get(moduleId);
   if (found === undefined) {
-    const module = self.atlasModules.get(data.moduleId);
+    const module = modules.get(moduleId);
     const imports = {};
     for (const imp of WebAssembly.Module.imports(module)) {
       imports[imp.module] = imports[imp.module] || {};
-      imports[imp.module][imp.name] = imp.kind === "memory" ? data.memory : unavailable;
+      imports[imp.module][imp.name] = imp.kind === "memory" ? memory : unavailable;
     }
-    if (instances.size >= 32) instances.clear();
     found = new WebAssembly.Instance(module, imports);
-    instances.set(key, found);
+    instances.set(moduleId, found);
   }
   return found;
 }
-self.atlasModules = new Map();
-self.postMessage("started");
-function record(data, index, error) {
-  const control = new Int32Array(data.control);
-  const slot = data.slot;
-  if (control[8 + slot] === -1 || (index >= 0 && index < control[8 + slot])) {
-    control[8 + slot] = index;
-    const text = new TextEncoder().encode(String(error && error.name) + "\n" + String(error && error.message));
-    const bytes = new Uint8Array(data.control, 64 + 4 * 16 + slot * MESSAGE_BYTES, MESSAGE_BYTES);
-    bytes.fill(0);
-    bytes.set(text.subarray(0, MESSAGE_BYTES - 1));
+function work() {
+  // entered: the batch's words stay as they are until every worker that entered has left
+  const moduleId = control[L.MODULE];
+  if (control[L.MEMORY] !== memoryId || !modules.has(moduleId)) return false;
+  let fn;
+  try {
+    const name = new TextDecoder().decode(new Uint8Array(buffer, L.NAME_BYTES, control[L.NAME_LENGTH]).slice());
+    fn = instanceOf(moduleId).exports[name];
+  } catch (error) {  // a worker that cannot instantiate stops the batch: reported as index -2
+    recordFailure(buffer, slot, -2, error);
+    return true;
+  }
+  const count = control[L.COUNT], params = control[L.PARAMS], mask = control[L.I64_MASK];
+  const call = new Array(params);
+  for (;;) {
+    if (Atomics.load(control, L.STOP)) break;
+    const i = Atomics.add(control, L.NEXT, 1);
+    if (i >= count) break;
+    for (let p = 0; p < params; p++) {
+      const value = args[i * params + p];
+      call[p] = (mask >> p) & 1 ? BigInt(value) : value;
+    }
+    try {
+      fn(...call);
+      Atomics.add(control, L.WORKER_CALLS, 1);
+    } catch (error) {
+      recordFailure(buffer, slot, i, error);
+      break;
+    }
+  }
+  return true;
+}
+function serve() {
+  for (;;) {
+    const gen = Atomics.load(control, L.GEN);
+    if (gen === seen) {
+      if (Atomics.wait(control, L.GEN, gen, 2000) === "timed-out") { setTimeout(serve, 0); return; }
+      continue;
+    }
+    let word = Atomics.load(control, L.ENTRY), entered = false;
+    while (!(word & SEALED)) {
+      const was = Atomics.compareExchange(control, L.ENTRY, word, word + 1);
+      if (was === word) { entered = true; break; }
+      word = was;
+    }
+    if (!entered) { seen = gen; continue; }
+    let served;
+    try {
+      served = work();
+    } finally {
+      Atomics.sub(control, L.ENTRY, 1);
+      Atomics.notify(control, L.ENTRY);
+    }
+    if (served || retried === gen) { seen = gen; continue; }
+    // a module or memory of this batch is still in the message queue: receive it, then come back
+    retried = gen;
+    setTimeout(serve, 0);
+    return;
   }
 }
 self.onmessage = ({ data }) => {
-  if (data.forget) { instances.clear(); lastMemory = 0; return; }
-  if (data.module) self.atlasModules.set(data.moduleId, data.module);
-  const control = new Int32Array(data.control);
-  // enter unless the calling thread has taken the last call already (then this batch is over for us)
-  for (;;) {
-    const word = Atomics.load(control, 2);
-    if (word & SEALED) return;
-    if (Atomics.compareExchange(control, 2, word, word + 1) === word) break;
+  if (data.control) {
+    buffer = data.control; slot = data.slot;
+    control = new Int32Array(buffer);
+    args = new Float64Array(buffer, L.ARGS, L.MAX_ARGS);
+    seen = Atomics.load(control, L.GEN);
+    self.postMessage("started");
   }
-  try {
-    let fn;
-    try {
-      fn = instance(data).exports[data.exportName];
-    } catch (error) {  // a worker that cannot instantiate stops the batch: reported as index -2
-      Atomics.store(control, 1, 1);
-      record(data, -2, error);
-      return;
-    }
-    const items = data.items;
-    for (;;) {
-      if (Atomics.load(control, 1)) break;
-      const i = Atomics.add(control, 0, 1);
-      if (i >= items.length) break;
-      try {
-        fn(...items[i]);
-        Atomics.add(control, 3, 1);
-      } catch (error) {
-        Atomics.store(control, 1, 1);
-        record(data, i, error);
-        break;
-      }
-    }
-  } finally {
-    Atomics.sub(control, 2, 1);
-    Atomics.notify(control, 2);
-  }
+  if (data.clearModules) { modules.clear(); instances.clear(); }
+  if (data.module) modules.set(data.moduleId, data.module);
+  if (data.memory) { memory = data.memory; memoryId = data.memoryId; instances.clear(); }
+  if (data.forget) { memory = null; memoryId = 0; instances.clear(); }
+  if (control !== null && !data.control) return;  // serve() runs already (or comes back by a timer)
+  serve();
 };
 """
 
 #: the calling thread's side: make the workers, run a batch, wait, report the first failure
-_POOL_SOURCE = r"""
-(workerCount, workerSource, messageBytes) => {
+_POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
   const url = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
-  const workers = [];
-  const started = [];
+  const buffer = new SharedArrayBuffer(L.ARGS + 8 * L.MAX_ARGS);
+  const control = new Int32Array(buffer), args = new Float64Array(buffer, L.ARGS, L.MAX_ARGS);
+  control[L.ENTRY] = SEALED;
+  const workers = [], started = [];
   for (let k = 0; k < workerCount; k++) {
     const worker = new Worker(url);
     started.push(new Promise((resolve) => { worker.onmessage = resolve; worker.onerror = resolve; }));
-    workers.push({ worker, modules: new WeakSet() });
+    worker.postMessage({ control: buffer, slot: k + 1 });
+    workers.push({ worker, modules: new Set(), memoryId: 0 });
   }
   // resolves when every worker runs, or after 10 s (a worker that never starts leaves its batches to the others)
   const ready = Promise.race([Promise.all(started), new Promise((resolve) => setTimeout(resolve, 10000))])
@@ -143,71 +189,91 @@ _POOL_SOURCE = r"""
     if (id === undefined) { id = nextId++; ids.set(object, id); }
     return id;
   };
-  const SEALED = 1 << 30;
-  const decoder = new TextDecoder();
-  return {
+  const encoder = new TextEncoder(), decoder = new TextDecoder();
+  function send(module, memory) {
+    const moduleId = idOf(module), memoryId = idOf(memory);
+    for (const entry of workers) {
+      if (entry.memoryId !== memoryId) {
+        entry.worker.postMessage({ memory, memoryId });
+        entry.memoryId = memoryId;
+      }
+      if (!entry.modules.has(moduleId)) {
+        if (entry.modules.size >= 64) { entry.worker.postMessage({ clearModules: true }); entry.modules.clear(); }
+        entry.worker.postMessage({ module, moduleId });
+        entry.modules.add(moduleId);
+      }
+    }
+    return [moduleId, memoryId];
+  }
+  function slice(ids, fn, name, items, mask, failures) {
+    const count = items.length, params = count ? items[0].length : 0;
+    for (let i = 0; i < count; i++) for (let p = 0; p < params; p++) args[i * params + p] = Number(items[i][p]);
+    control[L.NEXT] = 0; control[L.STOP] = 0; control[L.WORKER_CALLS] = 0;
+    control[L.COUNT] = count; control[L.PARAMS] = params; control[L.MODULE] = ids[0]; control[L.MEMORY] = ids[1];
+    control[L.I64_MASK] = mask;
+    const bytes = encoder.encode(name);
+    new Uint8Array(buffer, L.NAME_BYTES, 64).set(bytes.subarray(0, 64));
+    control[L.NAME_LENGTH] = Math.min(64, bytes.length);
+    for (let s = 0; s < L.SLOTS; s++) control[L.FAIL + s] = -1;
+    Atomics.store(control, L.ENTRY, 0);           // open: workers may enter from now on
+    Atomics.add(control, L.GEN, 1);
+    Atomics.notify(control, L.GEN);
+    for (;;) {
+      if (Atomics.load(control, L.STOP)) break;
+      const i = Atomics.add(control, L.NEXT, 1);
+      if (i >= count) break;
+      try {
+        fn(...items[i]);
+      } catch (error) {
+        recordFailure(buffer, 0, i, error);
+        break;
+      }
+    }
+    // no worker enters from now on; wait for those inside to leave
+    let word = Atomics.or(control, L.ENTRY, SEALED) | SEALED;
+    while ((word & ~SEALED) !== 0) {
+      Atomics.wait(control, L.ENTRY, word);
+      word = Atomics.load(control, L.ENTRY);
+    }
+    pool.workerCalls += control[L.WORKER_CALLS];
+    for (let s = 0; s <= workers.length; s++) {
+      const index = control[L.FAIL + s];
+      if (index !== -1 && (failures.length === 0 || index < failures[0])) {
+        const raw = new Uint8Array(buffer, L.MESSAGES + s * L.MESSAGE_BYTES, L.MESSAGE_BYTES).slice();
+        const end = raw.indexOf(0);
+        const [kind, ...rest] = decoder.decode(end < 0 ? raw : raw.subarray(0, end)).split("\n");
+        failures.splice(0, 3, index, kind, rest.join("\n"));
+      }
+    }
+  }
+  const pool = {
     ready,
     workerCalls: 0,
-    forget() { for (const entry of workers) entry.worker.postMessage({ forget: true }); },
-    run(module, memory, exports, exportName, items) {
-      const slots = workers.length + 1;
-      const buffer = new SharedArrayBuffer(64 + 4 * 16 + slots * messageBytes);
-      const control = new Int32Array(buffer);
-      for (let s = 0; s < 16; s++) control[8 + s] = -1;
-      const moduleId = idOf(module), memoryId = idOf(memory);
-      workers.forEach((entry, k) => {
-        const first = !entry.modules.has(module);
-        entry.modules.add(module);
-        entry.worker.postMessage({ control: buffer, slot: k + 1, moduleId, memoryId, memory,
-                                   module: first ? module : null, exportName, items });
-      });
-      const fn = exports[exportName];
-      let mine = 0;
-      for (;;) {
-        if (Atomics.load(control, 1)) break;
-        const i = Atomics.add(control, 0, 1);
-        if (i >= items.length) break;
-        try {
-          fn(...items[i]);
-          mine++;
-        } catch (error) {
-          Atomics.store(control, 1, 1);
-          control[8] = i;
-          const text = new TextEncoder().encode(String(error && error.name) + "\n" + String(error && error.message));
-          new Uint8Array(buffer, 64 + 4 * 16, messageBytes).set(text.subarray(0, messageBytes - 1));
-          break;
-        }
+    forget() { for (const entry of workers) { entry.worker.postMessage({ forget: true }); entry.memoryId = 0; } },
+    run(module, memory, exports, name, items, mask) {
+      const ids = send(module, memory);
+      const fn = exports[name];
+      const per = Math.max(1, Math.floor(L.MAX_ARGS / Math.max(1, items.length ? items[0].length : 1)));
+      const failures = [];
+      for (let start = 0; start < items.length && failures.length === 0; start += per) {
+        slice(ids, fn, name, items.slice(start, start + per), mask, failures);
+        if (failures.length && failures[0] >= 0) failures[0] += start;
       }
-      // no worker enters from now on; wait for those inside to leave
-      let word = Atomics.or(control, 2, SEALED) | SEALED;
-      while ((word & ~SEALED) !== 0) {
-        Atomics.wait(control, 2, word);
-        word = Atomics.load(control, 2);
-      }
-      this.workerCalls += Atomics.load(control, 3);
-      let failed = null;
-      for (let s = 0; s < slots; s++) {
-        const index = control[8 + s];
-        if (index !== -1 && (failed === null || index < failed[0])) {
-          const bytes = new Uint8Array(buffer, 64 + 4 * 16 + s * messageBytes, messageBytes).slice();
-          const end = bytes.indexOf(0);
-          const [name, ...rest] = decoder.decode(end < 0 ? bytes : bytes.subarray(0, end)).split("\n");
-          failed = [index, name, rest.join("\n")];
-        }
-      }
-      return failed === null ? undefined : failed;  // undefined reaches Python as None
+      return failures.length ? failures : undefined;  // undefined reaches Python as None
     },
-    close() { for (const entry of workers) entry.worker.terminate(); workers.length = 0; },
   };
+  return pool;
 }
 """
 
 _PROBE_SOURCE = r"""
 (() => {
   if (typeof crossOriginIsolated === "undefined" || !crossOriginIsolated || typeof SharedArrayBuffer === "undefined")
-    return [1, "the page is not cross-origin isolated (the server must send COOP: same-origin and COEP: require-corp), so no memory can be shared"];
+    return [1, "the page is not cross-origin isolated (the server must send COOP: same-origin and " +
+               "COEP: require-corp), so no memory can be shared"];
   if (typeof WorkerGlobalScope === "undefined" || !(self instanceof WorkerGlobalScope))
-    return [1, "Python runs on the page's thread, where the browser refuses to wait (Atomics.wait); run it in a worker (the demo page and JupyterLite do)"];
+    return [1, "Python runs on the page's thread, where the browser refuses to wait (Atomics.wait); " +
+               "run it in a worker (the demo page and JupyterLite do)"];
   if (typeof Worker === "undefined")
     return [1, "this context cannot start Web Workers"];
   return [Math.max(1, navigator.hardwareConcurrency || 1), ""];
@@ -232,8 +298,7 @@ class JsThreadPool:
     when the workers cannot start (JsRunner then runs on one thread and says why)."""
 
     def __init__(self, threads: int) -> None:
-        factory = run_js(_POOL_SOURCE)
-        self._pool = factory(threads - 1, _WORKER_SOURCE % {"message_bytes": _MESSAGE_BYTES}, _MESSAGE_BYTES)
+        self._pool = run_js(_POOL_SOURCE)(threads - 1, _WORKER_SOURCE)
         self.threads = threads
         self._waited = False
 
@@ -251,12 +316,12 @@ class JsThreadPool:
         """Calls that workers (not the calling thread) ran so far."""
         return int(self._pool.workerCalls)
 
-    def run(self, module: Any, memory: Any, exports: Any, export_name: str, argument_lists: list[list]
-            ) -> tuple[int, str, str] | None:
+    def run(self, module: Any, memory: Any, exports: Any, export_name: str, argument_lists: list[list],
+            i64_mask: int = 0) -> tuple[int, str, str] | None:
         """Run ``exports[export_name](*args)`` for every list of JS values in ``argument_lists`` on the
-        threads; returns None, or (first failing index, exception name, message); index -2: a worker could
-        not instantiate the module."""
-        failed = self._pool.run(module, memory, exports, export_name, to_js(argument_lists))
+        threads (``i64_mask``: bit p set where parameter p is an i64); returns None, or (first failing
+        index, exception name, message); index -2: a worker could not instantiate the module."""
+        failed = self._pool.run(module, memory, exports, export_name, to_js(argument_lists), i64_mask)
         if failed is None:
             return None
         index, name, message = failed.to_py()
