@@ -3,7 +3,20 @@
 A key is a Program (its ``digest()`` is used, so equal programs share an
 entry), a digest string, or any hashable tuple of those and other values; a
 backend caches a compiled module or pipeline under ``(program, launch shape)``
-with ``get_or_build``. Values are stored as given, never copied.
+with ``get_or_build``. A cache made with ``plain_keys=True`` uses its keys as
+given (any hashable value; no Program conversion), which is what the engine
+caches (modules by source digest, pipelines, bind groups, recorded launches)
+use and what keeps a cached launch's lookups cheap. Values are stored as given,
+never copied.
+
+Releasing resources. ``on_evict(key, value)``, when given, is called for every
+value that leaves the cache: evicted because the cache is full, removed
+(``remove``, ``pop``, ``remove_where``), replaced by ``insert`` under the same
+key with another value, or dropped by ``clear``. ``key`` is the dictionary key
+(a Program's digest, not the Program). The callback runs after the cache has
+changed and outside its lock, so it may use the cache (or another one); an
+exception it raises propagates to the caller of the method that evicted, after
+the callbacks of the other values that left with it have run.
 """
 
 from __future__ import annotations
@@ -34,23 +47,36 @@ def cache_key(key: Any) -> Hashable:
     return key  # an unhashable key raises TypeError where the dictionary looks it up
 
 
+def _plain(key: Any) -> Hashable:
+    return key
+
+
 class ProgramCache:
     """At most ``capacity`` entries; inserting into a full cache evicts the least recently used.
 
     ``get``, ``get_or_build`` and ``insert`` mark an entry as most recently
     used; ``contains`` does not. ``hits`` and ``misses`` count ``get`` and
-    ``get_or_build`` lookups. Thread-safe. Raises AllocationFailed for a
-    capacity that is not a positive int.
+    ``get_or_build`` lookups. ``on_evict(key, value)`` is called for each value
+    that leaves the cache (see the module docstring); ``plain_keys`` uses keys
+    as given. Thread-safe. Raises AllocationFailed for a capacity that is not a
+    positive int, TypeError for an ``on_evict`` that is not callable.
     """
 
-    def __init__(self, capacity: int = 128) -> None:
+    def __init__(self, capacity: int = 128, *, on_evict: Callable[[Hashable, Any], None] | None = None,
+                 plain_keys: bool = False) -> None:
         if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
             raise AllocationFailed(f"ProgramCache capacity must be a positive int, got {capacity!r}")
+        if on_evict is not None and not callable(on_evict):
+            raise TypeError(f"ProgramCache on_evict must be callable or None, got {on_evict!r}")
         self._capacity = capacity
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.RLock()
+        self._on_evict = on_evict
+        self._key: Callable[[Any], Hashable] = _plain if plain_keys else cache_key
         self.hits = 0
         self.misses = 0
+        #: values that left the cache because it was full (not removed or cleared)
+        self.evictions = 0
 
     @property
     def capacity(self) -> int:
@@ -65,11 +91,11 @@ class ProgramCache:
 
     def contains(self, key: Any) -> bool:
         """Whether ``key`` has an entry (does not change the LRU order)."""
-        return cache_key(key) in self._entries
+        return self._key(key) in self._entries
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The value stored under ``key``, or ``default`` when there is none."""
-        k = cache_key(key)
+        k = self._key(key)
         with self._lock:
             value = self._entries.get(k, _MISSING)
             if value is _MISSING:
@@ -82,28 +108,51 @@ class ProgramCache:
     def insert(self, key: Any, value: Any = _MISSING) -> Any:
         """Store ``value`` under ``key`` and return it; with no value, a Program key stores itself.
 
-        Replaces an existing entry. Raises TypeError when no value is given for a non-Program key.
+        Replaces an existing entry (``on_evict`` gets the old value unless it is ``value`` itself).
+        Raises TypeError when no value is given for a non-Program key.
         """
         if value is _MISSING:
             if not isinstance(key, Program):
                 raise TypeError("ProgramCache.insert needs a value unless the key is a Program")
             value = key
-        k = cache_key(key)
+        k = self._key(key)
         with self._lock:
-            self._entries[k] = value
-            self._entries.move_to_end(k)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+            left = self._store(k, value)
+        if left:
+            self._evicted(left)
         return value
+
+    def _store(self, k: Hashable, value: Any) -> list[tuple[Hashable, Any]]:
+        """Store under the lock; returns the (key, value) pairs that left (for ``on_evict``)."""
+        entries = self._entries
+        old = entries.get(k, _MISSING)
+        entries[k] = value
+        entries.move_to_end(k)
+        left = [] if old is _MISSING or old is value else [(k, old)]
+        while len(entries) > self._capacity:
+            left.append(entries.popitem(last=False))
+            self.evictions += 1
+        return left if self._on_evict is not None else []
+
+    def _evicted(self, left: list[tuple[Hashable, Any]]) -> None:
+        """Run ``on_evict`` for each pair, all of them even when one raises (the first exception is raised)."""
+        failure: BaseException | None = None
+        for k, value in left:
+            try:
+                self._on_evict(k, value)  # type: ignore[misc]
+            except BaseException as error:  # noqa: BLE001 - re-raised below, after the others ran
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
     def get_or_build(self, key: Any, factory: Callable[[], Any]) -> Any:
         """The value under ``key``; on a miss, ``factory()`` builds it, it is inserted and returned.
 
         ``factory`` runs without the lock held; if two threads build the same key
-        at once, the first value inserted is kept and returned to both. An
-        exception from ``factory`` propagates and nothing is stored.
+        at once, the first value inserted is kept and returned to both (``on_evict``
+        gets the other one). An exception from ``factory`` propagates and nothing is stored.
         """
-        k = cache_key(key)
+        k = self._key(key)
         with self._lock:
             value = self._entries.get(k, _MISSING)
             if value is not _MISSING:
@@ -114,27 +163,61 @@ class ProgramCache:
         built = factory()
         with self._lock:
             value = self._entries.get(k, _MISSING)
-            if value is not _MISSING:
+            if value is _MISSING:
+                value, left = built, self._store(k, built)
+            else:
                 self._entries.move_to_end(k)
-                return value
-        return self.insert(k, built)
+                left = [(k, built)] if self._on_evict is not None and built is not value else []
+        if left:
+            self._evicted(left)
+        return value
 
     def values(self) -> list:
         """The stored values, least recently used first (a new list; the LRU order is unchanged)."""
         with self._lock:
             return list(self._entries.values())
 
+    def keys(self) -> list:
+        """The dictionary keys, least recently used first (a new list; the LRU order is unchanged)."""
+        with self._lock:
+            return list(self._entries)
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        """Remove the entry of ``key`` and return its value (``default`` when there is none)."""
+        k = self._key(key)
+        with self._lock:
+            value = self._entries.pop(k, _MISSING)
+        if value is _MISSING:
+            return default
+        if self._on_evict is not None:
+            self._evicted([(k, value)])
+        return value
+
     def remove(self, key: Any) -> bool:
         """Drop the entry of ``key``; returns whether there was one."""
+        return self.pop(key, _MISSING) is not _MISSING
+
+    def remove_where(self, predicate: Callable[[Hashable, Any], bool]) -> int:
+        """Drop every entry for which ``predicate(key, value)`` is true; returns how many were dropped.
+        ``predicate`` runs under the lock: it must not use the cache."""
         with self._lock:
-            return self._entries.pop(cache_key(key), _MISSING) is not _MISSING
+            left = [(k, v) for k, v in self._entries.items() if predicate(k, v)]
+            for k, _ in left:
+                del self._entries[k]
+        if left and self._on_evict is not None:
+            self._evicted(left)
+        return len(left)
 
     def clear(self) -> None:
-        """Drop every entry and reset the hit and miss counts."""
+        """Drop every entry and reset the hit, miss and eviction counts."""
         with self._lock:
+            left = list(self._entries.items())
             self._entries.clear()
             self.hits = 0
             self.misses = 0
+            self.evictions = 0
+        if left and self._on_evict is not None:
+            self._evicted(left)
 
     def __repr__(self) -> str:
         return f"<ProgramCache {len(self)}/{self._capacity} entries, {self.hits} hits, {self.misses} misses>"

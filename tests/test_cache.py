@@ -128,3 +128,93 @@ def test_bad_capacity_is_refused(capacity):
 def test_unhashable_key_is_a_type_error():
     with pytest.raises(TypeError):
         ProgramCache(1).get(["list"])
+
+
+def _recording_cache(capacity: int, **options):
+    left = []
+    return ProgramCache(capacity, on_evict=lambda key, value: left.append((key, value)), **options), left
+
+
+def test_on_evict_gets_the_least_recently_used_entry_when_full():
+    cache, left = _recording_cache(2)
+    a, b, c = _program(1), _program(2), _program(3)
+    cache.insert(a, "a")
+    cache.insert(b, "b")
+    cache.get(a)
+    cache.insert(c, "c")
+    assert left == [(b.digest(), "b")] and cache.evictions == 1
+    assert cache.keys() == [a.digest(), c.digest()]
+
+
+def test_on_evict_gets_removed_replaced_and_cleared_values():
+    cache, left = _recording_cache(4, plain_keys=True)
+    cache.insert(("k", 1), "one")
+    cache.insert(("k", 1), "one")            # the same value again: nothing leaves
+    cache.insert(("k", 1), "uno")            # replaced: the old value leaves
+    cache.insert(("k", 2), "two")
+    cache.insert(("k", 3), "three")
+    assert cache.pop(("k", 2)) == "two" and cache.pop(("k", 2), "none") == "none"
+    assert cache.remove_where(lambda key, value: value == "three") == 1
+    cache.clear()
+    assert left == [(("k", 1), "one"), (("k", 2), "two"), (("k", 3), "three"), (("k", 1), "uno")]
+    assert cache.evictions == 0 and len(cache) == 0
+
+
+def test_get_or_build_race_loser_is_evicted():
+    cache, left = _recording_cache(2, plain_keys=True)
+
+    def build_twice():
+        cache.insert("key", "first")         # another thread inserted while this one built
+        return "second"
+
+    assert cache.get_or_build("key", build_twice) == "first"
+    assert left == [("key", "second")] and cache.get("key") == "first"
+
+
+def test_on_evict_may_use_the_cache_and_every_callback_runs_when_one_raises():
+    calls = []
+
+    def on_evict(key, value):
+        calls.append(key)
+        assert key not in cache              # the cache changed before the callback, and it is not locked
+        if key == "a":
+            raise RuntimeError("release failed")
+
+    cache = ProgramCache(3, on_evict=on_evict, plain_keys=True)
+    for key in "abc":
+        cache.insert(key, key.upper())
+    with pytest.raises(RuntimeError, match="release failed"):
+        cache.clear()
+    assert calls == ["a", "b", "c"] and len(cache) == 0
+
+
+def test_plain_keys_are_used_as_given():
+    cache = ProgramCache(2, plain_keys=True)
+    program = _program(4)
+    cache.insert(program.digest(), "by digest")
+    assert cache.get(program.digest()) == "by digest"
+    assert cache.get(program) is None         # a Program is not converted to its digest
+    with pytest.raises(TypeError):
+        cache.get(["unhashable"])
+
+
+def test_bad_on_evict_is_refused():
+    with pytest.raises(TypeError, match="on_evict"):
+        ProgramCache(2, on_evict="not callable")
+
+
+def test_concurrent_inserts_stay_bounded_and_evict_each_value_once():
+    cache, left = _recording_cache(8, plain_keys=True)
+
+    def worker(base):
+        for i in range(200):
+            cache.insert((base, i), (base, i))
+            cache.get((base, i - 3))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(cache) == 8 and len(left) == 800 - 8 and len(set(left)) == len(left)
+    assert set(cache.values()).isdisjoint(value for _key, value in left)

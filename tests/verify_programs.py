@@ -61,3 +61,14 @@ def rejects(prog: Program, match: str, index: int | None = None, **kwargs) -> Pr
     if index is not None:
         assert caught.value.index == index, str(caught.value)
     return caught.value
+
+
+def constant_store(value: int, handle: int) -> Program:
+    """A one-lane program that stores ``value`` (u32) at the start of buffer ``handle``: one distinct
+    program per value, for the compile cache tests."""
+    return Program.from_text(f"""
+        mov_imm.u32 r1, {value}
+        mov_imm.u64 r4, {handle << 32}
+        stg.u32 [r4 + 0], r1
+        exit
+    """)

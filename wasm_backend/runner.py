@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import abc
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from atlas_web.cache import ProgramCache
 from atlas_web.errors import AllocationFailed, InvalidBuffer, UnsupportedOperation
 
 from .encoding.types import MAX_PAGES, PAGE_SIZE, ExternKind, FuncType, Limits, ValType
@@ -149,8 +149,9 @@ class WasmRunner(abc.ABC):
     shared_memory: bool = False
 
     def __init__(self, *, cache_size: int = 64) -> None:
-        self._cache: OrderedDict[str, CompiledModule] = OrderedDict()
-        self._cache_size = _check_count(cache_size, "cache_size", 0, 1 << 20)
+        # compiled modules by the SHA-256 of their bytes (None: cache_size 0, nothing kept)
+        size = _check_count(cache_size, "cache_size", 0, 1 << 20)
+        self._cache: ProgramCache | None = ProgramCache(size, plain_keys=True) if size else None
 
     @property
     def supports_budget(self) -> bool:
@@ -173,16 +174,9 @@ class WasmRunner(abc.ABC):
         """Compile ``wasm`` (cached by the SHA-256 of the bytes); raises WasmValidationError."""
         data = self._as_bytes(wasm)
         digest = hashlib.sha256(data).hexdigest()
-        cached = self._cache.get(digest)
-        if cached is not None:
-            self._cache.move_to_end(digest)
-            return cached
-        module = self._compile(data, digest)
-        if self._cache_size:
-            self._cache[digest] = module
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return module
+        if self._cache is None:
+            return self._compile(data, digest)
+        return self._cache.get_or_build(digest, lambda: self._compile(data, digest))
 
     def validate(self, wasm: bytes | bytearray | memoryview) -> None:
         """Raise WasmValidationError unless the engine accepts ``wasm``."""
@@ -190,7 +184,7 @@ class WasmRunner(abc.ABC):
 
     @property
     def cached_modules(self) -> int:
-        return len(self._cache)
+        return 0 if self._cache is None else len(self._cache)
 
     # --- instances -----------------------------------------------------------------------------------------
 
@@ -397,7 +391,8 @@ class WasmRunner(abc.ABC):
 
     def close(self) -> None:
         """Drop cached modules; instances and memories stay usable while referenced."""
-        self._cache.clear()
+        if self._cache is not None:
+            self._cache.clear()
 
     # --- helpers -------------------------------------------------------------------------------------------
 

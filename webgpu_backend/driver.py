@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import abc
 import hashlib
-from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from atlas_web.cache import ProgramCache
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed, InvalidBuffer
 from atlas_web.host_bytes import source_bytes
 
@@ -60,8 +60,11 @@ COMPUTE_STAGE = 0x4
 #: (pipeline, engine bind group, workgroups) of one checked dispatch, as the engine hook receives it
 EncodedDispatch = tuple[ComputePipeline, Any, tuple[int, int, int]]
 
-_MAX_CACHED_MODULES = 512
-_MAX_CACHED_PIPELINES = 512
+# pipelines hold the engine's compiled shader code (about 0.5 MiB each on lavapipe): the caches are
+# bounded, and what leaves them is dropped (WebGPU has no destroy for modules, pipelines or bind groups:
+# the engine releases one when its last reference goes)
+_MAX_CACHED_MODULES = 256
+_MAX_CACHED_PIPELINES = 256
 _MAX_CACHED_BIND_GROUPS = 256
 
 
@@ -128,9 +131,11 @@ class GpuDriver(abc.ABC):
     engine: str = ""
 
     def __init__(self) -> None:
-        self._modules: OrderedDict[str, ShaderModule] = OrderedDict()
-        self._pipelines: OrderedDict[tuple, ComputePipeline] = OrderedDict()
-        self._bind_groups: OrderedDict[tuple, Any] = OrderedDict()
+        self._modules = ProgramCache(_MAX_CACHED_MODULES, plain_keys=True)   # source digest -> ShaderModule
+        # (digest, entry point, layout) -> ComputePipeline; an evicted pipeline takes its bind groups along
+        self._pipelines = ProgramCache(_MAX_CACHED_PIPELINES, plain_keys=True,
+                                       on_evict=lambda key, _pipeline: self._drop_bind_groups(key))
+        self._bind_groups = ProgramCache(_MAX_CACHED_BIND_GROUPS, plain_keys=True)  # see _bind_group
         self._features: frozenset[str] = frozenset()
         self._limits: dict[str, int] = {}
         self._closed = False
@@ -208,8 +213,7 @@ class GpuDriver(abc.ABC):
             return
         self._check_ours(buffer, "destroy_buffer")
         buffer.alive = False
-        for key in [k for k in self._bind_groups if any(entry[1] == buffer.id for entry in k[1])]:
-            del self._bind_groups[key]
+        self._bind_groups.remove_where(lambda key, _group: any(entry[1] == buffer.id for entry in key[1]))
         self._native_destroy_buffer(buffer.native)
         buffer.native = None
 
@@ -305,16 +309,8 @@ class GpuDriver(abc.ABC):
         if not isinstance(wgsl_source, str):
             raise ExecutionFailed(f"WGSL source must be a str, got {type(wgsl_source).__name__}")
         digest = hashlib.sha256(wgsl_source.encode()).hexdigest()
-        module = self._modules.get(digest)
-        if module is None:
-            native = self._native_compile(wgsl_source, f"wgsl-{digest[:12]}")
-            module = ShaderModule(wgsl_source, digest, native, id(self))
-            self._modules[digest] = module
-            if len(self._modules) > _MAX_CACHED_MODULES:
-                self._modules.popitem(last=False)
-        else:
-            self._modules.move_to_end(digest)
-        return module
+        return self._modules.get_or_build(digest, lambda: ShaderModule(
+            wgsl_source, digest, self._native_compile(wgsl_source, f"wgsl-{digest[:12]}"), id(self)))
 
     def create_pipeline(self, module: ShaderModule, entry_point: str,
                         bind_group_layout_spec: Sequence[Any] | Mapping[int, Any]) -> ComputePipeline:
@@ -334,18 +330,34 @@ class GpuDriver(abc.ABC):
         layout = as_layout(bind_group_layout_spec)
         self._check_layout(layout)
         key = (module.digest, entry_point, layout)
-        pipeline = self._pipelines.get(key)
-        if pipeline is not None:
-            self._pipelines.move_to_end(key)
-            return pipeline
-        native, native_layout = self._native_create_pipeline(module, entry_point, layout)
-        pipeline = ComputePipeline(module, entry_point, layout, native, native_layout, id(self))
-        self._pipelines[key] = pipeline
-        if len(self._pipelines) > _MAX_CACHED_PIPELINES:
-            evicted, _ = self._pipelines.popitem(last=False)
-            for group_key in [k for k in self._bind_groups if k[0] == evicted]:
-                del self._bind_groups[group_key]
-        return pipeline
+
+        def build() -> ComputePipeline:
+            native, native_layout = self._native_create_pipeline(module, entry_point, layout)
+            return ComputePipeline(module, entry_point, layout, native, native_layout, id(self))
+
+        return self._pipelines.get_or_build(key, build)
+
+    def release_pipeline(self, pipeline: ComputePipeline) -> None:
+        """Drop what the driver keeps for ``pipeline`` (its cache entry, its bind groups, and its module's
+        entry when no other cached pipeline uses the module), so the engine releases them once the caller
+        drops its own references; a later ``create_pipeline`` builds it again. Releasing twice, or a pipeline
+        the driver no longer caches, does nothing. Raises ExecutionFailed for a pipeline of another driver."""
+        if not isinstance(pipeline, ComputePipeline) or pipeline.driver_id != id(self):
+            raise ExecutionFailed("release_pipeline needs a ComputePipeline created by this driver")
+        if self._pipelines.get(pipeline.key) is pipeline:
+            self._pipelines.remove(pipeline.key)
+        digest = pipeline.module.digest
+        if not any(key[0] == digest for key in self._pipelines.keys()):
+            self._modules.remove(digest)
+
+    @property
+    def cache_sizes(self) -> dict[str, int]:
+        """How many shader modules, pipelines and bind groups the driver's caches hold now."""
+        return {"modules": len(self._modules), "pipelines": len(self._pipelines),
+                "bind_groups": len(self._bind_groups)}
+
+    def _drop_bind_groups(self, pipeline_key: tuple) -> None:
+        self._bind_groups.remove_where(lambda key, _group: key[0] == pipeline_key)
 
     # ---- dispatch -------------------------------------------------------------------------------
     def dispatch(self, pipeline: ComputePipeline, bindings: Mapping[int, GpuBuffer | BufferBinding],
@@ -508,15 +520,7 @@ class GpuDriver(abc.ABC):
         # keyed by the pipeline's cache key: a pipeline rebuilt after eviction has an equal layout, which
         # WebGPU accepts for bind groups made with the old one
         key = (pipeline.key, tuple((r.binding, r.buffer.id, r.offset, r.size) for r in resolved))
-        group = self._bind_groups.get(key)
-        if group is None:
-            group = self._native_create_bind_group(pipeline, resolved)
-            self._bind_groups[key] = group
-            if len(self._bind_groups) > _MAX_CACHED_BIND_GROUPS:
-                self._bind_groups.popitem(last=False)
-        else:
-            self._bind_groups.move_to_end(key)
-        return group
+        return self._bind_groups.get_or_build(key, lambda: self._native_create_bind_group(pipeline, resolved))
 
     # ---- engine hooks ----------------------------------------------------------------------------
     @abc.abstractmethod

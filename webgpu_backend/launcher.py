@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections import OrderedDict
 from dataclasses import dataclass
 
+from atlas_web.cache import ProgramCache
 from atlas_web.errors import ExecutionFailed
 from atlas_web.launch import LaunchConfig
 from atlas_web.trap_report import program_trap
@@ -54,6 +54,8 @@ _MAX_BUDGET = 0xFFFFFFFE
 _ROLES = {3: "dst", 4: "src_a", 5: "src_b", 7: "dst", 8: "src_a", 9: "src_b"}
 #: recorded launches kept per launcher
 _MAX_RECORDS = 64
+#: stage and kernel pipelines kept per launcher (an evicted one is released: see Launcher._release)
+_MAX_PIPELINES = 256
 
 
 @dataclass
@@ -115,11 +117,12 @@ class Launcher:
         self.snapshot_src_b = driver.create_buffer(16, _STORAGE)
         self.max_groups = driver.limit("maxComputeWorkgroupsPerDimension")
         self.bind_alignment = driver.limit("minStorageBufferOffsetAlignment")
-        self._pipelines: dict[tuple, object] = {}
+        self._pipelines = ProgramCache(_MAX_PIPELINES, plain_keys=True,
+                                       on_evict=lambda _key, pipeline: self._release(pipeline))
         self.host = HostSteps(memory)
         #: increases whenever a scratch buffer is replaced (recorded bind groups name the old one)
         self.generation = 0
-        self._records: OrderedDict[tuple, tuple] = OrderedDict()
+        self._records = ProgramCache(_MAX_RECORDS, plain_keys=True)   # record key -> (ops, outcome)
         #: what the launch slots buffer holds from its start
         self._slots_held = b""
         #: scratch buffers replaced, still named by commands not yet submitted
@@ -165,14 +168,25 @@ class Launcher:
 
     # ---- pipelines -----------------------------------------------------------------------------
     def _pipeline(self, key: tuple, source, layout: dict[int, str]):
-        pipeline = self._pipelines.get(key)
-        if pipeline is None:
+        def build():
             module = self.driver.compile(source() if callable(source) else source)
-            pipeline = self.driver.create_pipeline(module, "main", as_layout(layout))
-            self._pipelines[key] = pipeline
-            if len(self._pipelines) > 512:
-                del self._pipelines[next(iter(self._pipelines))]
-        return pipeline
+            return self.driver.create_pipeline(module, "main", as_layout(layout))
+        return self._pipelines.get_or_build(key, build)
+
+    def _release(self, pipeline) -> None:
+        """An evicted pipeline: dropped by the driver's caches and by the recorded launches that
+        dispatch it, so the engine frees it (a later launch builds it again)."""
+        if any(p is pipeline for p in self._pipelines.values()):
+            return                                  # still cached under another key (the same source)
+        self._records.remove_where(lambda _key, record: any(
+            pipeline is dispatch[0] for op in record[0] if op[0] == "submit" for dispatch in op[1]))
+        self.driver.release_pipeline(pipeline)
+
+    @property
+    def cache_sizes(self) -> dict[str, int]:
+        """How many pipelines and recorded launches the launcher keeps, and the driver's cache sizes."""
+        return {"launcher_pipelines": len(self._pipelines), "records": len(self._records),
+                **self.driver.cache_sizes}
 
     def _stage_layout(self) -> dict[int, str]:
         layout = {0: "read-only-storage", 1: "storage", 2: "read-only-storage", 3: "storage"}
@@ -298,7 +312,6 @@ class Launcher:
         key = self._record_key(compiled, config, presets, budget)
         record = self._records.get(key)
         if record is not None:
-            self._records.move_to_end(key)
             self._replay(record[0])
             return record[1], key, None, None
         recorder = _Recorder(self)
@@ -307,9 +320,7 @@ class Launcher:
     def _keep(self, key: tuple, recorder: _Recorder, outcome: LaunchOutcome) -> LaunchOutcome:
         # not when a scratch buffer was replaced during the launch: the record would name the old one
         if recorder.replayable and key[-1] == self.generation:
-            self._records[key] = (recorder.ops, outcome)
-            if len(self._records) > _MAX_RECORDS:
-                self._records.popitem(last=False)
+            self._records.insert(key, (recorder.ops, outcome))
         return outcome
 
     def run(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int) -> LaunchOutcome:

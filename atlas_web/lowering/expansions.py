@@ -21,11 +21,11 @@ kernels come later and take over (a backend expands only what it has no kernel f
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..cache import ProgramCache
 from ..errors import AtlasTrap, ProgramError, UnsupportedOperation
 from ..isa import Address, BinaryMapOperation, ParallelMapBinary, ParallelReduce, ReduceOperation, Register
 from ..isa.extents import array_operands
@@ -112,7 +112,8 @@ class ExpandedProgram:
         return AtlasTrap(trap.code, index, trap.lane, f"{name}: {trap.code.name}")
 
 
-_CACHE: OrderedDict = OrderedDict()
+#: (program digest, has_kernel) -> ExpandedProgram or None
+_CACHE = ProgramCache(_CACHE_SIZE, plain_keys=True)
 
 
 def expand_program(program: Program, has_kernel: Callable[[OpcodeInfo], bool]) -> ExpandedProgram | None:
@@ -122,18 +123,14 @@ def expand_program(program: Program, has_kernel: Callable[[OpcodeInfo], bool]) -
     Raises UnsupportedOperation (a shape the expansion cannot express: a count over 2**32 - 1, a
     RegisterIndirectComputed address that must be offset).
     """
-    key = (program.digest(), has_kernel)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
+    return _CACHE.get_or_build((program.digest(), has_kernel), lambda: _expand_wanted(program, has_kernel))
+
+
+def _expand_wanted(program: Program, has_kernel: Callable[[OpcodeInfo], bool]) -> ExpandedProgram | None:
     wanted = [i for i, instr in enumerate(program.instructions)
               if instr.INFO.kind is ExecKind.COOPERATIVE and instr.INFO.name in EXPANSIONS
               and not has_kernel(instr.INFO)]
-    result = _expand(program, set(wanted)) if wanted else None
-    _CACHE[key] = result
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return result
+    return _expand(program, set(wanted)) if wanted else None
 
 
 def _expand(program: Program, wanted: set[int]) -> ExpandedProgram:

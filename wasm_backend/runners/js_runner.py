@@ -250,20 +250,15 @@ class JsRunner(WasmRunner):
         with ``compile``). Raises WasmValidationError when the engine refuses the module."""
         data = self._as_bytes(wasm)
         digest = hashlib.sha256(data).hexdigest()
-        cached = self._cache.get(digest)
+        cached = None if self._cache is None else self._cache.get(digest)
         if cached is not None:
-            self._cache.move_to_end(digest)
             return cached
         try:
             native = await _WebAssembly.compile(self._js_bytes(data))
         except JsException as exc:
             raise self._compile_error(exc) from None
         module = self._describe(data, digest, native)
-        if self._cache_size:
-            self._cache[digest] = module
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return module
+        return module if self._cache is None else self._cache.get_or_build(digest, lambda: module)
 
     def _compile(self, data: bytes, digest: str) -> CompiledModule:
         array = self._js_bytes(data)

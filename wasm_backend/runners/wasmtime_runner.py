@@ -23,9 +23,11 @@ Interrupts: the engine also has epoch interruption on, so a SIGINT (Ctrl-C) stop
 thread within about one tick (0.1 s) and raises KeyboardInterrupt once it has returned (``interrupts``);
 an epoch deadline never traps by itself, so budgets stay fuel's alone.
 
-Each memory (and each instance without an imported memory) lives in its own
-``wasmtime.Store``; instances sharing a memory share its store. Memory views
-are zero-copy NumPy arrays over ``Memory.data_ptr`` that keep the store alive.
+Each memory lives in its own ``wasmtime.Store``, and so does each instance of a shared memory or
+without an imported memory; instances of a non-shared memory share its store. A Store frees its
+instances only when it is dropped itself, so an instance in a Store of its own (the backend's: its
+memory is shared natively) releases its code's data, host functions and tables as soon as nothing
+refers to it. Memory views are zero-copy NumPy arrays over ``Memory.data_ptr`` that keep the store alive.
 
 Threads. The engine has the threads proposal on: ``create_memory(shared=True)``
 makes a ``wasmtime.SharedMemory`` (reserved up to its maximum, so it never
@@ -49,9 +51,9 @@ from __future__ import annotations
 import ctypes
 import os
 import weakref
-from collections import OrderedDict
 from typing import Any, Callable
 
+from atlas_web.cache import ProgramCache
 from atlas_web.errors import AllocationFailed, BackendUnavailable
 
 from ..encoding.types import ExternKind, FuncType, Limits, ValType
@@ -75,7 +77,8 @@ MAX_THREADS = 64
 DEFAULT_THREADS_CAP = 8
 #: an epoch deadline (ticks) no run reaches
 _NEVER = 1 << 62
-#: module instances a worker thread keeps before it starts a fresh Store (a Store frees nothing earlier)
+#: module instances a worker thread keeps (least recently used evicted); after as many evictions it starts
+#: a fresh Store for new ones, and an old Store is freed with its last instance (a Store frees nothing earlier)
 _WORKER_INSTANCES = 32
 
 
@@ -281,7 +284,10 @@ class WasmtimeRunner(WasmRunner):
 
     def _instantiate(self, module: CompiledModule, memory: WasmMemory | None,
                      functions: dict[tuple[str, str], Callable[..., Any]]) -> WasmInstance:
-        store = memory.context if memory is not None else self._new_store()
+        # a Store frees nothing before it is dropped itself (an instance lives as long as its Store): an
+        # instance on a shared memory (which belongs to no Store) gets a Store of its own, freed with it
+        shared = memory is not None and memory.limits.shared
+        store = memory.context if memory is not None and not shared else self._new_store()
         externs: list[Any] = []
         for imp, native_imp in zip(module.imports, module.native.imports):
             if imp.kind == ExternKind.MEMORY:
@@ -446,26 +452,37 @@ def _unavailable_import(module: str, name: str) -> Callable[..., Any]:
 
 class _SlotInstances:
     """The Store of one thread of ``parallel_call`` and its instances, one per (module, memory), each with
-    direct callers of its exports (argument arrays made once; only this slot's thread uses them)."""
+    direct callers of its exports (argument arrays made once; only this slot's thread uses them). An entry
+    keeps the Store it lives in, so a Store replaced after ``_WORKER_INSTANCES`` evictions is freed when
+    its last instance leaves the cache."""
 
     def __init__(self, runner: WasmtimeRunner) -> None:
         self._runner = runner
         self._store = runner._new_store(interruptible=False)
-        self._instances: OrderedDict[tuple[str, int], tuple[WasmMemory, Any, dict]] = OrderedDict()
+        self._evicted = 0
+        # (module digest, id(memory)) -> (memory, instance, callers by export, its store)
+        self._instances = ProgramCache(_WORKER_INSTANCES, plain_keys=True, on_evict=self._on_evict)
+
+    def _on_evict(self, _key: tuple, _entry: tuple) -> None:
+        self._evicted += 1
+        if self._evicted >= _WORKER_INSTANCES:
+            self._evicted = 0
+            self._store = self._runner._new_store(interruptible=False)
+
+    @property
+    def instances(self) -> int:
+        """Instances this thread keeps now."""
+        return len(self._instances)
 
     def caller(self, module: CompiledModule, memory: WasmMemory, export_name: str) -> Callable[[tuple], None]:
         key = (module.digest, id(memory))
         entry = self._instances.get(key)
         if entry is None or entry[0] is not memory:
-            if len(self._instances) >= _WORKER_INSTANCES:
-                self._instances.clear()
-                self._store = self._runner._new_store(interruptible=False)
-            entry = (memory, self._instantiate(module, memory), {})
-            self._instances[key] = entry
+            entry = self._instances.insert(key, (memory, self._instantiate(module, memory), {}, self._store))
         callers = entry[2]
         call = callers.get(export_name)
         if call is None:
-            call = callers[export_name] = self._direct_caller(module, entry[1], export_name)
+            call = callers[export_name] = _direct_caller(self._runner, module, entry[1], entry[3], export_name)
         return call
 
     def _instantiate(self, module: CompiledModule, memory: WasmMemory) -> "wasmtime.Instance":
@@ -480,40 +497,41 @@ class _SlotInstances:
         return self._runner._run(lambda: wasmtime.Instance(store, module.native, externs), "worker instance",
                                  store)
 
-    def _direct_caller(self, module: CompiledModule, native: "wasmtime.Instance", export_name: str
-                       ) -> Callable[[tuple], None]:
-        from wasmtime import _ffi as ffi
-        store = self._store
-        func = native.exports(store)[export_name]
-        params_types = module.export(export_name).functype.params  # type: ignore[union-attr]
-        params = (ffi.wasmtime_val_t * len(params_types))()
-        kinds = {ValType.I32: (ffi.WASMTIME_I32.value, "i32"), ValType.I64: (ffi.WASMTIME_I64.value, "i64"),
-                 ValType.F32: (ffi.WASMTIME_F32.value, "f32"), ValType.F64: (ffi.WASMTIME_F64.value, "f64")}
-        fields = []
-        for k, valtype in enumerate(params_types):
-            kind, field = kinds[valtype]
-            params[k].kind = kind
-            fields.append(field)
-        out = (ffi.wasmtime_val_t * 0)()
-        func_ref = ctypes.byref(func._func)
-        call = ffi.wasmtime_func_call
-        trap_type = ctypes.POINTER(ffi.wasm_trap_t)
-        runner = self._runner
-        context = store._context()  # the store's context pointer stays valid while the store lives
-        slots = [(params[k].of, field) for k, field in enumerate(fields)]
 
-        def caller(args: tuple) -> None:
-            for (slot, field), value in zip(slots, args):
-                setattr(slot, field, value)
-            runner._refuel(store, None)
-            trap = trap_type()
-            error = call(context, func_ref, params, len(fields), out, 0, ctypes.byref(trap))
-            if trap:
-                trap_obj = wasmtime.Trap._from_ptr(trap)
-                kind = _TRAP_KINDS.get(trap_obj.trap_code, WasmTrapKind.OTHER)
-                raise WasmTrap(kind, engine=runner.engine_name, engine_message=str(trap_obj), export=export_name)
-            if error:
-                raise WasmInterfaceError(f"{export_name}: wasmtime refused: "
-                                         f"{_first_line(wasmtime.WasmtimeError._from_ptr(error))}")
+def _direct_caller(runner: WasmtimeRunner, module: CompiledModule, native: "wasmtime.Instance",
+                   store: "wasmtime.Store", export_name: str) -> Callable[[tuple], None]:
+    """A caller of ``export_name`` of ``native`` (an instance in ``store``) with its argument array made
+    once (for one thread)."""
+    from wasmtime import _ffi as ffi
+    func = native.exports(store)[export_name]
+    params_types = module.export(export_name).functype.params  # type: ignore[union-attr]
+    params = (ffi.wasmtime_val_t * len(params_types))()
+    kinds = {ValType.I32: (ffi.WASMTIME_I32.value, "i32"), ValType.I64: (ffi.WASMTIME_I64.value, "i64"),
+             ValType.F32: (ffi.WASMTIME_F32.value, "f32"), ValType.F64: (ffi.WASMTIME_F64.value, "f64")}
+    fields = []
+    for k, valtype in enumerate(params_types):
+        kind, field = kinds[valtype]
+        params[k].kind = kind
+        fields.append(field)
+    out = (ffi.wasmtime_val_t * 0)()
+    func_ref = ctypes.byref(func._func)
+    call = ffi.wasmtime_func_call
+    trap_type = ctypes.POINTER(ffi.wasm_trap_t)
+    context = store._context()  # the store's context pointer stays valid while the store lives
+    slots = [(params[k].of, field) for k, field in enumerate(fields)]
 
-        return caller
+    def caller(args: tuple) -> None:
+        for (slot, field), value in zip(slots, args):
+            setattr(slot, field, value)
+        runner._refuel(store, None)
+        trap = trap_type()
+        error = call(context, func_ref, params, len(fields), out, 0, ctypes.byref(trap))
+        if trap:
+            trap_obj = wasmtime.Trap._from_ptr(trap)
+            kind = _TRAP_KINDS.get(trap_obj.trap_code, WasmTrapKind.OTHER)
+            raise WasmTrap(kind, engine=runner.engine_name, engine_message=str(trap_obj), export=export_name)
+        if error:
+            raise WasmInterfaceError(f"{export_name}: wasmtime refused: "
+                                     f"{_first_line(wasmtime.WasmtimeError._from_ptr(error))}")
+
+    return caller
