@@ -20,8 +20,10 @@ wake-up takes microseconds; a message would take a turn of the worker's event lo
 calling one included, takes the next call not yet taken (``Atomics.add``) until none is left; the calling
 thread runs its calls in the same JS function, without returning to Python between calls. When it has
 taken the last call it seals the batch (no worker enters from then on, so a slow wake-up never delays a
-batch) and waits until every worker that entered has left. A worker that wakes for a batch whose module
-it has not received yet returns to its event loop once to receive it. Which thread runs a call does not
+batch) and waits until every worker that entered has left. Before the first batch of a module or a memory
+a worker has not received, the calling thread posts it, wakes the workers to read their messages (a
+worker waiting on the generation word cannot receive one) and waits until each has, at most 100 ms (a
+worker still starting joins later): so that batch runs on every thread too. Which thread runs a call does not
 change what it computes: the callers split the work into the same chunks whatever the thread count, so
 results are bit-identical to one thread.
 
@@ -48,9 +50,10 @@ MAX_THREADS = 8
 #: the shared control block: Int32 words, then the export's name, the failure messages and the arguments
 _LAYOUT = {
     "NEXT": 0, "STOP": 1, "ENTRY": 2, "WORKER_CALLS": 3, "GEN": 4, "COUNT": 5, "PARAMS": 6, "MODULE": 7,
-    "MEMORY": 8, "NAME_LENGTH": 9, "I64_MASK": 10, "FAIL": 16,   # FAIL: one word per slot (16 slots)
-    "NAME_BYTES": 128, "MESSAGES": 192, "MESSAGE_BYTES": 480, "SLOTS": 16,
-    "ARGS": 192 + 16 * 480, "MAX_ARGS": 1 << 16,                # Float64 arguments of the calls
+    "MEMORY": 8, "NAME_LENGTH": 9, "I64_MASK": 10, "MAIL": 11,
+    "FAIL": 16, "ACK": 32,                                      # one word per slot (16 slots) each
+    "NAME_BYTES": 256, "MESSAGES": 320, "MESSAGE_BYTES": 480, "SLOTS": 16,
+    "ARGS": 320 + 16 * 480, "MAX_ARGS": 1 << 16,                # Float64 arguments of the calls
 }
 
 _COMMON = "const L = " + str(_LAYOUT).replace("'", '"') + r""";
@@ -72,7 +75,7 @@ function recordFailure(buffer, slot, index, error) {
 #: calls; returns to its event loop when it must receive a module or a memory first, and every 2 s
 _WORKER_SOURCE = _COMMON + r"""
 let buffer = null, control = null, args = null, slot = 0, seen = 0;
-let memory = null, memoryId = 0, retried = -1;
+let memory = null, memoryId = 0, retried = -1, mail = 0;
 const modules = new Map(), instances = new Map();
 function unavailable() { throw new Error("a worker instance cannot call the host"); }
 function instanceOf(moduleId) {
@@ -123,6 +126,8 @@ function work() {
 }
 function serve() {
   for (;;) {
+    // the calling thread posted modules or a memory and waits until we have read them
+    if (Atomics.load(control, L.MAIL) !== mail) { setTimeout(serve, 0); return; }
     const gen = Atomics.load(control, L.GEN);
     if (gen === seen) {
       if (Atomics.wait(control, L.GEN, gen, 2000) === "timed-out") { setTimeout(serve, 0); return; }
@@ -161,6 +166,11 @@ self.onmessage = ({ data }) => {
   if (data.module) modules.set(data.moduleId, data.module);
   if (data.memory) { memory = data.memory; memoryId = data.memoryId; instances.clear(); }
   if (data.forget) { memory = null; memoryId = 0; instances.clear(); }
+  if (data.mail) {
+    mail = data.mail;
+    Atomics.store(control, L.ACK + slot, mail);
+    Atomics.notify(control, L.ACK + slot);
+  }
   if (control !== null && !data.control) return;  // serve() runs already (or comes back by a timer)
   serve();
 };
@@ -190,20 +200,42 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
     return id;
   };
   const encoder = new TextEncoder(), decoder = new TextDecoder();
+  let mail = 0;
   function send(module, memory) {
     const moduleId = idOf(module), memoryId = idOf(memory);
+    let posted = false;
     for (const entry of workers) {
       if (entry.memoryId !== memoryId) {
         entry.worker.postMessage({ memory, memoryId });
         entry.memoryId = memoryId;
+        posted = true;
       }
       if (!entry.modules.has(moduleId)) {
         if (entry.modules.size >= 64) { entry.worker.postMessage({ clearModules: true }); entry.modules.clear(); }
         entry.worker.postMessage({ module, moduleId });
         entry.modules.add(moduleId);
+        posted = true;
       }
     }
+    if (posted) deliver();
     return [moduleId, memoryId];
+  }
+  // wake the workers to read their messages and wait (at most 100 ms: a worker still starting joins later)
+  // until each has: so the first batch of a new module or memory runs on every thread
+  function deliver() {
+    mail += 1;
+    for (const entry of workers) entry.worker.postMessage({ mail });
+    Atomics.store(control, L.MAIL, mail);
+    Atomics.add(control, L.GEN, 1);
+    Atomics.notify(control, L.GEN);
+    const until = performance.now() + 100;
+    workers.forEach((entry, k) => {
+      for (;;) {
+        const seen = Atomics.load(control, L.ACK + k + 1), left = until - performance.now();
+        if (seen === mail || left <= 0) break;
+        Atomics.wait(control, L.ACK + k + 1, seen, left);
+      }
+    });
   }
   function slice(ids, fn, name, items, mask, failures) {
     const count = items.length, params = count ? items[0].length : 0;
