@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .backend import API_VERSION, Backend
 from .errors import (
-    AllocationFailed, AtlasError, AtlasTrap, BackendClosed, BackendUnavailable, ExecutionFailed, InvalidBuffer, ProgramError,
+    AllocationFailed, ArrayError, AtlasError, AtlasTrap, BackendClosed, BackendUnavailable, ExecutionFailed, InvalidBuffer, ProgramError,
     TrapCode, UnsupportedOperation,
 )
 from .isa import *  # noqa: F401,F403 - the ISA is the package's vocabulary
@@ -68,6 +68,6 @@ _NEEDS_NUMPY = frozenset({"CpuBackend"})
 __all__ = [
     "__version__", "API_VERSION", "Backend", "LaunchConfig", "ExecutionParams", "Program", "ProgramBuilder",
     "AtlasError", "ProgramError", "UnsupportedOperation", "AllocationFailed", "InvalidBuffer", "ExecutionFailed",
-    "BackendUnavailable", "BackendClosed", "AtlasTrap", "TrapCode", *_isa_all,
+    "BackendUnavailable", "BackendClosed", "ArrayError", "AtlasTrap", "TrapCode", *_isa_all,
     *(name for name in _LAZY if name not in _NEEDS_NUMPY or _numpy_installed()),
 ]

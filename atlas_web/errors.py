@@ -12,6 +12,7 @@ import enum
 __all__ = [
     "AtlasError", "ProgramError", "UnsupportedOperation", "AllocationFailed",
     "InvalidBuffer", "ExecutionFailed", "BackendUnavailable", "BackendClosed", "AtlasTrap", "TrapCode",
+    "ArrayError",
 ]
 
 
@@ -65,6 +66,12 @@ class InvalidBuffer(AtlasError, KeyError):
 
 class ExecutionFailed(AtlasError, RuntimeError):
     """A launch could not run for a reason other than a trap (bad launch shape, engine failure)."""
+
+
+class ArrayError(AtlasError, ValueError):
+    """An ``atlas_web.numpy`` operation whose operands do not fit: shapes that do not broadcast, a dtype
+    the operation does not take, an axis out of range, arrays on different devices. The message names the
+    operation and the shapes and dtypes involved."""
 
 
 class BackendUnavailable(AtlasError, RuntimeError):

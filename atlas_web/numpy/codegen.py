@@ -1,0 +1,240 @@
+"""Atlas programs generated from array nodes (atlas_web/numpy/nodes.py), as text assembly.
+
+Per-lane programs: lane ``GLOBAL_LANE_ID`` unravels its index over the node's (coalesced) shape with
+u32 division and remainder by immediates, multiplies by each operand's strides, and loads through
+``[handle + byte offset]`` (RegisterIndirectComputed), so no buffer handle is written into a program:
+handles, base offsets and scalars are preset registers r1, r2, ... in ``Kernel.presets`` order.
+Cooperative programs take 64-bit pointers ``(handle << 32)`` the same way. Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..isa.types import Type
+from ..launch import DEFAULT_BUDGET, LaunchConfig
+from ..program import Program
+from .nodes import CoopMapNode, CoopReduceNode, DotNode, MapNode, Operand, ReduceNode
+from .ops_table import OPS
+from .shapes import size_of
+
+__all__ = ["Kernel", "generate"]
+
+#: the first register of the generated temporaries (presets take r1 upward)
+_FIRST_TEMP = 48
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A generated program, its launch, and the preset registers it expects: ``presets[i]`` is
+    ``(kind, operand, Type)`` for register ``r(i+1)``; kind is "handle", "base", "scalar" or "pointer",
+    operand an input index or -1 for the output. ``budget``: backward jumps a lane needs."""
+
+    program: Program
+    config: LaunchConfig
+    presets: tuple[tuple[str, int, Type], ...]
+    budget: int | None = None
+
+
+class _Emitter:
+    """Lines of text assembly and fresh registers."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._next = _FIRST_TEMP
+
+    def reg(self) -> str:
+        r = f"r{self._next}"
+        self._next += 1
+        return r
+
+    def emit(self, text: str) -> None:
+        self.lines.extend(line.strip() for line in text.splitlines() if line.strip())
+
+    def const(self, value: int) -> str:
+        r = self.reg()
+        self.emit(f"mov_imm.u32 {r}, {value & 0xFFFFFFFF}")
+        return r
+
+    def unravel(self, index: str, shape: tuple[int, ...]) -> list[str]:
+        """Registers holding the coordinates of the row-major ``index`` in ``shape``."""
+        coords = [index] * len(shape)
+        rest = index
+        for axis in range(len(shape) - 1, 0, -1):
+            size = self.const(shape[axis])
+            coord, quotient = self.reg(), self.reg()
+            self.emit(f"rem.u32 {coord}, {rest}, {size}\ndiv.u32 {quotient}, {rest}, {size}")
+            coords[axis], rest = coord, quotient
+        if shape:
+            coords[0] = rest
+        return coords
+
+    def offset(self, coords: list[str], strides: tuple[int, ...], base: str | None, itemsize: int) -> str:
+        """A register holding the byte offset ``(base + sum(coord * stride)) * itemsize`` (u32, wrapping:
+        negative strides are their two's complement)."""
+        acc = self.reg()
+        self.emit(f"mov.u32 {acc}, {base}" if base else f"mov_imm.u32 {acc}, 0")
+        for coord, stride in zip(coords, strides):
+            if stride == 0:
+                continue
+            if stride == 1:
+                self.emit(f"add.u32 {acc}, {acc}, {coord}")
+            else:
+                self.emit(f"mad.u32 {acc}, {coord}, {self.const(stride)}, {acc}")
+        self.emit(f"mul.u32 {acc}, {acc}, {self.const(itemsize)}")
+        return acc
+
+    def guard(self, lanes: int) -> None:
+        """Spare lanes of the last block end at once."""
+        self.emit(f"set.ge.u32 p0, r255, {self.const(lanes)}\nbra.p0 @done")
+
+    def program(self) -> Program:
+        return Program.from_text("\n".join([*self.lines, "done:", "exit"]))
+
+
+def _convert(em: _Emitter, value: str, src: Type, dst: Type) -> str:
+    if src == dst:
+        return value
+    out = em.reg()
+    em.emit(f"cvt.{dst.suffix}.{src.suffix} {out}, {value}")
+    return out
+
+
+def _map_kernel(node: MapNode) -> Kernel:
+    em = _Emitter()
+    presets: list[tuple[str, int, Type]] = []
+    bound: list[tuple[Operand, str, str | None]] = []   # operand, handle-or-scalar register, base register
+    for k, operand in enumerate(node.inputs):
+        if operand.strides is None:
+            presets.append(("scalar", k, node.compute))
+            bound.append((operand, f"r{len(presets)}", None))
+            continue
+        presets.append(("handle", k, Type.U32))
+        handle = f"r{len(presets)}"
+        base = None
+        if operand.based:
+            presets.append(("base", k, Type.U32))
+            base = f"r{len(presets)}"
+        bound.append((operand, handle, base))
+    presets.append(("handle", -1, Type.U32))
+    out_handle, out_base = f"r{len(presets)}", None
+    if node.out_based:
+        presets.append(("base", -1, Type.U32))
+        out_base = f"r{len(presets)}"
+    lanes = size_of(node.shape)
+    em.guard(lanes)
+    coords = em.unravel("r255", node.shape)
+    args = []
+    for operand, reg, base in bound:
+        if operand.strides is None:
+            args.append(reg)
+            continue
+        offset = em.offset(coords, operand.strides, base, operand.dtype.size_bytes())
+        value = em.reg()
+        em.emit(f"ldg.{operand.dtype.suffix} {value}, [{reg} + {offset}]")
+        # where() reads its condition as stored (u8); every other operand in the computing type
+        target = operand.dtype if (node.op == "where" and not args) else node.compute
+        args.append(_convert(em, value, operand.dtype, target))
+    row = OPS[node.op]
+    result = em.reg()
+    names = dict(zip("abc", args))
+    em.emit(row.body.format(d=result, t=node.compute.suffix, z=em.reg(), o=em.reg(), **names))
+    produced = Type.U8 if row.result == "bool" else node.compute
+    stored = _convert(em, result, produced, node.out)
+    offset = em.offset(coords, node.out_strides, out_base, node.out.size_bytes())
+    em.emit(f"stg.{node.out.suffix} [{out_handle} + {offset}], {stored}")
+    return Kernel(em.program(), LaunchConfig.linear(lanes), tuple(presets))
+
+
+def _reduce_kernel(node: ReduceNode) -> Kernel:
+    em = _Emitter()
+    presets = (("handle", 0, Type.U32), ("handle", -1, Type.U32))
+    lanes = size_of(node.shape)
+    count = size_of(node.reduce_shape)
+    em.guard(lanes)
+    base = em.offset(em.unravel("r255", node.shape), node.strides, None, 1)  # in elements
+    itemsize = node.dtype.size_bytes()
+    acc, index, j, one, limit = em.reg(), em.reg(), em.reg(), em.const(1), em.const(count)
+    arg = node.op in ("argmax", "argmin")
+
+    def load_at(position: str) -> str:
+        coords = em.unravel(position, node.reduce_shape)
+        offset = em.offset(coords, node.reduce_strides, base, itemsize)
+        value = em.reg()
+        em.emit(f"ldg.{node.dtype.suffix} {value}, [r1 + {offset}]")
+        return _convert(em, value, node.dtype, node.acc)
+
+    t = node.acc.suffix
+    if node.op in ("sum", "prod"):
+        em.emit(f"mov_imm.{t} {acc}, {0 if node.op == 'sum' else 1}\nmov_imm.u32 {j}, 0")
+    else:  # max, min, argmax, argmin start from the first element (count >= 1 is checked by the caller)
+        em.emit(f"mov_imm.u32 {j}, 0")
+        em.emit(f"mov.{t} {acc}, {load_at(j)}\nmov_imm.u32 {index}, 0\nmov_imm.u32 {j}, 1")
+    em.emit("loop:")
+    em.emit(f"set.ge.u32 p1, {j}, {limit}\nbra.p1 @end")
+    value = load_at(j)
+    if node.op in ("sum", "prod", "max", "min"):
+        mnemonic = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}[node.op]
+        em.emit(f"{mnemonic}.{t} {acc}, {acc}, {value}")
+    else:
+        # the first NaN wins, as in NumPy: stop at it; otherwise strictly better (or NaN) replaces
+        condition = "gtu" if node.op == "argmax" else "ltu"
+        em.emit(f"set.ne.{t} p2, {acc}, {acc}\nbra.p2 @end\n"
+                f"set.{condition}.{t} p3, {value}, {acc}\nsel.{t} {acc}, p3, {value}, {acc}\n"
+                f"sel.u32 {index}, p3, {j}, {index}")
+    em.emit(f"add.u32 {j}, {j}, {one}\nbra @loop")
+    em.emit("end:")
+    result = _convert(em, index, Type.U32, node.out) if arg else _convert(em, acc, node.acc, node.out)
+    offset = em.offset(["r255"], (1,), None, node.out.size_bytes())
+    em.emit(f"stg.{node.out.suffix} [r2 + {offset}], {result}")
+    return Kernel(em.program(), LaunchConfig.linear(lanes), presets, budget=count + 16)
+
+
+def _dot_kernel(node: DotNode) -> Kernel:
+    em = _Emitter()
+    presets = (("handle", 0, Type.U32), ("handle", 1, Type.U32), ("handle", -1, Type.U32))
+    lanes = size_of(node.shape)
+    em.guard(lanes)
+    coords = em.unravel("r255", node.shape)
+    size, t = node.ty.size_bytes(), node.ty.suffix
+    a_at, b_at = em.offset(coords, node.a_strides, None, size), em.offset(coords, node.b_strides, None, size)
+    a_step, b_step = em.const(node.a_k * size), em.const(node.b_k * size)
+    acc, j, one, limit, x, y = em.reg(), em.reg(), em.const(1), em.const(node.k), em.reg(), em.reg()
+    em.emit(f"mov_imm.{t} {acc}, 0\nmov_imm.u32 {j}, 0\nloop:\nset.ge.u32 p1, {j}, {limit}\nbra.p1 @end\n"
+            f"ldg.{t} {x}, [r1 + {a_at}]\nldg.{t} {y}, [r2 + {b_at}]\nmul.{t} {x}, {x}, {y}\n"
+            f"add.{t} {acc}, {acc}, {x}\nadd.u32 {a_at}, {a_at}, {a_step}\nadd.u32 {b_at}, {b_at}, {b_step}\n"
+            f"add.u32 {j}, {j}, {one}\nbra @loop\nend:")
+    offset = em.offset(["r255"], (1,), None, size)
+    em.emit(f"stg.{t} [r3 + {offset}], {acc}")
+    return Kernel(em.program(), LaunchConfig.linear(lanes), presets, budget=node.k + 16)
+
+
+def _coop_map_kernel(node: CoopMapNode) -> Kernel:
+    operation = OPS[node.op].cooperative
+    t = node.ty.suffix
+    if node.arity == 1:
+        text = f"pmap.{operation.text}.{t} [r2 + 0], [r1 + 0], {node.count}"
+    else:
+        text = f"pmap2.{operation.text}.{t} [r3 + 0], [r1 + 0], [r2 + 0], {node.count}"
+    presets = tuple(("pointer", k, Type.U64) for k in range(node.arity)) + (("pointer", -1, Type.U64),)
+    return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
+
+
+#: numpy reduction name -> ParallelReduce operation spelling
+_COOP_REDUCE = {"sum": "sum", "prod": "product", "max": "max", "min": "min"}
+
+
+def _coop_reduce_kernel(node: CoopReduceNode) -> Kernel:
+    t = node.ty.suffix
+    text = f"preduce.{_COOP_REDUCE[node.op]}.{t} r10, [r1 + 0], {node.count}\nstg.{t} [r2 + 0], r10\nexit"
+    return Kernel(Program.from_text(text), LaunchConfig(), (("pointer", 0, Type.U64), ("pointer", -1, Type.U64)))
+
+
+_GENERATORS = {MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, CoopMapNode: _coop_map_kernel,
+               CoopReduceNode: _coop_reduce_kernel}
+
+
+def generate(node: object) -> Kernel:
+    """The program computing ``node`` (a node of atlas_web/numpy/nodes.py) and how to launch it.
+    Raises ProgramError only for a bug here (the generated text does not verify)."""
+    return _GENERATORS[type(node)](node)

@@ -1,0 +1,96 @@
+"""Array operations as nodes: what a generated program needs to know about one operation (its shapes,
+types, strides and attributes) and nothing about the buffers it runs on. A node is frozen and hashable:
+it is the key of the generated program's cache, so a warm operation only launches; a later ``jit`` can
+fuse chains of them. Buffers, offsets and scalar values reach the program as preset registers
+(``ExecutionParams.registers``) in the order ``Node.presets`` lists. Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..isa.types import Type
+
+__all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "CoopMapNode", "CoopReduceNode", "Preset"]
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """How a per-lane program reads one input: its stored type, and its element strides over the
+    iteration dimensions, or ``None`` for a Python scalar given as a preset register of the computing
+    type. ``based``: a base element offset (a preset) is added (views made by slicing)."""
+
+    dtype: Type
+    strides: tuple[int, ...] | None
+    based: bool = False
+
+
+#: a preset register's meaning: ("handle", operand index), ("base", operand index), ("scalar", operand index)
+Preset = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class MapNode:
+    """A per-lane elementwise operation: lane i computes element i of the iteration ``shape`` (row-major),
+    reading each operand at its strides, computing ``op`` (a row of ops_table.OPS) in ``compute`` and
+    storing ``out`` at ``out_strides`` (plus a base offset when ``out_based``)."""
+
+    op: str
+    shape: tuple[int, ...]
+    inputs: tuple[Operand, ...]
+    compute: Type
+    out: Type
+    out_strides: tuple[int, ...]
+    out_based: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReduceNode:
+    """A per-lane reduction: lane i computes output element i (over the kept dimensions ``shape``, whose
+    input strides are ``strides``) by folding the input over the reduced dimensions ``reduce_shape`` at
+    ``reduce_strides`` in ``acc``, storing ``out`` contiguously. ``op``: sum, prod, max, min, argmax,
+    argmin."""
+
+    op: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    reduce_shape: tuple[int, ...]
+    reduce_strides: tuple[int, ...]
+    dtype: Type
+    acc: Type
+    out: Type
+
+
+@dataclass(frozen=True, slots=True)
+class DotNode:
+    """A per-lane contraction (matmul): lane i computes output element i of ``shape`` (row-major,
+    contiguous) as the sum over ``k`` of ``a[...] * b[...]``, reading ``a`` and ``b`` at their strides over
+    ``shape`` (``a_strides``, ``b_strides``) and along k (``a_k``, ``b_k``), in ``ty``."""
+
+    shape: tuple[int, ...]
+    k: int
+    a_strides: tuple[int, ...]
+    b_strides: tuple[int, ...]
+    a_k: int
+    b_k: int
+    ty: Type
+
+
+@dataclass(frozen=True, slots=True)
+class CoopMapNode:
+    """A cooperative elementwise map (ParallelMap, or ParallelMapBinary for two inputs) over ``count``
+    contiguous elements of ``ty``; ``op`` names a row of ops_table.OPS."""
+
+    op: str
+    count: int
+    arity: int
+    ty: Type
+
+
+@dataclass(frozen=True, slots=True)
+class CoopReduceNode:
+    """A cooperative full reduction (ParallelReduce) of ``count`` contiguous elements of ``ty`` into one."""
+
+    op: str
+    count: int
+    ty: Type

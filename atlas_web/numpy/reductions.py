@@ -1,0 +1,123 @@
+"""Reductions with ``axis`` and ``keepdims``: ``sum, prod, max, min, mean, var, argmax, argmin``.
+
+A reduction over every element runs as a cooperative ParallelReduce (after a conversion where NumPy
+widens: integers sum in 64 bits); one over some axes runs per lane, each lane folding one output element
+in index order. ``argmax``/``argmin`` return the first best index (the first NaN, as NumPy). Result types
+follow NumPy; an empty ``max``/``min``/``arg*`` is an ArrayError, as in NumPy. Standard library only.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ..errors import ArrayError
+from ..isa.types import Type
+from .array import Array
+from .dtypes import as_dtype, sum_type
+from .elementwise import apply
+from .nodes import CoopReduceNode, ReduceNode
+from .runtime import launch
+from .shapes import coalesce, normalize_axes, row_major, size_of
+
+__all__ = ["sum", "prod", "max", "min", "mean", "var", "argmax", "argmin"]
+
+#: reductions with no identity: an empty one is an error
+_NEEDS_ONE = ("max", "min", "argmax", "argmin")
+
+
+def _reduce(op: str, a: Array, axis: Any, keepdims: bool, acc: Type, out_type: Type, is_bool: bool) -> Array:
+    what = f"{op}({a.describe()}, axis={axis!r})"
+    if not isinstance(a, Array):
+        raise ArrayError(f"{op} needs an Array, got {type(a).__name__}")
+    axes = normalize_axes(axis, a.ndim, what)
+    if op in ("argmax", "argmin") and axis is not None and len(axes) != 1:
+        raise ArrayError(f"{what}: takes one axis or None")
+    kept = [i for i in range(a.ndim) if i not in axes]
+    count = size_of([a.shape[i] for i in axes])
+    if count == 0 and op in _NEEDS_ONE:
+        raise ArrayError(f"{what}: a zero-size reduction has no identity")
+    if keepdims:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+    else:
+        shape = tuple(a.shape[i] for i in kept)
+    if op in ("argmax", "argmin") and axis is None and keepdims:
+        shape = (1,) * a.ndim
+    out = Array.empty(a.device, shape, out_type, is_bool)
+    if out.size == 0:
+        return out
+    own = row_major(a.shape)
+    dims, (strides,) = coalesce(tuple(a.shape[i] for i in kept), [tuple(own[i] for i in kept)])
+    red_dims, (red_strides,) = coalesce(tuple(a.shape[i] for i in axes), [tuple(own[i] for i in axes)])
+    if not kept and op not in ("argmax", "argmin") and count > 0:
+        source = a if a.dtype == acc else a.astype(acc)
+        coop = CoopReduceNode(op, count, acc)
+        fallback = ReduceNode(op, dims, strides, red_dims, red_strides, acc, acc, out_type)
+        launch(what, coop, a.device, [(source.buffer, 0)], (out.buffer, 0), fallback)
+        return out
+    node = ReduceNode(op, dims, strides, red_dims, red_strides, a.dtype, acc, out_type)
+    launch(what, node, a.device, [(a.buffer, 0)], (out.buffer, 0))
+    return out
+
+
+def _acc_type(a: Array, dtype: Any, op: str) -> Type:
+    if dtype is not None:
+        return as_dtype(dtype, op)[0]
+    return sum_type(a.dtype, a.is_bool)
+
+
+def sum(a: Array, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Array:
+    """The sum over ``axis`` (None: all), in NumPy's type (integers in 64 bits) or ``dtype``."""
+    acc = _acc_type(a, dtype, "sum")
+    return _reduce("sum", a, axis, keepdims, acc, acc, False)
+
+
+def prod(a: Array, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Array:
+    """The product over ``axis`` (None: all), in NumPy's type (integers in 64 bits) or ``dtype``."""
+    acc = _acc_type(a, dtype, "prod")
+    return _reduce("prod", a, axis, keepdims, acc, acc, False)
+
+
+def max(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
+    """The maximum over ``axis`` (NaN propagates). Raises ArrayError for an empty reduction."""
+    return _reduce("max", a, axis, keepdims, a.dtype, a.dtype, a.is_bool)
+
+
+def min(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
+    """The minimum over ``axis`` (NaN propagates). Raises ArrayError for an empty reduction."""
+    return _reduce("min", a, axis, keepdims, a.dtype, a.dtype, a.is_bool)
+
+
+def argmax(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
+    """The int64 index of the first maximum along ``axis`` (None: of the flattened array)."""
+    return _reduce("argmax", a, axis, keepdims, a.dtype, Type.I64, False)
+
+
+def argmin(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
+    """The int64 index of the first minimum along ``axis`` (None: of the flattened array)."""
+    return _reduce("argmin", a, axis, keepdims, a.dtype, Type.I64, False)
+
+
+def _mean_type(a: Array, dtype: Any) -> Type:
+    if dtype is not None:
+        return as_dtype(dtype, "mean")[0]
+    return a.dtype if a.dtype.is_float() and not a.is_bool else Type.F64
+
+
+def _count(a: Array, axis: Any) -> int:
+    return size_of([a.shape[i] for i in normalize_axes(axis, a.ndim, "mean")])
+
+
+def mean(a: Array, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Array:
+    """The mean over ``axis`` (integers in float64, as NumPy); NaN for an empty reduction."""
+    ty = _mean_type(a, dtype)
+    total = sum(a, axis, keepdims=keepdims, dtype=ty)
+    return apply("divide", total, float(_count(a, axis)) if _count(a, axis) else float("nan"))
+
+
+def var(a: Array, axis: Any = None, *, keepdims: bool = False, ddof: int = 0) -> Array:
+    """The variance ``mean(|a - mean(a)|**2)`` over ``axis`` with ``ddof`` degrees of freedom removed."""
+    ty = a.dtype if a.dtype.is_float() else Type.F64
+    centered = apply("subtract", a, mean(a, axis, keepdims=True, dtype=ty))
+    total = sum(apply("multiply", centered, centered), axis, keepdims=keepdims, dtype=ty)
+    return apply("divide", total, float(builtins.max(_count(a, axis) - ddof, 0)))
