@@ -178,7 +178,8 @@ def _reduce_kernel(node: ReduceNode) -> Kernel:
         em.emit(f"{mnemonic}.{t} {acc}, {acc}, {value}")
     else:
         # the first NaN wins, as in NumPy: stop at it; otherwise strictly better (or NaN) replaces
-        condition = "gtu" if node.op == "argmax" else "ltu"
+        # unordered (NaN replaces) for floats; for integers the unordered forms compare unsigned
+        condition = ("gt" if node.op == "argmax" else "lt") + ("u" if node.acc.is_float() else "")
         em.emit(f"set.ne.{t} p2, {acc}, {acc}\nbra.p2 @end\n"
                 f"set.{condition}.{t} p3, {value}, {acc}\nsel.{t} {acc}, p3, {value}, {acc}\n"
                 f"sel.u32 {index}, p3, {j}, {index}")

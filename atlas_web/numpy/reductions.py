@@ -88,14 +88,38 @@ def min(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
     return _reduce("min", a, axis, keepdims, a.dtype, a.dtype, a.is_bool)
 
 
+#: elements one lane folds in a flattened arg reduction: longer ones go in chunks (more lanes in
+#: parallel, and under the loop limit some WebGPU devices have: llvmpipe ends a dispatch's loops at 60000)
+ARG_CHUNK = 256
+
+
+def _arg(op: str, a: Array, axis: Any, keepdims: bool) -> Array:
+    if axis is not None or a.size <= ARG_CHUNK:
+        return _reduce(op, a, axis, keepdims, a.dtype, Type.I64, False)
+    # the first best of the chunks' bests, then the first best inside that chunk (NaN: the first NaN)
+    flat = a.reshape(-1)
+    whole = a.size - a.size % ARG_CHUNK
+    rows = flat[:whole].reshape(-1, ARG_CHUNK)
+    best = (max if op == "argmax" else min)(rows, 1)
+    inner = _reduce(op, rows, 1, False, a.dtype, Type.I64, False)
+    if whole < a.size:
+        tail = flat[whole:]
+        from .manipulation import concatenate
+        best = concatenate([best, (max if op == "argmax" else min)(tail, None, keepdims=True)])
+        inner = concatenate([inner, _reduce(op, tail, None, True, a.dtype, Type.I64, False)])
+    chunk = _arg(op, best, None, False).item()
+    from .creation import full
+    return full((1,) * a.ndim if keepdims else (), chunk * ARG_CHUNK + inner[chunk].item(), Type.I64, a.device)
+
+
 def argmax(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
     """The int64 index of the first maximum along ``axis`` (None: of the flattened array)."""
-    return _reduce("argmax", a, axis, keepdims, a.dtype, Type.I64, False)
+    return _arg("argmax", a, axis, keepdims)
 
 
 def argmin(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:
     """The int64 index of the first minimum along ``axis`` (None: of the flattened array)."""
-    return _reduce("argmin", a, axis, keepdims, a.dtype, Type.I64, False)
+    return _arg("argmin", a, axis, keepdims)
 
 
 def _mean_type(a: Array, dtype: Any) -> Type:

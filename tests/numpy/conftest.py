@@ -1,0 +1,24 @@
+"""Fixtures of the array tests: ``device``, one started backend per available backend name, shared by the
+tests of a session (arrays are cheap; starting a backend is not)."""
+
+from __future__ import annotations
+
+import pytest
+
+_devices: dict = {}
+
+
+@pytest.fixture
+def device(available_backend_name: str):
+    """A started backend of each available kind (the test runs once per backend)."""
+    from atlas_web.registry import get_backend
+    backend = _devices.get(available_backend_name)
+    if backend is None or backend._closed:
+        backend = _devices[available_backend_name] = get_backend(available_backend_name)
+    return backend
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for backend in _devices.values():
+        backend.close()
+    _devices.clear()
