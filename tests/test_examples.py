@@ -121,3 +121,10 @@ def test_readme_python_blocks_run(capsys):
     out = capsys.readouterr().out
     assert "pmap2.mul.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], 1000" in out
     assert "line 1: add.f32 takes 3 operands, got 2" in out
+    # the tour starts with arrays: relu(2x - 0.5) over a million floats and a dot product, in 4 lines
+    tour = blocks[0].split("```", 1)[0]
+    assert tour.startswith("import atlas_web.numpy as anp\n") and len(tour.strip().splitlines()) <= 4
+    assert "2.109e+05" in out
+    assert "[[-1.5, -1.5, -1.5], [1.5, 1.5, 1.5]]" in out
+    assert "[[0.0], [12.0]] [[5.0, 14.0], [14.0, 50.0]]" in out
+    assert "add(float32[2, 3], float32[4]): shapes (2, 3), (4,) do not broadcast" in out

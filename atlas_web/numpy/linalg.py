@@ -33,6 +33,11 @@ def matmul(a: Any, b: Any) -> Array:
     b = b if b.dtype == ty and not b.is_bool else b.astype(ty)
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
     b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
+    if a.ndim == 1 and b.ndim == 1 and a.shape == b.shape:
+        # an inner product: one cooperative map and one cooperative reduction, not one lane looping over k
+        from .elementwise import apply
+        from .reductions import sum as total
+        return total(apply("multiply", a, b), dtype=ty)
     (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
     if k != k2:
         raise ArrayError(f"{what}: the inner sizes differ ({k} and {k2})")
