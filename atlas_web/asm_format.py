@@ -24,7 +24,7 @@ from .isa.types import Type
 
 __all__ = [
     "format_instruction", "format_program", "format_immediate", "format_mnemonic",
-    "TYPE_SUFFIX_ORDER", "INDENT", "COMMENT", "suffix_operands", "listed_operands", "type_suffix_fields",
+    "TYPE_SUFFIX_ORDER", "INDENT", "COMMENT", "FLAG_TEXT", "suffix_operands", "listed_operands", "type_suffix_fields",
 ]
 
 #: instructions are indented by this; label lines are not
@@ -35,6 +35,8 @@ COMMENT = ";"
 TYPE_SUFFIX_ORDER: tuple[str, ...] = ("ty", "dst_ty", "src_ty")
 #: a FLAG operand in the suffix negates the suffix part before it with this prefix (``bra.!p0``)
 NEGATION_PREFIX = "!"
+#: a listed FLAG operand (GEMM's trans_a) is spelled ``true`` or ``false``
+FLAG_TEXT = {True: "true", False: "false"}
 
 
 def suffix_operands(info: OpcodeInfo) -> tuple[Operand, ...]:
@@ -92,6 +94,7 @@ OPERAND_FORMATTERS: dict[OperandKind, Callable[[Any, Any], str]] = {
     OperandKind.UINT: lambda value, ty: str(int(value)),
     OperandKind.IMM: lambda value, ty: format_immediate(value, ty),
     OperandKind.FLOAT: lambda value, ty: format_float(value),
+    OperandKind.FLAG: lambda value, ty: FLAG_TEXT[value],
 }
 
 

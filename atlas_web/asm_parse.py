@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .asm_format import COMMENT, NEGATION_PREFIX, listed_operands, suffix_operands, type_suffix_fields
+from .asm_format import COMMENT, FLAG_TEXT, NEGATION_PREFIX, listed_operands, suffix_operands, type_suffix_fields
 from .errors import ProgramError
 from .isa.addresses import Address
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction
@@ -113,6 +113,13 @@ def _parse_uint(text: str) -> int:
     return value
 
 
+def _parse_flag(text: str) -> bool:
+    for value, spelling in FLAG_TEXT.items():
+        if text == spelling:
+            return value
+    raise ProgramError(f"expected true or false, got {text!r}")
+
+
 def _parse_immediate(text: str, ty: Type) -> int | float:
     return parse_float_literal(text) if ty.is_float() else parse_int_literal(text)
 
@@ -173,6 +180,7 @@ OPERAND_PARSERS: dict[OperandKind, Callable[[str, Any], object]] = {
     OperandKind.UINT: lambda text, ty: _parse_uint(text),
     OperandKind.IMM: lambda text, ty: _parse_immediate(text, ty),
     OperandKind.FLOAT: lambda text, ty: parse_float_literal(text),
+    OperandKind.FLAG: lambda text, ty: _parse_flag(text),
 }
 
 

@@ -26,7 +26,7 @@ from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
 from .isa.floats import CANONICAL_NAN, bits_to_float, float_to_bits
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction, by_opcode, info_of
-from .isa.opcodes import Operand, OperandKind
+from .isa.opcodes import Operand, OperandKind, float_storage
 from .isa.registers import NUM_PREDICATES, NUM_REGISTERS, Label, Predicate, Register, is_label_name
 from .isa.types import Type
 from .leb128 import decode_zigzag, encode_uleb128, encode_zigzag, read_leb128
@@ -240,10 +240,10 @@ OPERAND_CODECS: dict[OperandKind, OperandCodec] = {
                                   "floats: uleb of the IEEE bit pattern in the instruction's type (NaN: the quiet NaN "
                                   "with no payload); "
                                   "integers: zleb of the value wrapped to the type (up to 4096 bits)"),
-    OperandKind.FLOAT: OperandCodec(lambda out, v, op, ty: _encode_immediate(out, v, op, op.rule),
-                                    lambda reader, op, ty: _decode_immediate(reader, op, op.rule),
-                                    "uleb of the IEEE bit pattern in the operand's own type (f32 or f64; NaN: the "
-                                    "quiet NaN with no payload)"),
+    OperandKind.FLOAT: OperandCodec(lambda out, v, op, ty: _encode_immediate(out, v, op, float_storage(op, ty)),
+                                    lambda reader, op, ty: _decode_immediate(reader, op, float_storage(op, ty)),
+                                    "uleb of the IEEE bit pattern in the operand's own type (f32 or f64, or the "
+                                    "instruction's; NaN: the quiet NaN with no payload)"),
     OperandKind.UINT: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v)), _decode_uint, "uleb"),
     OperandKind.ENUM: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v.code)), _decode_enum,
                                    "uleb enum code"),

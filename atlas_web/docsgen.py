@@ -170,7 +170,7 @@ def _operand_rule(op) -> str:
     if op.kind is OperandKind.IMM:
         return ":ty"
     if op.kind is OperandKind.FLOAT:
-        return ":" + op.rule.suffix
+        return ":" + (op.rule.value if isinstance(op.rule, TypeRule) else op.rule.suffix)
     if op.kind is OperandKind.ADDR:
         return ":" + op.rule
     if op.kind is OperandKind.ENUM:

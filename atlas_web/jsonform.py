@@ -27,7 +27,7 @@ from .asm_parse import parse_float_literal, parse_int_literal, parse_predicate, 
 from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction, info_of
-from .isa.opcodes import Operand, OperandKind
+from .isa.opcodes import Operand, OperandKind, float_storage
 from .isa.registers import Label, Register, is_label_name
 from .isa.types import Type
 
@@ -183,7 +183,7 @@ VALUE_CODECS: dict[OperandKind, ValueCodec] = {
     OperandKind.IMM: ValueCodec(lambda v, ty: format_immediate(v, ty) if ty.is_float() else v,
                                 lambda path, v, op, ty: _immediate_from_json(path, v, ty)),
     OperandKind.FLOAT: ValueCodec(lambda v, ty: format_float(v),
-                                  lambda path, v, op, ty: _immediate_from_json(path, v, op.rule)),
+                                  lambda path, v, op, ty: _immediate_from_json(path, v, float_storage(op, ty))),
     OperandKind.UINT: ValueCodec(lambda v, ty: v, lambda path, v, op, ty: _uint_from_json(path, v)),
     OperandKind.ENUM: ValueCodec(lambda v, ty: v.text, lambda path, v, op, ty: _enum_from_json(path, v, op)),
 }

@@ -8,7 +8,8 @@
    is defined, every target lies in ``0 … len(program)`` (a target at the end
    ends the lane);
 2. the special registers r243 … r255 are never written, and ``preset_types``
-   name general registers with types;
+   name general registers with types; each instruction meets its row's
+   ``requires`` conditions on its shape fields (a GEMM's leading dimensions);
 3. no recursion through CALL (the cycle is reported);
 4. register types (``verify_types``): each read sees one type among its
    reaching definitions (``verify_dataflow``) and that type meets the
@@ -30,6 +31,7 @@ from typing import Mapping
 
 from .errors import ProgramError
 from .isa.addresses import BOUNDARY_HANDLE
+from .isa.extents import unmet_requirements
 from .isa.instructions import INSTRUCTION_CLASSES
 from .isa.opcodes import ExecKind
 from .isa.registers import FIRST_SPECIAL_REGISTER, Predicate, Register, SpecialRegister
@@ -195,6 +197,10 @@ def verify(program: Program, *, preset_types: Mapping[Register, Type] | None = N
         if INSTRUCTION_CLASSES.get(name) is not instr.__class__:
             raise ProgramError(f"{type(instr).__name__} is not an instruction class of the opcode table", index=index)
         names.add(name)
+        if instr.INFO.requires:
+            unmet = unmet_requirements(instr)
+            if unmet:
+                raise _fail(program, index, "; ".join(unmet))
         instr_reads, instr_writes = operand_accesses(instr)
         for acc in instr_writes:
             written_locations.add(acc.location)

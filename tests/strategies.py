@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from atlas_web.isa.addresses import CLASS_STRIDE, MAX_HANDLE, MAX_OFFSET, Address
 from atlas_web.isa.instructions import ADDRESS_MODES_BY_RULE, INSTRUCTION_CLASSES, Instruction
-from atlas_web.isa.opcodes import OPCODE_TABLE, OpcodeInfo, OperandKind
+from atlas_web.isa.opcodes import OPCODE_TABLE, OpcodeInfo, OperandKind, float_storage
 from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES
 from atlas_web.isa.registers import NUM_PREDICATES, NUM_REGISTERS, Label, Predicate, Register
 from atlas_web.isa.types import Type
@@ -118,7 +118,7 @@ _OPERAND_STRATEGIES: dict[OperandKind, Callable[..., st.SearchStrategy]] = {
     OperandKind.ADDR: lambda op, ty, labels, previous: addresses(op.rule),
     OperandKind.UINT: lambda op, ty, labels, previous: _uints(op.rule),
     OperandKind.IMM: lambda op, ty, labels, previous: immediates(ty),
-    OperandKind.FLOAT: lambda op, ty, labels, previous: immediates(op.rule),
+    OperandKind.FLOAT: lambda op, ty, labels, previous: immediates(float_storage(op, ty)),
 }
 
 

@@ -28,7 +28,7 @@ def shape(name: str) -> Operand:
 def gemm_row(**overrides) -> OpcodeInfo:
     """c[m*n] = alpha * a[m*k] @ b[k*n] + beta * c: a cooperative row with shapes and float immediates (alpha
     stored as f32, beta as f64)."""
-    fields = dict(name="GEMM", opcode=0xF0, mnemonic="gemm",
+    fields = dict(name="MadeGEMM", opcode=0xF0, mnemonic="madegemm",
                   operands=(address("c", Access.READ_WRITE, "m*n"), address("a", Access.READ, "m*k"),
                             address("b", Access.READ, "k*n"), shape("m"), shape("n"), shape("k"),
                             Operand("alpha", OperandKind.FLOAT, Type.F32), Operand("beta", OperandKind.FLOAT, Type.F64)),

@@ -268,13 +268,13 @@ def test_every_opcode_row_random_operands_round_trip_through_all_forms(info, dat
 def test_float_immediates_are_rounded_to_their_own_type_in_every_form():
     with rows_added(*MADE_ROWS) as made:
         third = 1 / 3
-        instr = made["GEMM"](c=Address.BufferOffset(2, 0), a=Address.BufferOffset(3, 0), b=Address.BufferOffset(4, 0),
+        instr = made["MadeGEMM"](c=Address.BufferOffset(2, 0), a=Address.BufferOffset(3, 0), b=Address.BufferOffset(4, 0),
                              m=2, n=3, k=4, alpha=third, beta=third, ty=Type.F64)
         assert instr.alpha == round_float(third, Type.F32) != third and instr.beta == third
-        assert format_instruction(instr) == f"gemm.f64 [buf2 + 0], [buf3 + 0], [buf4 + 0], 2, 3, 4, {instr.alpha!r}, {third!r}"
+        assert format_instruction(instr) == f"madegemm.f64 [buf2 + 0], [buf3 + 0], [buf4 + 0], 2, 3, 4, {instr.alpha!r}, {third!r}"
         _round_trips_through_all_forms(instr)
         with pytest.raises(ProgramError, match="GEMM: operand 'alpha' must be an int or float for F32, got 'x'"):
-            made["GEMM"](c=Address.BufferOffset(2, 0), a=Address.BufferOffset(3, 0), b=Address.BufferOffset(4, 0),
+            made["MadeGEMM"](c=Address.BufferOffset(2, 0), a=Address.BufferOffset(3, 0), b=Address.BufferOffset(4, 0),
                          m=1, n=1, k=1, alpha="x", beta=0.0)
 
 

@@ -28,7 +28,7 @@ CONFIG = LaunchConfig(grid=(1, 1, 1), block=(4, 1, 1))
 def gemm():
     """The GEMM class, seen by the verifier as a row of the table is."""
     with rows_added(gemm_row()) as made:
-        yield made["GEMM"]
+        yield made["MadeGEMM"]
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_a_new_row_gets_its_static_accesses_from_its_extents(gemm):
 
 def test_a_new_row_is_bounds_checked_at_launch_from_its_extents(gemm, memory):
     verify_launch(verify(Program([_gemm(gemm, 2, 3, 2)])), CONFIG, memory)  # 24, 16 and 24 bytes fit
-    with pytest.raises(ProgramError, match=r"instruction 0 \(gemm\.f32 .*\): operand 'a': bytes 0\.\.32 lie outside "
+    with pytest.raises(ProgramError, match=r"instruction 0 \(madegemm\.f32 .*\): operand 'a': bytes 0\.\.32 lie outside "
                                            r"buffer 3 of 24 bytes"):
         verify_launch(verify(Program([_gemm(gemm, 2, 3, 4, c=2, a=3, b=4)])), CONFIG, memory)  # a: 2*4 f32
     with pytest.raises(ProgramError, match=r"operand 'b': bytes 0\.\.48 lie outside buffer 4 of 40 bytes"):

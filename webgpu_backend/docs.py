@@ -19,7 +19,7 @@ from .ulp_table import MEASURED_ULPS
 from .wgsl.accuracy import DEVICE, MEASURED
 from .wgsl.support import operation_supported, supports_instruction
 
-__all__ = ["backend_documentation", "NOTES"]
+__all__ = ["backend_documentation", "NOTES", "UNSUPPORTED"]
 
 NOTES = (
     "Compiled to WGSL compute shaders (one per stage of the lowering plan, one kernel per cooperative "
@@ -76,6 +76,12 @@ def _ulps() -> dict[tuple[str, str], float]:
     return out
 
 
+#: rows the WGSL generator has no kernel for yet, and why
+UNSUPPORTED = {
+    "GEMM": "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu",
+    "BatchedGEMM": "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu",
+}
+
 #: the types the WGSL generator has no representation for, and why
 UNSUPPORTED_TYPES = {
     Type.F64: "WGSL has no 64-bit float (an f64 needs a double-f32 or integer emulation this backend does not "
@@ -86,4 +92,4 @@ UNSUPPORTED_TYPES = {
 def backend_documentation():
     """The webgpu backend's ``BackendDocumentation`` (support from its rule tables, measured ulps, notes)."""
     return BackendDocumentation("webgpu", "g", _supports, _supports_operation, _ulps(), NOTES,
-                                unsupported_types=UNSUPPORTED_TYPES)
+                                unsupported=UNSUPPORTED, unsupported_types=UNSUPPORTED_TYPES)

@@ -9,9 +9,15 @@ or a fixed Type) and its ``memory`` the access to those elements. From these,
 order: the ONE description the verifier's launch-time bounds, the reference's
 cooperative array checks, the WebGPU host roles and the expansion tier read.
 
-An expression is integers, shape-operand names, ``+``, ``-``, ``*`` and
-parentheses; anything else raises ProgramError when the row is made (never at
-run time).
+An expression is integers, the names of the row's shape (UINT) and flag (FLAG,
+read as 0 or 1) operands, ``+``, ``-``, ``*``, parentheses, ``x if c else y``,
+comparisons, ``and``/``or``/``not`` and the functions of ``FUNCTIONS``: ``max``,
+``min``, and the extent of a row-major matrix with a leading dimension,
+``matrix(rows, cols, ld)``, or of ``count`` of them ``stride`` elements apart,
+``matrices(count, stride, rows, cols, ld)`` (ld 0 and stride 0 mean packed).
+Anything else raises ProgramError when the row is made (never at run time).
+The same language states a row's ``requires`` conditions (checked by the
+verifier, :func:`unmet_requirements`).
 """
 
 from __future__ import annotations
@@ -24,16 +30,44 @@ from typing import Callable
 from ..errors import ProgramError
 from .types import Type
 
-__all__ = ["ArrayOperand", "array_operands", "extent_elements", "compile_extent", "element_type"]
+__all__ = ["ArrayOperand", "array_operands", "extent_elements", "compile_extent", "element_type", "FUNCTIONS",
+           "matrix_extent", "matrices_extent", "Requirement", "unmet_requirements"]
+
+
+def matrix_extent(rows: int, cols: int, ld: int) -> int:
+    """The elements a row-major ``rows`` x ``cols`` matrix with leading dimension ``ld`` (0: packed, ``cols``)
+    covers from its first element: ``(rows - 1) * ld + cols``, 0 when either dimension is 0. An ``ld`` below
+    ``cols`` counts as ``cols`` (the verifier refuses such an instruction through the row's ``requires``)."""
+    if rows == 0 or cols == 0:
+        return 0
+    return (rows - 1) * max(ld, cols) + cols
+
+
+def matrices_extent(count: int, stride: int, rows: int, cols: int, ld: int) -> int:
+    """The elements ``count`` such matrices cover when each starts ``stride`` elements after the previous
+    (0: packed, ``rows * ld`` apart): ``(count - 1) * stride`` + one matrix; 0 when any is empty."""
+    one = matrix_extent(rows, cols, ld)
+    if count == 0 or one == 0:
+        return 0
+    return (count - 1) * (stride or rows * max(ld, cols)) + one
+
+
+#: function name -> (its number of arguments, the function): what an extent expression may call
+FUNCTIONS: dict[str, tuple[int, Callable[..., int]]] = {
+    "max": (2, max), "min": (2, min), "matrix": (3, matrix_extent), "matrices": (5, matrices_extent),
+}
 
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b}
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
 @functools.lru_cache(maxsize=None)
 def compile_extent(expression: str) -> tuple[Callable[[object], int], frozenset[str]]:
-    """``(evaluate(instr) -> int, the field names it reads)`` of an extent expression.
+    """``(evaluate(instr) -> int, the field names it reads)`` of an extent expression (or a condition: its
+    value is then 0 or 1).
 
-    Raises ProgramError for an expression that is not integers, names, ``+ - *`` and parentheses.
+    Raises ProgramError for an expression outside the language of the module docstring.
     """
     try:
         tree = ast.parse(expression.strip(), mode="eval").body
@@ -48,13 +82,57 @@ def compile_extent(expression: str) -> tuple[Callable[[object], int], frozenset[
         if isinstance(node, ast.Name):
             name = node.id
             names.add(name)
-            return lambda instr: getattr(instr, name)
+            return lambda instr: int(getattr(instr, name))
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             op, left, right = _BINARY[type(node.op)], build(node.left), build(node.right)
             return lambda instr: op(left(instr), right(instr))
-        raise ProgramError(f"extent {expression!r}: only integers, field names, +, - and * are allowed")
+        if isinstance(node, ast.IfExp):
+            test, body, orelse = build(node.test), build(node.body), build(node.orelse)
+            return lambda instr: body(instr) if test(instr) else orelse(instr)
+        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+            terms = [build(node.left)] + [build(c) for c in node.comparators]
+            ops = [_COMPARE[type(op)] for op in node.ops]
+            return lambda instr: int(all(op(a(instr), b(instr)) for op, a, b in zip(ops, terms, terms[1:])))
+        if isinstance(node, ast.BoolOp):
+            parts = [build(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return lambda instr: int(all(p(instr) for p in parts))
+            return lambda instr: int(any(p(instr) for p in parts))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            operand = build(node.operand)
+            return lambda instr: int(not operand(instr))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+                and not node.keywords and len(node.args) == FUNCTIONS[node.func.id][0]):
+            function, args = FUNCTIONS[node.func.id][1], [build(a) for a in node.args]
+            return lambda instr: function(*(a(instr) for a in args))
+        raise ProgramError(f"extent {expression!r}: only integers, field names, + - *, comparisons, and/or/not, "
+                           f"'x if c else y' and the calls {', '.join(f'{n}/{a}' for n, (a, _) in FUNCTIONS.items())} "
+                           "are allowed")
 
     return build(tree), frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A condition a row's instructions must meet, over their shape and flag fields (the extent language):
+    the verifier refuses an instruction where ``condition`` is false with ProgramError naming ``operand``
+    and saying ``why``."""
+
+    operand: str
+    condition: str
+    why: str
+
+
+def unmet_requirements(instr) -> list[str]:
+    """The reasons, one per failed ``requires`` condition of ``instr``'s row, each naming its operand and the
+    values of the fields the condition reads (empty when all hold)."""
+    out = []
+    for req in instr.INFO.requires:
+        evaluate, names = compile_extent(req.condition)
+        if not evaluate(instr):
+            values = ", ".join(f"{n}={int(getattr(instr, n))}" for n in sorted(names))
+            out.append(f"operand {req.operand!r}: {req.why} (needs {req.condition}; {values})")
+    return out
 
 
 def element_type(instr, rule: object) -> Type:

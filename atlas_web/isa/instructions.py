@@ -17,7 +17,7 @@ from typing import Callable
 from ..errors import ProgramError
 from .addresses import ADDRESS_MODES, Address
 from .floats import CANONICAL_NAN, round_float
-from .opcodes import OPCODE_TABLE, OpcodeInfo, Operand, OperandKind
+from .opcodes import OPCODE_TABLE, OpcodeInfo, Operand, OperandKind, float_storage
 from .operations import COOPERATIVE_OPERATION_TYPES
 from .registers import Label, Predicate, Register, is_label_name
 from .types import Type
@@ -134,11 +134,6 @@ def _check_uint(info: OpcodeInfo, op: Operand, value: object) -> object:
     return value
 
 
-def _check_float(info: OpcodeInfo, op: Operand, value: object) -> object:
-    """A float immediate rounded to its storage type (op.rule), NaN made canonical."""
-    return _normalize_immediate(info, value, op.rule, op.name)  # type: ignore[arg-type]
-
-
 def _check_enum(info: OpcodeInfo, op: Operand, value: object) -> object:
     enum_class: type = op.rule  # type: ignore[assignment]
     if not isinstance(value, enum_class):
@@ -146,8 +141,9 @@ def _check_enum(info: OpcodeInfo, op: Operand, value: object) -> object:
     return value
 
 
-#: OperandKind -> (info, operand, value) -> the value to store, or ProgramError naming the operand. IMM is
-#: normalized to the instruction's type separately (after the type fields are checked).
+#: OperandKind -> (info, operand, value) -> the value to store, or ProgramError naming the operand. IMM and FLOAT
+#: are rounded to their type separately (after the type fields are checked; a FLOAT to its storage type, NaN made
+#: canonical).
 _OPERAND_CHECKS: dict[OperandKind, Callable[[OpcodeInfo, Operand, object], object]] = {
     OperandKind.REG: _instance_check(Register),
     OperandKind.PRED: _instance_check(Predicate),
@@ -157,9 +153,9 @@ _OPERAND_CHECKS: dict[OperandKind, Callable[[OpcodeInfo, Operand, object], objec
     OperandKind.ADDR: _check_address,
     OperandKind.UINT: _check_uint,
     OperandKind.ENUM: _check_enum,
-    OperandKind.FLOAT: _check_float,
 }
-assert set(_OPERAND_CHECKS) | {OperandKind.IMM} == set(OperandKind), "every OperandKind needs a check"
+assert set(_OPERAND_CHECKS) | {OperandKind.IMM, OperandKind.FLOAT} == set(OperandKind), \
+    "every OperandKind needs a check"
 
 
 def _make_post_init(info: OpcodeInfo):
@@ -178,6 +174,8 @@ def _make_post_init(info: OpcodeInfo):
             stored: object
             if op.kind is OperandKind.IMM:
                 stored = _normalize_immediate(info, value, self.ty)
+            elif op.kind is OperandKind.FLOAT:
+                stored = _normalize_immediate(info, value, float_storage(op, self.type), op.name)
             else:
                 stored = _OPERAND_CHECKS[op.kind](info, op, value)
             if stored is not value:

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from ..errors import ProgramError, TrapCode
 
 from .effects import ADDRESS_TRAPS, Effects, derive_effects
-from .extents import compile_extent
+from .extents import Requirement, compile_extent
 from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
 from .types import FLOAT_TYPES, INTEGER_TYPES_UP_TO_64, Type
 
 __all__ = [
     "OperandKind", "Access", "ExecKind", "Operand", "OpcodeInfo", "OPCODE_TABLE",
     "TypeRule", "FLOATS", "INTS", "EXTENDED", "ALL", "SCALARS", "STRUCTURAL_INSTRUCTIONS", "Effects",
+    "Requirement", "float_storage",
 ]
 
 
@@ -34,11 +35,12 @@ class OperandKind(enum.Enum):
     REG = "reg"            # a Register
     PRED = "pred"          # a Predicate
     OPT_PRED = "opt_pred"  # a Predicate or None (BRA)
-    FLAG = "flag"          # a bool (BRA's negate)
+    FLAG = "flag"          # a bool: BRA's negate (a suffix), GEMM's trans_a (listed: true / false)
     ADDR = "addr"          # an Address.* mode; ``rule`` is "global" or "shared"
     LABEL = "label"        # a Label (a str is accepted and converted)
     IMM = "imm"            # MOV_IMM's value: int or float of the instruction's type
-    FLOAT = "float"        # a float immediate (alpha, beta, eps) stored in its own Type ``rule``: F32 or F64
+    FLOAT = "float"        # a float immediate (alpha, beta, eps) stored in its own Type ``rule``: F32 or F64,
+                           # or TypeRule.TY: the instruction's type (a row whose types are F32 and F64)
     UINT = "uint"          # an unsigned immediate of ``rule`` bits; also the shape operands (count, m, n, k)
                            # that address operands' extents name
     ENUM = "enum"          # a member of the enum class in ``rule``
@@ -76,7 +78,7 @@ class Operand:
 
     ``rule`` is a TypeRule or a fixed Type for REG; "global"/"shared" for ADDR;
     the bit width for UINT (counts and shapes: the operands extents name); the
-    storage Type (F32 or F64) for FLOAT; the enum class for ENUM. ``access`` is the access to
+    storage Type (F32 or F64, or TypeRule.TY: the instruction's) for FLOAT; the enum class for ENUM. ``access`` is the access to
     the operand's registers (an address's registers are read). ADDR operands also
     say what they cover (atlas_web.isa.extents): ``memory``, the access to the
     elements; ``extent``, how many, as an expression over the row's UINT (shape)
@@ -118,10 +120,14 @@ class OpcodeInfo:
     #: what it reads, writes and may trap with, and whether lanes may run it in any order
     #: (atlas_web.isa.effects); None: derived from the row
     effects: Effects | None = None
+    #: conditions on the shape and flag fields the verifier checks (atlas_web.isa.extents.Requirement)
+    requires: tuple[Requirement, ...] = ()
 
     def __post_init__(self) -> None:
         for op in self.operands:
             _check_operand(self, op)
+        for req in self.requires:
+            _check_names(self, f"{self.name}: requirement on {req.operand!r}: condition", req.condition)
         if self.effects is None:
             object.__setattr__(self, "effects", derive_effects(self))
 
@@ -148,8 +154,10 @@ def _check_operand(info: OpcodeInfo, op: Operand) -> None:
     extent that is not an expression over the row's UINT operands, or an element type naming no type field;
     and an extent on any other operand."""
     where = f"{info.name}: operand {op.name!r}"
-    if op.kind is OperandKind.FLOAT and op.rule not in (Type.F32, Type.F64):
-        raise ProgramError(f"{where}: a float immediate is stored as Type.F32 or Type.F64, not {op.rule!r}")
+    if op.kind is OperandKind.FLOAT and op.rule not in (Type.F32, Type.F64) and not (
+            op.rule is TypeRule.TY and info.types and info.types <= {Type.F32, Type.F64}):
+        raise ProgramError(f"{where}: a float immediate is stored as Type.F32, Type.F64 or (a row of F32 and F64) "
+                           f"TypeRule.TY, not {op.rule!r}")
     if op.kind is not OperandKind.ADDR:
         if op.extent is not None or op.memory is not None or op.element is not None:
             raise ProgramError(f"{where}: only an address operand has a memory access, extent or element type")
@@ -158,13 +166,24 @@ def _check_operand(info: OpcodeInfo, op: Operand) -> None:
         raise ProgramError(f"{where}: an address operand needs its memory access (Access.READ/WRITE/READ_WRITE)")
     if not isinstance(op.extent, str):
         raise ProgramError(f"{where}: an address operand needs its extent (e.g. \"1\", \"count\", \"m*k\")")
-    shapes = {o.name for o in info.operands if o.kind is OperandKind.UINT}
-    unknown = compile_extent(op.extent)[1] - shapes
-    if unknown:
-        raise ProgramError(f"{where}: extent {op.extent!r} names {', '.join(sorted(unknown))}, "
-                           f"not a shape (UINT) operand of the row")
+    _check_names(info, f"{where}: extent", op.extent)
     if not (isinstance(op.element, Type) or (isinstance(op.element, TypeRule) and op.element.value in info.type_fields)):
         raise ProgramError(f"{where}: element type {op.element!r} is neither a Type nor a type field of the row")
+
+
+def _check_names(info: OpcodeInfo, what: str, expression: str) -> None:
+    """Refuse an extent or condition (``what`` names it) that is not an expression (compile_extent) over the
+    row's shape (UINT) and flag (FLAG) operands."""
+    shapes = {o.name for o in info.operands if o.kind in (OperandKind.UINT, OperandKind.FLAG)}
+    unknown = compile_extent(expression)[1] - shapes
+    if unknown:
+        raise ProgramError(f"{what} {expression!r} names {', '.join(sorted(unknown))}, "
+                           f"not a shape (UINT) or flag operand of the row")
+
+
+def float_storage(op: Operand, ty: Type | None) -> Type:
+    """The Type a FLOAT operand is stored in on an instruction of type ``ty``."""
+    return ty if op.rule is TypeRule.TY else op.rule  # type: ignore[return-value]
 
 
 FLOATS = frozenset(FLOAT_TYPES)
@@ -196,10 +215,11 @@ _ROWS: list[OpcodeInfo] = []
 
 
 def _row(name, opcode, mnemonic, operands, types, kind, category, summary, *,
-         type_fields=("ty",), default_type=None, defaults=None, effects=None):
+         type_fields=("ty",), default_type=None, defaults=None, effects=None, requires=()):
     """Add a row; ``effects``: what derive_effects cannot see in the operands (its keyword arguments)."""
     info = OpcodeInfo(name, opcode, mnemonic, tuple(operands), tuple(type_fields) if types else (),
-                      frozenset(types), kind, category, summary, default_type, dict(defaults or {}))
+                      frozenset(types), kind, category, summary, default_type, dict(defaults or {}),
+                      requires=tuple(requires))
     if effects:
         info = dataclasses.replace(info, effects=derive_effects(info, **effects))
     _ROWS.append(info)
@@ -374,6 +394,38 @@ _row("LayerScale", 0x93, "layerscale", [_addr("output", GADDR, W, "rows*n"), _ad
      FLOATS, CO, "kernel", "once per launch: output[r*n+i] = input[r*n+i] * scale[i] for r < rows, i < n "
      "(f16/bf16 computed in f32: the product is exact there, so rounded once)",
      default_type=Type.F32, defaults={"rows": 1})
+
+# --- matrix kernels (docs/semantics.md, Matrix kernels): row-major; ld 0 and stride 0 mean packed --------------
+#: the stored shape of A (k x m when transposed) and of B (n x k when transposed)
+_A_SHAPE = "k if trans_a else m, m if trans_a else k"
+_B_SHAPE = "n if trans_b else k, k if trans_b else n"
+_GEMM_SCALARS = (Operand("alpha", K.FLOAT, T.TY), Operand("beta", K.FLOAT, T.TY), Operand("trans_a", K.FLAG),
+                 Operand("trans_b", K.FLAG), Operand("lda", K.UINT, 32), Operand("ldb", K.UINT, 32),
+                 Operand("ldc", K.UINT, 32))
+_GEMM_DEFAULTS = {"alpha": 1.0, "beta": 0.0, "trans_a": False, "trans_b": False, "lda": 0, "ldb": 0, "ldc": 0}
+#: a leading dimension is 0 (packed) or at least the stored row's length
+_GEMM_REQUIRES = (Requirement("lda", "lda == 0 or lda >= (m if trans_a else k)", "lda is shorter than a row of a"),
+                  Requirement("ldb", "ldb == 0 or ldb >= (k if trans_b else n)", "ldb is shorter than a row of b"),
+                  Requirement("ldc", "ldc == 0 or ldc >= n", "ldc is shorter than a row of c"))
+_GEMM_MEANING = ("C = alpha*op(A)@op(B) + beta*C, op(X) = X or its transpose; A m x k (stored k x m when trans_a), "
+                 "B k x n (n x k when trans_b), C m x n; beta == 0 does not read C")
+_row("GEMM", 0x94, "gemm", [_addr("c", GADDR, RW, "matrix(m, n, ldc)"), _addr("a", GADDR, R, f"matrix({_A_SHAPE}, lda)"),
+                            _addr("b", GADDR, R, f"matrix({_B_SHAPE}, ldb)"), Operand("m", K.UINT, 32),
+                            Operand("n", K.UINT, 32), Operand("k", K.UINT, 32), *_GEMM_SCALARS],
+     frozenset({Type.F32, Type.F64}), CO, "matrix", "once per launch: " + _GEMM_MEANING,
+     default_type=Type.F32, defaults=_GEMM_DEFAULTS, requires=_GEMM_REQUIRES)
+_row("BatchedGEMM", 0x95, "bgemm",
+     [_addr("c", GADDR, RW, "matrices(batch, stride_c, m, n, ldc)"),
+      _addr("a", GADDR, R, f"matrices(batch, stride_a, {_A_SHAPE}, lda)"),
+      _addr("b", GADDR, R, f"matrices(batch, stride_b, {_B_SHAPE}, ldb)"), Operand("batch", K.UINT, 32),
+      Operand("m", K.UINT, 32), Operand("n", K.UINT, 32), Operand("k", K.UINT, 32), *_GEMM_SCALARS,
+      Operand("stride_a", K.UINT, 32), Operand("stride_b", K.UINT, 32), Operand("stride_c", K.UINT, 32)],
+     frozenset({Type.F32, Type.F64}), CO, "matrix",
+     "once per launch, for each item i < batch (X_i starts stride_x elements after X_{i-1}; 0: rows*ld, packed): "
+     + _GEMM_MEANING.replace("A", "A_i").replace("B", "B_i").replace("C", "C_i"),
+     default_type=Type.F32, defaults={**_GEMM_DEFAULTS, "stride_a": 0, "stride_b": 0, "stride_c": 0},
+     requires=(*_GEMM_REQUIRES, Requirement("stride_c", "batch <= 1 or stride_c == 0 or stride_c >= matrix(m, n, ldc)",
+                                            "the items of c would overlap")))
 
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))

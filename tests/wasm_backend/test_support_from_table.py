@@ -14,9 +14,9 @@ def test_a_cooperative_row_without_an_operation_is_supported_for_its_types_once_
     backend = WasmBackend(threads=1)
     try:
         with rows_added(gemm_row()):
-            assert not backend.supports("GEMM", Type.F32)  # no rule yet
-            monkeypatch.setitem(COOPERATIVE_RULES, "GEMM", lambda ctx: None)
-            assert backend.supports("GEMM", Type.F32) and backend.supports("GEMM", Type.F64)
-            assert not backend.supports("GEMM", Type.I32) and backend.supports("GEMM")  # any of its types
+            assert not backend.supports("MadeGEMM", Type.F32)  # no rule yet
+            monkeypatch.setitem(COOPERATIVE_RULES, "MadeGEMM", lambda ctx: None)
+            assert backend.supports("MadeGEMM", Type.F32) and backend.supports("MadeGEMM", Type.F64)
+            assert not backend.supports("MadeGEMM", Type.I32) and backend.supports("MadeGEMM")  # any of its types
     finally:
         backend.close()

@@ -1,0 +1,147 @@
+"""The reference's matrix kernels (GEMM, BatchedGEMM) against a plain Python triple loop written here: transposes,
+leading dimensions with padding that must stay unchanged, batch strides, alpha/beta, beta == 0 not reading C,
+k == 0, IEEE NaN/inf, and the array checks (all before any write, lane -1)."""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import pytest
+
+from atlas_web import TrapCode
+from atlas_web.isa import Address, Type, array_operands
+from atlas_web.isa.instructions import BatchedGEMM, GEMM
+from atlas_web.reference import CpuBackend
+
+from .executor_helpers import pointer, prog, r, run, trap_of
+
+COVERS = [(name, ty) for name in ("GEMM", "BatchedGEMM") for ty in (Type.F32, Type.F64)]
+
+_FORMAT = {Type.F32: "f", Type.F64: "d"}
+
+
+def _pack(ty: Type, values) -> bytes:
+    return struct.pack(f"<{len(values)}{_FORMAT[ty]}", *values)
+
+
+def _unpack(ty: Type, data) -> list[float]:
+    data = bytes(data)
+    return list(struct.unpack(f"<{len(data) // ty.size_bytes()}{_FORMAT[ty]}", data))
+
+
+def _round(ty: Type, value: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", value))[0] if ty is Type.F32 else value
+
+
+def _loop_gemm(ty, a, b, c, m, n, k, alpha, beta, trans_a, trans_b, lda, ldb, ldc, sa=0, sb=0, sc=0):
+    """C (a list, changed in place) = alpha * op(A) @ op(B) + beta * C, element by element: math.fsum of the
+    exact products (Python floats hold every f32 product exactly), times alpha, plus beta * C, rounded once.
+    beta == 0 leaves C unread; k == 0 gives beta * C."""
+    lda = lda or (m if trans_a else k)
+    ldb = ldb or (k if trans_b else n)
+    ldc = ldc or n
+    for i in range(m):
+        for j in range(n):
+            products = [a[sa + (l * lda + i if trans_a else i * lda + l)] * b[sb + (j * ldb + l if trans_b else l * ldb + j)]
+                        for l in range(k)]
+            if any(math.isnan(p) for p in products) or (any(p == math.inf for p in products)
+                                                         and any(p == -math.inf for p in products)):
+                total = math.nan
+            elif any(math.isinf(p) for p in products):
+                total = next(p for p in products if math.isinf(p))
+            else:
+                total = math.fsum(products)
+            value = alpha * total if k else 0.0
+            if beta != 0:
+                value = value + beta * c[sc + i * ldc + j]
+            c[sc + i * ldc + j] = _round(ty, value)
+
+
+def _buffer(backend, ty, values) -> int:
+    handle = int(backend.allocate_buffer(max(1, len(values) * ty.size_bytes())))
+    backend.copy_to_buffer(handle, _pack(ty, values))
+    return handle
+
+
+def _values(ty, count, rng) -> list[float]:
+    return [_round(ty, rng.uniform(-4, 4)) for _ in range(count)]
+
+
+CASES = [  # m, n, k, trans_a, trans_b, lda, ldb, ldc, alpha, beta
+    (1, 1, 1, False, False, 0, 0, 0, 1.0, 0.0),
+    (3, 5, 4, False, False, 0, 0, 0, 1.0, 0.0),
+    (5, 3, 7, True, False, 0, 0, 0, 0.5, -1.25),
+    (4, 6, 3, False, True, 5, 0, 9, -2.0, 1.0),
+    (17, 3, 9, True, True, 20, 11, 4, 1.5, 0.75),
+    (3, 4, 0, False, False, 0, 0, 6, math.inf, 0.5),     # k == 0: beta * C, alpha never multiplies
+]
+
+
+@pytest.mark.parametrize("ty", [Type.F32, Type.F64], ids=lambda t: t.name)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:3])) + "".join("T" if t else "N" for t in c[3:5]))
+def test_gemm_matches_the_triple_loop(ty, case):
+    m, n, k, trans_a, trans_b, lda, ldb, ldc, alpha, beta = case
+    rng = random.Random(hash(case) & 0xFFFF)
+    backend = CpuBackend()
+    instr_fields = dict(m=m, n=n, k=k, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, lda=lda, ldb=ldb,
+                        ldc=ldc, ty=ty)
+    probe = GEMM(c=Address.BufferOffset(2), a=Address.BufferOffset(2), b=Address.BufferOffset(2), **instr_fields)
+    sizes = {arr.name: arr.elements for arr in array_operands(probe)}
+    a, b, c = (_values(ty, sizes[name], rng) for name in "abc")
+    handles = {name: _buffer(backend, ty, values) for name, values in zip("abc", (a, b, c))}
+    run(backend, prog(GEMM(**{name: Address.BufferOffset(h) for name, h in handles.items()}, **instr_fields)), 1)
+    want = list(c)
+    _loop_gemm(ty, a, b, want, m, n, k, probe.alpha, probe.beta, trans_a, trans_b, lda, ldb, ldc)
+    got = _unpack(ty, backend.copy_from_buffer(handles["c"]))[:len(want)]
+    if ty is Type.F64:   # the reference sums in f64: within the contract's bound of the exact sum
+        bound = [(k + 2) * 2.0 ** -53 * (abs(probe.alpha) * 64 * max(k, 1) + abs(probe.beta) * 4) for _ in want]
+        assert all(abs(g - w) <= e for g, w, e in zip(got, want, bound)), (got, want)
+    else:   # f32: f64 sums rounded once equal the exact sum rounded once (far from a tie at these sizes)
+        assert got == want
+
+
+@pytest.mark.parametrize("ty", [Type.F32, Type.F64], ids=lambda t: t.name)
+def test_batched_gemm_matches_the_triple_loop_per_item(ty):
+    rng = random.Random(5)
+    backend = CpuBackend()
+    fields = dict(batch=3, m=4, n=3, k=5, alpha=1.5, beta=-0.5, trans_a=False, trans_b=True, lda=7, ldb=0, ldc=4,
+                  stride_a=30, stride_b=0, stride_c=17, ty=ty)
+    probe = BatchedGEMM(c=Address.BufferOffset(2), a=Address.BufferOffset(2), b=Address.BufferOffset(2), **fields)
+    sizes = {arr.name: arr.elements for arr in array_operands(probe)}
+    assert sizes == {"a": 2 * 30 + 3 * 7 + 5, "b": 3 * 15, "c": 2 * 17 + 3 * 4 + 3}
+    a, b, c = (_values(ty, sizes[name], rng) for name in "abc")
+    handles = {name: _buffer(backend, ty, values) for name, values in zip("abc", (a, b, c))}
+    run(backend, prog(BatchedGEMM(**{name: Address.BufferOffset(h) for name, h in handles.items()}, **fields)), 1)
+    want = list(c)
+    for item in range(3):
+        _loop_gemm(ty, a, b, want, 4, 3, 5, 1.5, -0.5, False, True, 7, 0, 4, sa=30 * item, sb=15 * item,
+                   sc=17 * item)
+    got = _unpack(ty, backend.copy_from_buffer(handles["c"]))
+    assert all(abs(g - w) <= 1e-12 * 64 for g, w in zip(got, want)) and (ty is Type.F64 or got == want)
+
+
+def test_beta_zero_does_not_read_c_and_nan_inf_propagate():
+    backend, ty, inf, nan = CpuBackend(), Type.F32, math.inf, math.nan
+    # a 2 x 2 times b 2 x 2; c starts as NaN everywhere (beta == 0: not read)
+    a = [inf, 1.0, 0.0, 2.0]
+    b = [1.0, 0.0, -1.0, nan]
+    handles = [_buffer(backend, ty, values) for values in (4 * [nan], a, b)]
+    run(backend, prog(GEMM(c=Address.BufferOffset(handles[0]), a=Address.BufferOffset(handles[1]),
+                           b=Address.BufferOffset(handles[2]), m=2, n=2, k=2, beta=0.0)), 1)
+    got = _unpack(ty, backend.copy_from_buffer(handles[0]))
+    # row 0: inf*1 + 1*-1 = inf; inf*0 + 1*nan = nan. row 1: 0*1 + 2*-1 = -2; 0*0 + 2*nan = nan
+    assert got[0] == inf and math.isnan(got[1]) and got[2] == -2.0 and math.isnan(got[3])
+
+
+def test_a_short_array_traps_before_anything_is_written():
+    backend, ty = CpuBackend(), Type.F32
+    c = _buffer(backend, ty, [7.0] * 6)
+    a = _buffer(backend, ty, [1.0] * 6)
+    b = _buffer(backend, ty, [1.0] * 8)       # b needs k x n = 3 x 3 = 9 elements
+    addresses = {name: Address.RegisterIndirect(r(1 + k), 0) for k, name in enumerate("cab")}
+    program = prog(GEMM(**addresses, m=2, n=3, k=3))
+    registers = {r(1 + k): (Type.U64, pointer(h)) for k, h in enumerate((c, a, b))}
+    assert trap_of(backend, program, 1, registers=registers) == (TrapCode.OUT_OF_BOUNDS, 0, -1)
+    assert _unpack(ty, backend.copy_from_buffer(c)) == [7.0] * 6
