@@ -13,6 +13,7 @@ import array
 import struct
 import sys
 from collections.abc import Mapping, Set as AbstractSet
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -40,6 +41,9 @@ __all__ = [
 
 #: version of the Backend protocol; plugins declaring another are refused by the registry
 API_VERSION = 1
+
+#: the preset register types of a launch without presets (one read-only empty mapping)
+_NO_PRESETS: Mapping = MappingProxyType({})
 
 #: what ``device_info()["device_type"]`` may say (see ``Backend.device_info``)
 DEVICE_TYPES = ("cpu", "gpu", "software-gpu")
@@ -154,6 +158,15 @@ def _numpy():
         return numpy
     except ImportError:  # Pyodide without NumPy
         return None
+
+
+def _run_expanded(program: Any, has_kernel: Any) -> tuple[Any, Any]:
+    """``atlas_web.lowering.expansions.run_expanded``, imported on the first launch (importing the core does
+    not import the lowering package); it then replaces this function, so later launches call it directly."""
+    global _run_expanded
+    from .lowering.expansions import run_expanded
+    _run_expanded = run_expanded
+    return run_expanded(program, has_kernel)
 
 
 class _TypedRead:
@@ -278,11 +291,14 @@ class Backend(abc.ABC):
         buffer), UnsupportedOperation (this backend cannot compile it),
         ExecutionFailed (bad launch), AtlasTrap (a lane trapped) or BackendClosed.
         """
-        from .lowering.expansions import original_traps, run_expanded
-        program, expanded = run_expanded(program, self._has_kernel)   # no kernel here: its default expansion
-        with original_traps(expanded):
+        program, expanded = _run_expanded(program, self._has_kernel)   # no kernel here: its default expansion
+        try:  # as lowering.expansions.original_traps, without a context manager's cost on every launch
             artifact, budget = self._prepare_launch(program, params)
             self._launch(artifact, params, budget)
+        except AtlasTrap as trap:
+            if expanded is None:
+                raise
+            raise expanded.original_trap(trap) from None
 
     @staticmethod
     def _has_kernel(info) -> bool:
@@ -309,8 +325,8 @@ class Backend(abc.ABC):
         self._check_launch(config)
         budget = self.budget if params.budget is None else params.budget
         registers = params.registers
-        compiled = self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()}
-                                          if registers else {})
+        compiled = (self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()})
+                    if registers else self._pipeline.compile(program, _NO_PRESETS, ()))
         artifact = self._compile(compiled, config)
         if compiled.info.static_accesses:
             from .verify import verify_launch

@@ -17,6 +17,11 @@ key with another value, or dropped by ``clear``. ``key`` is the dictionary key
 changed and outside its lock, so it may use the cache (or another one); an
 exception it raises propagates to the caller of the method that evicted, after
 the callbacks of the other values that left with it have run.
+
+The last entry. A caller that looks the same thing up again and again (a launch
+loop) may ``remember(marker, value)`` after a lookup and check ``last``
+(``(marker, value)`` or None) first, by identity, skipping the key's hashing and
+the lock; ``last`` turns None when its value leaves the cache.
 """
 
 from __future__ import annotations
@@ -77,6 +82,8 @@ class ProgramCache:
         self.misses = 0
         #: values that left the cache because it was full (not removed or cleared)
         self.evictions = 0
+        #: ``(marker, value)`` given to ``remember``, until that value leaves the cache; else None
+        self.last: tuple[Any, Any] | None = None
 
     @property
     def capacity(self) -> int:
@@ -132,10 +139,21 @@ class ProgramCache:
         while len(entries) > self._capacity:
             left.append(entries.popitem(last=False))
             self.evictions += 1
-        return left if self._on_evict is not None else []
+        return left
+
+    def remember(self, marker: Any, value: Any) -> None:
+        """Keep ``(marker, value)`` as ``last`` (see the module docstring); ``value`` should be one the cache
+        holds (``last`` turns None when it leaves)."""
+        self.last = (marker, value)
 
     def _evicted(self, left: list[tuple[Hashable, Any]]) -> None:
-        """Run ``on_evict`` for each pair, all of them even when one raises (the first exception is raised)."""
+        """Forget ``last`` if its value left; run ``on_evict`` for each pair, all of them even when one
+        raises (the first exception is raised)."""
+        last = self.last
+        if last is not None and any(value is last[1] for _k, value in left):
+            self.last = None
+        if self._on_evict is None:
+            return
         failure: BaseException | None = None
         for k, value in left:
             try:
@@ -167,7 +185,7 @@ class ProgramCache:
                 value, left = built, self._store(k, built)
             else:
                 self._entries.move_to_end(k)
-                left = [(k, built)] if self._on_evict is not None and built is not value else []
+                left = [(k, built)] if built is not value else []
         if left:
             self._evicted(left)
         return value
@@ -189,8 +207,7 @@ class ProgramCache:
             value = self._entries.pop(k, _MISSING)
         if value is _MISSING:
             return default
-        if self._on_evict is not None:
-            self._evicted([(k, value)])
+        self._evicted([(k, value)])
         return value
 
     def remove(self, key: Any) -> bool:
@@ -204,7 +221,7 @@ class ProgramCache:
             left = [(k, v) for k, v in self._entries.items() if predicate(k, v)]
             for k, _ in left:
                 del self._entries[k]
-        if left and self._on_evict is not None:
+        if left:
             self._evicted(left)
         return len(left)
 
@@ -216,7 +233,8 @@ class ProgramCache:
             self.hits = 0
             self.misses = 0
             self.evictions = 0
-        if left and self._on_evict is not None:
+        self.last = None
+        if left:
             self._evicted(left)
 
     def __repr__(self) -> str:

@@ -101,21 +101,29 @@ class PipelineProgram:
 class CompilePipeline:
     """Cached verify -> optimization hook -> lowering plan, for one backend (``capacity`` programs kept).
 
-    Thread-safe as ``ProgramCache`` is (two threads may both build a missing entry; one is kept).
+    ``programs`` maps ``(digest, preset_key)`` to the PipelineProgram. The last program compiled is looked
+    up first (``ProgramCache.last``, by identity: a launch loop passes the same Program object), which
+    skips the cache for repeated launches. Thread-safe as ``ProgramCache``
+    is (two threads may both build a missing entry; one is kept).
     """
 
     def __init__(self, capacity: int = 256) -> None:
-        self.programs = ProgramCache(capacity)
+        self.programs = ProgramCache(capacity, plain_keys=True)
 
     def compile(self, program: "Program", preset_types: Mapping[Register, Type], key: tuple | None = None
                 ) -> PipelineProgram:
         """The PipelineProgram of ``program`` with ``preset_types`` (``key``: their ``preset_key``, when the
         caller has it). Raises ProgramError (does not verify) and what the optimizer raises."""
         if key is None:
-            key = preset_key(preset_types)
+            key = preset_key(preset_types) if preset_types else ()
+        last = self.programs.last   # ((program object, preset key), PipelineProgram) of the last compile
+        if last is not None and last[0][0] is program and last[0][1] == key:
+            return last[1]
         digest = program.digest()
-        return self.programs.get_or_build((digest, key),
-                                          lambda: self._build(program, dict(preset_types), key, digest))
+        compiled = self.programs.get_or_build((digest, key),
+                                              lambda: self._build(program, dict(preset_types), key, digest))
+        self.programs.remember((program, key), compiled)
+        return compiled
 
     @staticmethod
     def _build(program: "Program", preset_types: dict, key: tuple, digest: str) -> PipelineProgram:

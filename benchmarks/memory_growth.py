@@ -5,7 +5,12 @@ caches are full the resident memory should stop growing. This launches ``--progr
 programs (each stores its own constant into a buffer, and is checked) once each, on one backend, and
 prints the RSS every ``--every`` programs and the growth per program over the second half (after
 the caches filled: they hold 256 programs). Not a test (it takes minutes; tests check the cache
-sizes instead: tests/test_cache_release.py).
+sizes and the release of evicted entries instead: tests/{wasm,webgpu}_backend/test_cache_release.py).
+
+Measured on the loaded 2-core development machine, 3,000 programs (``--programs 3000 --every 500``):
+wasm 46.9 -> 135.9 MiB before (23.1 KiB per program, steadily), 46.8 -> 76.4 MiB after (flat from
+program 1,000 on); webgpu 170 -> 453 MiB before, 155 -> 312 MiB after (6 KiB per program over the
+second half, levelling off).
 
     python benchmarks/memory_growth.py [--backend wasm|webgpu|cpu ...] [--programs N] [--every K]
 """

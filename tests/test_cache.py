@@ -218,3 +218,21 @@ def test_concurrent_inserts_stay_bounded_and_evict_each_value_once():
         t.join()
     assert len(cache) == 8 and len(left) == 800 - 8 and len(set(left)) == len(left)
     assert set(cache.values()).isdisjoint(value for _key, value in left)
+
+
+def test_the_remembered_last_entry_is_forgotten_when_its_value_leaves():
+    cache = ProgramCache(2, plain_keys=True)
+    value = cache.insert("a", ["compiled a"])
+    cache.remember(("marker",), value)
+    assert cache.last == (("marker",), value)
+    cache.insert("b", "B")
+    cache.insert("a", ["compiled a"])          # replaced by another (equal) value: the remembered one left
+    assert cache.last is None
+    cache.remember("m", cache.get("a"))
+    cache.insert("c", "C")                      # evicts b, not a
+    assert cache.last is not None
+    cache.insert("d", "D")                      # evicts a
+    assert cache.last is None
+    cache.remember("m", cache.get("d"))
+    cache.clear()
+    assert cache.last is None

@@ -83,3 +83,15 @@ def test_the_template_method_checks_arguments_then_runs_the_hooks():
     assert str(trap.value) == ("trap DIVISION_BY_ZERO at instruction 2 in lane 0: div.u32 r3, r1, r2: "
                                + trap.value.code.meaning)
     assert len(backend._pipeline.programs) == 1
+
+
+def test_a_repeated_compile_returns_the_cached_entry_until_it_leaves_the_cache():
+    pipeline = CompilePipeline(1)
+    program = Program.from_text(TEXT)
+    first = pipeline.compile(program, {})
+    assert pipeline.compile(program, {}) is first and pipeline.compile(program, {}, ()) is first
+    pipeline.programs.clear()                     # the last entry left: the next compile builds again
+    again = pipeline.compile(program, {})
+    assert again is not first and pipeline.programs.misses == 1
+    pipeline.compile(Program.from_text(TEXT.replace("7", "8")), {})   # evicts it (capacity 1)
+    assert pipeline.compile(program, {}) is not again

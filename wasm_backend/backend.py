@@ -70,6 +70,9 @@ from .tolerances import ulp_tolerance_of
 __all__ = ["WasmBackend"]
 
 _MAX_BUDGET = (1 << 63) - 1
+#: the header's budget (i64) and the per-launch area's address (i32), which follows it
+_BUDGET_AND_BASE = "<qI"
+assert layout.HEADER_LAUNCH_BASE == layout.HEADER_BUDGET + 8
 #: the most threads a backend accepts
 MAX_THREADS = 64
 
@@ -126,7 +129,8 @@ class WasmBackend(Backend):
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
         self._memory = DeviceMemory(self._runner, limit)
         self._pipeline = CompilePipeline(cache_size)  # verified programs and their lowering plans
-        self._loaded = ProgramCache(cache_size)  # (digest, preset types, config) -> _Loaded
+        # (digest, preset types, config) -> _Loaded; an evicted program's instance goes with its Store
+        self._loaded = ProgramCache(cache_size, plain_keys=True)
         self._area_base: int | None = None
         self._area_size = 0
         self._scratch: list[int] = []
@@ -234,10 +238,14 @@ class WasmBackend(Backend):
     def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> _Loaded:
         """The module of ``compiled`` for ``config``, instantiated on the memory (cached per launch shape).
         Raises UnsupportedOperation, ExecutionFailed (the engine refused the module)."""
+        last = self._loaded.last   # ((PipelineProgram, LaunchConfig), _Loaded) of the last launch
+        if last is not None and last[0][0] is compiled and (last[0][1] is config or last[0][1] == config):
+            return last[1]
         key = (compiled.digest, compiled.preset_key, config)
         loaded = self._loaded.get(key)
         if loaded is None:
             loaded = self._loaded.insert(key, self._load(compiled, config))
+        self._loaded.remember((compiled, config), loaded)
         return loaded
 
     def _launch(self, loaded: _Loaded, params: ExecutionParams, budget: int) -> None:
@@ -285,8 +293,7 @@ class WasmBackend(Backend):
         access = self._memory.access
         for reg, ty, offset in loaded.presets:
             _write_preset(access, base + offset, ty, params.registers[reg][1])
-        access.pack("<q", layout.HEADER_BUDGET, budget)
-        access.pack("<I", layout.HEADER_LAUNCH_BASE, base)
+        access.pack(_BUDGET_AND_BASE, layout.HEADER_BUDGET, budget, base)  # two adjacent header words at once
         self._resaccum_valid = False
         try:
             status = loaded.launch()

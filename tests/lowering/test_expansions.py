@@ -76,3 +76,13 @@ def test_an_expansion_is_registered_once():
     with pytest.raises(ProgramError, match="LayerScale"):
         default_expansion("LayerScale", uses=())(lambda instr, scratch: [])
     assert "LayerScale" in EXPANSIONS
+
+
+def test_expansions_are_cached_per_digest_and_rebuilt_after_leaving_the_cache():
+    from atlas_web.lowering import expansions
+    program = _program()
+    first = expand_program(program, _no_kernel)
+    assert expand_program(program, _no_kernel) is first          # the same object: the last result
+    assert expand_program(_program(), _no_kernel) is first       # an equal program: the cache, by digest
+    expansions._CACHE.clear()
+    assert expand_program(program, _no_kernel) is not first
