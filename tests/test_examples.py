@@ -121,6 +121,7 @@ def test_readme_python_blocks_run(capsys):
     out = capsys.readouterr().out
     assert "pmap2.mul.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], 1000" in out
     assert "line 1: add.f32 takes 3 operands, got 2" in out
+    assert "[10. 35. 60.]" in out   # the seed-style GEMM(c=..., a=..., b=..., m=..., n=..., k=..., alpha, beta)
     # the tour starts with arrays: relu(2x - 0.5) over a million floats and a dot product, in 4 lines
     tour = blocks[0].split("```", 1)[0]
     assert tour.startswith("import atlas_web.numpy as anp\n") and len(tour.strip().splitlines()) <= 4
