@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from atlas_web.cache import ProgramCache
 from atlas_web.isa.addresses import Address
 from atlas_web.launch import LaunchConfig
 from atlas_web.lowering import plan_program
@@ -28,6 +29,13 @@ __all__ = ["CompiledProgram", "CooperativePlan", "compile_program", "STEP_KINDS"
 STEP_KINDS = {"ParallelMap": "map", "ParallelMapBinary": "binary", "ParallelReduce": "reduce",
               "PoolAlloc": "pool_alloc", "PoolFree": "pool_free"}
 _STATIC_MODES = (Address.BufferOffset, Address.PoolOffset, Address.Class)
+#: launch shapes whose stage shaders a CompiledProgram keeps (a program launched over many shapes, e.g. one
+#: size per call in a notebook, would otherwise keep every shape's WGSL as long as it stays compiled)
+SHADER_SHAPES = 16
+
+
+def _shader_cache() -> ProgramCache:
+    return ProgramCache(SHADER_SHAPES, plain_keys=True)
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ class CompiledProgram:
     passes_to: dict[int, int] = field(default_factory=dict)
     #: stages with no code that only end every lane (never dispatched)
     empty_stages: frozenset[int] = frozenset()
-    _shaders: dict[tuple, tuple[StageShader, ...]] = field(default_factory=dict, repr=False)
+    _shaders: ProgramCache = field(default_factory=_shader_cache, repr=False)
 
     @property
     def digest(self) -> str:
@@ -71,13 +79,17 @@ class CompiledProgram:
 
     def stage_shaders(self, config: LaunchConfig, features: ShaderFeatures, chunks: int) -> tuple[StageShader, ...]:
         """The stage shaders for one launch shape (cached). Raises UnsupportedOperation or ProgramError."""
-        key = (config, features, chunks)
-        shaders = self._shaders.get(key)
-        if shaders is None:
+        last = self._shaders.last   # a repeated launch: the same config and features objects
+        if last is not None and last[0][0] is config and last[0][1] is features and last[0][2] == chunks:
+            return last[1]
+
+        def build() -> tuple[StageShader, ...]:
             runtime = self.runtime_layout(config, True)
-            shaders = tuple(build_stage_shader(self.plan, stage, config, features, chunks, self.state, runtime,
-                                               self.multi_stage, self.presets) for stage in self.plan.stages)
-            self._shaders[key] = shaders
+            return tuple(build_stage_shader(self.plan, stage, config, features, chunks, self.state, runtime,
+                                            self.multi_stage, self.presets) for stage in self.plan.stages)
+
+        shaders = self._shaders.get_or_build((config, features, chunks), build)
+        self._shaders.remember((config, features, chunks), shaders)
         return shaders
 
     def shared_backup(self, config: LaunchConfig) -> tuple[int, int]:

@@ -11,7 +11,7 @@ import weakref
 from atlas_web import LaunchConfig
 from atlas_web.isa import Type
 from webgpu_backend import WebGpuBackend
-from webgpu_backend import launcher as launcher_module
+from webgpu_backend import compiler, launcher as launcher_module
 
 from tests.verify_programs import constant_store
 
@@ -54,3 +54,15 @@ def test_release_pipeline_drops_the_pipeline_its_bind_groups_and_its_module(gpu_
     assert gpu_driver.cache_sizes["bind_groups"] == groups - 1
     assert gpu_driver.create_pipeline(gpu_driver.compile(source), "main", {0: "storage"}) is not pipeline
     gpu_driver.destroy_buffer(buffer)
+
+
+def test_a_program_keeps_the_stage_shaders_of_its_last_launch_shapes_only(webgpu, monkeypatch):
+    monkeypatch.setattr(compiler, "SHADER_SHAPES", 3)
+    out = webgpu.allocate_buffer(4)
+    program = constant_store(5, out)
+    for lanes in range(1, 7):
+        webgpu.execute_program(program, LaunchConfig.linear(lanes))
+    compiled = webgpu._pipeline.compile(program, {}).plans["webgpu"]
+    assert len(compiled._shaders) == 3
+    assert webgpu.copy_typed_from(out, Type.U32).tolist() == [5]
+    webgpu.free_buffer(out)
