@@ -18,7 +18,10 @@ Threads: natively the memory is shared and, on ``threads`` threads (the launchin
   Product) runs its fixed chunks in groups (``env.parallel_reduce``: partials in scratch memory, folded
   by the module in chunk order, as one thread folds them);
 * a SIMD lane-mode launch of at least ``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
-  cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``).
+  cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``);
+* a GEMM/BatchedGEMM item of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds (16M) runs its
+  blocked kernel over one range of rows per thread (``env.parallel_gemm``: each thread's packing scratch taken
+  from the arena for the call; without room, the module runs it in one call).
 
 ``device_info()["parallel_dispatches"]`` counts the three, ``["parallel_worker_chunks"]`` the chunks worker
 threads ran. A failure or a KeyboardInterrupt stops the chunks of a launch between two chunks, and the
@@ -56,7 +59,8 @@ from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
 from .thread_policy import (
-    PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD, chunk_ranges, reduce_chunk_count,
+    PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD, chunk_ranges, gemm_row_ranges,
+    reduce_chunk_count,
 )
 from .lowering.coop_reduce import PARTIAL_BYTES
 from .lowering.simd_function import LANES_PER_RANGE_STEP, SIMD_CHUNK
@@ -358,6 +362,23 @@ class WasmBackend(Backend):
         self._parallel_dispatches += 1
         self._runner.parallel_call(instance, SIMD_CHUNK, ranges)
 
+    def _parallel_gemm(self, instance, compiled, index: int, a: int, b: int, c: int) -> int:
+        """``env.parallel_gemm``: run GEMM ``index``'s driver over one range of rows per thread, each with packing
+        scratch of its own from the arena (released after the launch); 1 when there is no room for it (the module
+        then runs the driver in one call), else 0."""
+        export, rows, step, slot_bytes = compiled.parallel_gemms[index]
+        ranges = gemm_row_ranges(rows, self._runner.threads, step)
+        try:
+            scratch = self._memory.scratch(len(ranges) * slot_bytes, "GEMM packing scratch")
+        except AllocationFailed:
+            return 1
+        self._scratch.append(scratch)
+        operands = (a & 0xFFFFFFFF, b & 0xFFFFFFFF, c & 0xFFFFFFFF)
+        calls = [(*operands, scratch + k * slot_bytes, lo, hi) for k, (lo, hi) in enumerate(ranges)]
+        self._parallel_dispatches += 1
+        self._runner.parallel_call(instance, export, calls)
+        return 0
+
     def _host_scratch(self, nbytes: int) -> int:
         base = self._memory.scratch(nbytes & 0xFFFFFFFF, "overlapping operand copy")
         self._scratch.append(base)
@@ -465,6 +486,8 @@ def _host_imports(backend: WasmBackend, compiled: Any, instance_cell: list) -> d
             instance_cell[0](), compiled, index, dst, a, b, count)
     if "parallel_lanes" in compiled.host_imports:
         host["parallel_lanes"] = lambda lanes: proxy._parallel_lanes(instance_cell[0](), lanes)
+    if "parallel_gemm" in compiled.host_imports:
+        host["parallel_gemm"] = lambda index, a, b, c: proxy._parallel_gemm(instance_cell[0](), compiled, index, a, b, c)
     if "parallel_reduce" in compiled.host_imports:
         host["parallel_reduce"] = lambda index, src, count: proxy._parallel_reduce(
             instance_cell[0](), compiled, index, src, count)

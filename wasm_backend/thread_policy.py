@@ -14,7 +14,8 @@ from __future__ import annotations
 
 __all__ = ["PARALLEL_MAP_THRESHOLDS", "PARALLEL_MAP_THRESHOLD", "parallel_map_threshold", "CHUNKS_PER_THREAD",
            "MIN_CHUNK_ELEMENTS", "chunk_ranges", "REDUCE_CHUNK_ELEMENTS", "PARALLEL_REDUCE_THRESHOLD",
-           "reduce_chunk_count", "PARALLEL_LANES_THRESHOLD", "parallel_lanes_wanted"]
+           "reduce_chunk_count", "PARALLEL_LANES_THRESHOLD", "parallel_lanes_wanted", "PARALLEL_GEMM_THRESHOLD",
+           "gemm_row_ranges"]
 
 #: the fewest elements a ParallelMap/ParallelMapBinary must have before it is split over threads, by the
 #: cost of its operation. Measured on 2 cores (wall time, f32, idle machine): two threads break even with
@@ -44,6 +45,11 @@ PARALLEL_REDUCE_THRESHOLD = 1 << 22
 #: benchmarks/wasm_vs_numpy.py): two threads break even at about 1M lanes (1.1x), gain 1.5x from 2M
 PARALLEL_LANES_THRESHOLD = 1 << 21
 
+#: the fewest multiply-adds (m * n * k) a GEMM needs before ranges of its rows go to several threads (each
+#: thread packs B's panels again, and waking the workers costs 100-150 us in this VM: 2**24 is ~1 ms of one
+#: thread's work)
+PARALLEL_GEMM_THRESHOLD = 1 << 24
+
 
 def parallel_map_threshold(operation: object) -> int:
     """The fewest elements a map of ``operation`` needs to run on several threads (arithmetic computed
@@ -65,6 +71,14 @@ def chunk_ranges(count: int, threads: int, per_chunk: int, min_elements: int = M
     step = -(-count // pieces)
     step = max(per_chunk, -(-step // per_chunk) * per_chunk)
     return [(lo, min(lo + step, count)) for lo in range(0, count, step)]
+
+
+def gemm_row_ranges(rows: int, threads: int, step: int) -> list[tuple[int, int]]:
+    """At most one range of ``0 .. rows`` per thread, starts multiples of ``step`` (whole register tiles): each
+    range needs scratch of its own, so a GEMM is not cut finer than its threads."""
+    per = -(-rows // max(threads, 1))
+    per = max(step, -(-per // step) * step)
+    return [(lo, min(lo + per, rows)) for lo in range(0, rows, per)]
 
 
 def reduce_chunk_count(count: int) -> int:

@@ -3,8 +3,10 @@
 In order (each part 16-byte aligned): the preset registers (8 bytes each, or the extended type's
 bytes), the result slots of the cooperative instructions that write a register (8 bytes each), one
 scratch lane record (programs whose lanes never suspend but need a record), shared memory (one
-block's worth, or every block's when cooperative stages must keep it), and the lane records (one
-per lane of the launch, for programs whose lanes suspend). The host allocates ``total`` bytes; the
+block's worth, or every block's when cooperative stages must keep it), the lane records (one
+per lane of the launch, for programs whose lanes suspend) and the scratch of the cooperative steps (the
+largest ``rules.COOPERATIVE_SCRATCH`` need among them: GEMM's packed panels; its contents do not outlive a
+step). The host allocates ``total`` bytes; the
 lane records and per-block shared memory are zeroed by the module's ``launch`` function.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .lane_state import LaneState
+from .rules import COOPERATIVE_SCRATCH
 
 __all__ = ["LaunchLayout", "plan_launch_area"]
 
@@ -31,6 +34,8 @@ class LaunchLayout:
     shared_per_block: bool = False
     records: int = 0
     records_bytes: int = 0
+    coop_scratch: int = 0
+    coop_scratch_bytes: int = 0
     total: int = 0
 
 
@@ -59,5 +64,12 @@ def plan_launch_area(info, state: LaneState, config) -> LaunchLayout:
         out.records = offset
         out.records_bytes = state.record_size * config.total_threads
         offset = _align(offset + out.records_bytes)
+    instructions = info.program.instructions
+    needs = [COOPERATIVE_SCRATCH[instructions[index].INFO.name](instructions[index])
+             for index in state.plan.cooperative_steps if instructions[index].INFO.name in COOPERATIVE_SCRATCH]
+    if needs:
+        out.coop_scratch = offset
+        out.coop_scratch_bytes = max(needs)
+        offset = _align(offset + out.coop_scratch_bytes)
     out.total = max(offset, 16)
     return out

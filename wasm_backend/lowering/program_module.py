@@ -18,8 +18,8 @@ and exports ``launch()``, which runs the whole launch and returns ``layout.STATU
 
 ``shared_memory`` declares the imported memory shared (as the runner's memory is); ``parallel``
 lets large maps hand their kernel to the host's threads (``env.parallel_map``), large reductions
-their chunks (``env.parallel_reduce``) and large SIMD lane-mode launches ranges of lanes
-(``env.parallel_lanes``, ``simd_function``).
+their chunks (``env.parallel_reduce``), large SIMD lane-mode launches ranges of lanes
+(``env.parallel_lanes``, ``simd_function``) and large GEMMs ranges of rows (``env.parallel_gemm``, ``coop_gemm``).
 
 Raises UnsupportedOperation (an instruction, type or cooperative operation without a rule, or a
 program whose inlining needs too many copies) before writing any code.
@@ -37,11 +37,12 @@ from atlas_web.lowering.stages import ResumeKind
 from .. import layout
 from ..encoding.types import ValType
 from . import (  # noqa: F401  (the rule modules register themselves on import)
-    coop_map, coop_pools, coop_reduce, extended, mathlib_adapter, rules_atlas, rules_compare, rules_control,
+    coop_gemm, coop_map, coop_pools, coop_reduce, extended, mathlib_adapter, rules_atlas, rules_compare, rules_control,
     rules_convert, rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
 from .coop_context import CoopContext
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
+from .coop_gemm import gemm_kernel_name, gemm_row_step, gemm_scratch_bytes, parallel_gemm_wanted
 from .coop_map import map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported
 from .coop_reduce import parallel_reduce_wanted, reduce_kernel_name
 from .lane_context import STOP_TRAPPED
@@ -77,6 +78,9 @@ class CompiledProgram:
     parallel_reduces: dict = field(default_factory=dict)
     #: whether the SIMD function may call ``env.parallel_lanes`` (it then exports ``simd_chunk``)
     parallel_lanes: bool = False
+    #: instruction index -> (driver export, rows, row step, scratch bytes per thread) of the GEMMs that may call
+    #: ``env.parallel_gemm``
+    parallel_gemms: dict = field(default_factory=dict)
 
 
 def check_supported(program) -> None:
@@ -118,7 +122,14 @@ def _parallel_reduces(program, parallel: bool) -> dict[int, str]:
             if instr.INFO.name == "ParallelReduce" and parallel_reduce_wanted(instr.operation, instr.ty, instr.count)}
 
 
-def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: bool) -> tuple[str, ...]:
+def _parallel_gemms(program, parallel: bool) -> dict[int, tuple[str, int, int, int]]:
+    return {index: (gemm_kernel_name(index), instr.m, gemm_row_step(), gemm_scratch_bytes(instr))
+            for index, instr in enumerate(program.instructions)
+            if instr.INFO.name in ("GEMM", "BatchedGEMM") and parallel_gemm_wanted(parallel, instr)}
+
+
+def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: bool,
+                  parallel_gemms: dict) -> tuple[str, ...]:
     names = {instr.INFO.name for instr in program.instructions}
     wanted = []
     if "PoolAlloc" in names:
@@ -133,6 +144,8 @@ def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: b
         wanted.append("parallel_reduce")
     if lanes:
         wanted.append("parallel_lanes")
+    if parallel_gemms:
+        wanted.append("parallel_gemm")
     return tuple(wanted)
 
 
@@ -149,7 +162,8 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     parallel_maps = _parallel_maps(program, parallel)
     parallel_reduces = _parallel_reduces(program, parallel)
     lanes_wanted = parallel_lanes_wanted(parallel, config) and not state.sync
-    imports = _host_imports(program, parallel_maps, parallel_reduces, lanes_wanted)
+    parallel_gemms = _parallel_gemms(program, parallel)
+    imports = _host_imports(program, parallel_maps, parallel_reduces, lanes_wanted, parallel_gemms)
     m = ModuleContext(name, imports, shared_memory=shared_memory)
     m.helper("trap")
     segments = {seg.resume.id: build_segment_function(m, plan, state, config, launch, seg) for seg in plan.segments}
@@ -162,7 +176,7 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
     return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
-                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions)
+                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions, parallel_gemms)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,

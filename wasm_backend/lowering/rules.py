@@ -22,7 +22,8 @@ from atlas_web.isa.opcodes import STRUCTURAL_INSTRUCTIONS
 from atlas_web.isa.types import Type
 
 __all__ = [
-    "WASM_LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "lane_rule", "cooperative_rule",
+    "WASM_LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "COOPERATIVE_SCRATCH", "lane_rule",
+    "cooperative_rule", "cooperative_scratch",
     "support_operation", "lookup_lane_rule", "lane_supported", "LANE_CONDITIONS", "BACKEND_NAME",
     "BRANCH_TESTS", "STRUCTURAL", "branch_test", "structural",
 ]
@@ -40,6 +41,9 @@ BRANCH_TESTS: dict[str, Callable] = {}
 STRUCTURAL: dict[str, str] = {}
 #: cooperative instruction name -> builder(coop_ctx)
 COOPERATIVE_RULES: dict[str, Callable] = {}
+#: cooperative instruction name -> bytes(instr): scratch memory its function needs in the per-launch area
+#: (``LaunchLayout.coop_scratch``; the area holds the largest need of the program)
+COOPERATIVE_SCRATCH: dict[str, Callable] = {}
 #: cooperative operation (enum member, or the instruction name for PoolAlloc/PoolFree) -> types it compiles for
 COOPERATIVE_SUPPORT: dict[object, set[Type | None]] = {}
 
@@ -92,6 +96,16 @@ def cooperative_rule(name: str):
             raise ValueError(f"wasm cooperative rule for {name} is registered twice")
         COOPERATIVE_RULES[name] = builder
         return builder
+    return register
+
+
+def cooperative_scratch(name: str):
+    """Register the decorated ``bytes(instr)`` as the per-launch scratch cooperative instruction ``name`` needs."""
+    def register(size: Callable) -> Callable:
+        if name in COOPERATIVE_SCRATCH:
+            raise ValueError(f"wasm cooperative scratch for {name} is registered twice")
+        COOPERATIVE_SCRATCH[name] = size
+        return size
     return register
 
 

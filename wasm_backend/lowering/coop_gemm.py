@@ -1,0 +1,131 @@
+"""GEMM and BatchedGEMM: the cooperative rules, on the blocked kernel of ``coop_gemm_kernel``.
+
+The cooperative function checks A, B and C over their extents (the table's, ``array_operands``: handle,
+bounds, alignment, in operand order) and runs the kernel's driver ``gemm_kernel_<index>(a, b, c, scratch,
+lo, hi)`` over all rows of C, once per batch item (item ``i`` at ``i * stride`` elements; a stride of 0
+means packed: the item's extent). The packing scratch is part of the per-launch area
+(``LaunchLayout.coop_scratch``), sized at compile time from the largest GEMM of the program (registered
+with ``cooperative_scratch``): never a user's buffer or pool, and never grown at run time.
+
+A module compiled for several threads imports ``env.parallel_gemm(instruction, a, b, c) -> status``: for a
+GEMM of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds the host runs the exported driver
+over row ranges (multiples of the register tile's rows) on its threads, each with scratch of its own taken
+from the arena for the call; it answers 1 when it has no scratch to give, and the module then runs the
+driver in one call. Every element of C is computed by the same code on whichever thread computes its row,
+so the bits do not depend on the thread count.
+
+Types: F32 and F64 (f32x4 / f64x2). Element sums are in the element type with one rounding per product
+(relaxed_madd, fused where the engine has FMA) or two (mul, add); the contract's bound holds for both.
+"""
+
+from __future__ import annotations
+
+from atlas_web.isa.extents import array_operands
+
+from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_GEMM_THRESHOLD
+from .coop_context import COOP_OK, CoopContext
+from .coop_gemm_kernel import DEFAULT_TILING, ELEMENTS, GemmShape, build_gemm_driver, row_step, scratch_bytes
+from .module_context import HOST_IMPORTS
+from .rules import cooperative_rule, cooperative_scratch
+
+__all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_row_step"]
+
+I32 = ValType.I32
+#: the element types the kernel computes
+GEMM_TYPES = frozenset(ELEMENTS)
+
+HOST_IMPORTS.setdefault("parallel_gemm", ((I32,) * 4, (I32,)))
+
+
+def gemm_shape(instr) -> GemmShape:
+    """The kernel's shape of a GEMM or BatchedGEMM instruction (leading dimensions 0 resolved to packed)."""
+    m, n, k = instr.m, instr.n, instr.k
+    lda = instr.lda or (m if instr.trans_a else k)
+    ldb = instr.ldb or (k if instr.trans_b else n)
+    ldc = instr.ldc or n
+    return GemmShape(instr.ty, m, n, k, bool(instr.trans_a), bool(instr.trans_b), lda, ldb, ldc,
+                     float(instr.alpha), float(instr.beta))
+
+
+def gemm_kernel_name(index: int) -> str:
+    """The export name of the driver of the GEMM at instruction ``index``."""
+    return f"gemm_kernel_{index}"
+
+
+def gemm_row_step() -> int:
+    """Row ranges handed to threads start at multiples of this."""
+    return row_step(DEFAULT_TILING)
+
+
+def parallel_gemm_wanted(parallel: bool, instr) -> bool:
+    """Whether the GEMM ``instr`` of a module compiled for several threads may call ``env.parallel_gemm``."""
+    return parallel and instr.m > gemm_row_step() and instr.m * instr.n * instr.k >= PARALLEL_GEMM_THRESHOLD
+
+
+def _items(instr) -> tuple[int, tuple[int, int, int]]:
+    """(batch items, element strides of A, B, C between items) of a GEMM (one item) or BatchedGEMM."""
+    if not hasattr(instr, "batch"):
+        return 1, (0, 0, 0)
+    shape = gemm_shape(instr)
+    packed = (_extent(shape.trans_a, shape.m, shape.k, shape.lda), _extent(shape.trans_b, shape.k, shape.n, shape.ldb),
+              _extent(False, shape.m, shape.n, shape.ldc))
+    strides = (instr.stride_a, instr.stride_b, instr.stride_c)
+    return instr.batch, tuple(stride or item for stride, item in zip(strides, packed))
+
+
+def _extent(trans: bool, rows: int, cols: int, ld: int) -> int:
+    """Elements a rows x cols matrix (stored transposed when ``trans``) with leading dimension ``ld`` covers."""
+    stored_rows, stored_cols = (cols, rows) if trans else (rows, cols)
+    return (stored_rows - 1) * ld + stored_cols if stored_rows and stored_cols else 0
+
+
+@cooperative_scratch("GEMM")
+@cooperative_scratch("BatchedGEMM")
+def gemm_scratch_bytes(instr) -> int:
+    """Scratch bytes the kernel of ``instr`` needs in the per-launch area."""
+    return scratch_bytes(gemm_shape(instr))
+
+
+def _build(cc: CoopContext) -> None:
+    instr = cc.instr
+    ty = instr.ty
+    m = cc.m
+    parallel = "parallel_gemm" in m.imports and parallel_gemm_wanted(True, instr)
+    driver = build_gemm_driver(m, gemm_kernel_name(cc.index), gemm_shape(instr), export=parallel)
+    extents = {array.name: array.elements for array in array_operands(instr)}
+    a, b, c = (cc.array(name, ty, extents[name]) for name in ("a", "b", "c"))
+    e = cc.e
+    scratch = cc.local(I32)
+    cc.launch_base()
+    e.i32(cc.launch.coop_scratch).op("i32.add").set(scratch)
+    items, strides = _items(instr)
+    item = cc.local(I32)
+    e.i32(0).set(item)
+
+    def one_item() -> None:
+        if parallel:
+            e.i32(cc.index).get(a).get(b).get(c).call(m.host("parallel_gemm"))
+            with e.if_():  # 1: the host had no scratch for its threads
+                e.get(a).get(b).get(c).get(scratch).i32(0).i32(instr.m).call(driver)
+        else:
+            e.get(a).get(b).get(c).get(scratch).i32(0).i32(instr.m).call(driver)
+        for pointer, stride in zip((a, b, c), strides):
+            if stride:
+                e.get(pointer).i32(stride * ty.size_bytes()).op("i32.add").set(pointer)
+
+    count = cc.local(I32)
+    e.i32(items).set(count)
+    e.while_below(item, count, 1, one_item, labels=("items_done", "items"))
+    e.i32(COOP_OK)
+
+
+@cooperative_rule("GEMM")
+def build_gemm(cc: CoopContext) -> None:
+    _build(cc)
+
+
+@cooperative_rule("BatchedGEMM")
+def build_batched_gemm(cc: CoopContext) -> None:
+    _build(cc)
+
