@@ -7,7 +7,7 @@ dimensions in elements, A and B possibly transposed), in the loop order of GotoB
   memory as slivers of ``nr`` columns (for each p, ``nr`` consecutive values; the last sliver padded with
   zeros), so the micro-kernel reads it with plain ``v128.load``\\ s whatever ``trans_b`` and ``ldb`` were;
 * for each block of ``mc`` rows, A's block is packed as slivers of ``mr`` rows (for each p, ``mr``
-  consecutive values, zero-padded), read with ``v128.load32_splat``/``load64_splat``;
+  consecutive values, zero-padded), read with ``v128.load`` and broadcast lane by lane (``i8x16.shuffle``);
 * the macro-kernel walks the packed blocks tile by tile; the micro-kernel keeps an ``mr`` x ``nr`` tile of
   C in ``mr * nr / lanes`` v128 locals over the ``kc`` products (``relaxed_madd``, or ``mul`` then ``add``),
   then writes ``alpha * acc (+ beta * C)``. Tiles cut by the edge of C run the same vector code on a
@@ -47,7 +47,6 @@ class Element:
     valtype: ValType
     size: int
     prefix: str  # f32x4 / f64x2
-    splat_load: str
     scalar: str  # f32 / f64
 
     @property
@@ -56,8 +55,8 @@ class Element:
 
 
 ELEMENTS = {
-    Type.F32: Element(ValType.F32, 4, "f32x4", "v128.load32_splat", "f32"),
-    Type.F64: Element(ValType.F64, 8, "f64x2", "v128.load64_splat", "f64"),
+    Type.F32: Element(ValType.F32, 4, "f32x4", "f32"),
+    Type.F64: Element(ValType.F64, 8, "f64x2", "f64"),
 }
 
 
@@ -113,8 +112,13 @@ def scratch_bytes(shape: GemmShape, tiling: Tiling = DEFAULT_TILING) -> int:
     size = ELEMENTS[shape.ty].size
     depth = max(1, min(tiling.kc, shape.k))
     pb = depth * _round_up(max(1, min(tiling.nc, shape.n)), tiling.nr) * size
-    pa = depth * _round_up(max(1, min(tiling.mc, shape.m)), tiling.mr) * size
-    return _round_up(pb, 16) + _round_up(pa, 16) + _round_up(tiling.mr * tiling.nr * size, 16)
+    return _round_up(pb, 16) + _packed_a_bytes(shape, tiling) + _round_up(tiling.mr * tiling.nr * size, 16)
+
+
+def _packed_a_bytes(shape: GemmShape, tiling: Tiling) -> int:
+    """The packed A block's bytes, with 16 spare bytes (the micro-kernel's last A load may read past it)."""
+    depth = max(1, min(tiling.kc, shape.k))
+    return _round_up(depth * _round_up(max(1, min(tiling.mc, shape.m)), tiling.mr) * ELEMENTS[shape.ty].size, 16) + 16
 
 
 def row_step(tiling: Tiling = DEFAULT_TILING) -> int:
@@ -161,13 +165,13 @@ def micro_kernel(m, el: Element, t: Tiling) -> int:
             for j in range(nv):
                 e.get(pb).op("v128.load", u * b_step + 16 * j).set(bv[j])
             for i in range(t.mr):
-                if t.mr % el.lanes:
-                    e.get(pa).op(el.splat_load, u * a_step + i * el.size).set(av)
-                else:  # one v128 load of A and a lane broadcast (pshufd): cheaper than load32_splat in V8 and wasmtime
-                    if i % el.lanes == 0:
-                        e.get(pa).op("v128.load", u * a_step + i * el.size).set(avec)
-                    lane = [(i % el.lanes) * el.size + b for b in range(el.size)] * el.lanes
-                    e.get(avec).get(avec).op("i8x16.shuffle", bytes(lane)).set(av)
+                # one v128 load of A per lanes rows and lane broadcasts (pshufd): cheaper than load32_splat in
+                # V8 and wasmtime. With mr not a multiple of the lanes the last load reads past the sliver
+                # (the packed block has 16 spare bytes)
+                if i % el.lanes == 0:
+                    e.get(pa).op("v128.load", u * a_step + i * el.size).set(avec)
+                lane = [(i % el.lanes) * el.size + b for b in range(el.size)] * el.lanes
+                e.get(avec).get(avec).op("i8x16.shuffle", bytes(lane)).set(av)
                 for j in range(nv):
                     if t.relaxed:
                         e.get(av).get(bv[j]).get(acc[i][j]).op(madd).set(acc[i][j])
@@ -370,7 +374,7 @@ def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling = DEFAULT_T
     macro = macro_kernel(m, el, t)
     depth = max(1, min(t.kc, shape.k))
     pb_bytes = _round_up(depth * _round_up(max(1, min(t.nc, shape.n)), t.nr) * size, 16)
-    pa_bytes = _round_up(depth * _round_up(max(1, min(t.mc, shape.m)), t.mr) * size, 16)
+    pa_bytes = _packed_a_bytes(shape, t)
     ldc_bytes = shape.ldc * size
     scalar_const = f"{el.scalar}.const"
 
