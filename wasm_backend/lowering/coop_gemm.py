@@ -3,7 +3,7 @@
 The cooperative function checks A, B and C over their extents (the table's, ``array_operands``: handle,
 bounds, alignment, in operand order) and runs the kernel's driver ``gemm_kernel_<index>(a, b, c, scratch,
 lo, hi)`` over all rows of C, once per batch item (item ``i`` at ``i * stride`` elements; a stride of 0
-means packed: the item's extent). The packing scratch is part of the per-launch area
+means packed: the stored rows times the leading dimension). The packing scratch is part of the per-launch area
 (``LaunchLayout.coop_scratch``), sized at compile time from the largest GEMM of the program (registered
 with ``cooperative_scratch``): never a user's buffer or pool, and never grown at run time.
 
@@ -64,20 +64,15 @@ def parallel_gemm_wanted(parallel: bool, instr) -> bool:
 
 
 def _items(instr) -> tuple[int, tuple[int, int, int]]:
-    """(batch items, element strides of A, B, C between items) of a GEMM (one item) or BatchedGEMM."""
+    """(batch items, element strides of A, B, C between items) of a GEMM (one item) or BatchedGEMM; a stride of
+    0 means packed: the stored rows times the leading dimension (the row's ``matrices`` extent)."""
     if not hasattr(instr, "batch"):
         return 1, (0, 0, 0)
     shape = gemm_shape(instr)
-    packed = (_extent(shape.trans_a, shape.m, shape.k, shape.lda), _extent(shape.trans_b, shape.k, shape.n, shape.ldb),
-              _extent(False, shape.m, shape.n, shape.ldc))
+    packed = ((shape.k if shape.trans_a else shape.m) * shape.lda, (shape.n if shape.trans_b else shape.k) * shape.ldb,
+              shape.m * shape.ldc)
     strides = (instr.stride_a, instr.stride_b, instr.stride_c)
     return instr.batch, tuple(stride or item for stride, item in zip(strides, packed))
-
-
-def _extent(trans: bool, rows: int, cols: int, ld: int) -> int:
-    """Elements a rows x cols matrix (stored transposed when ``trans``) with leading dimension ``ld`` covers."""
-    stored_rows, stored_cols = (cols, rows) if trans else (rows, cols)
-    return (stored_rows - 1) * ld + stored_cols if stored_rows and stored_cols else 0
 
 
 @cooperative_scratch("GEMM")

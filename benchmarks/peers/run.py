@@ -1,0 +1,231 @@
+"""f32 matmul in one headless Chromium page: atlas-web's wasm GEMM kernel against TensorFlow.js and ONNX Runtime Web.
+
+The peers are installed from npm at the versions pinned in ``package-lock.json`` (``npm ci`` into
+``benchmarks/peers/node_modules``, git-ignored): TensorFlow.js 4.22.0 (``tfjs-core`` with the ``wasm`` backend,
+XNNPACK, and with ``--webgpu`` the ``webgpu`` backend on Chromium's SwiftShader adapter) and ``onnxruntime-web``
+(its wasm execution provider on a one-node MatMul model written here). All run on ONE thread: the page is not
+cross-origin isolated, so neither TF.js nor ORT gets SharedArrayBuffer threads (ORT is also told
+``numThreads = 1``).
+
+atlas-web's side is the module its wasm backend generates for ``GEMM(c, a, b, m=n, n=n, k=n)``: the blocked
+kernel of ``wasm_backend.lowering.coop_gemm_kernel`` (the exported driver, in both micro-kernel forms:
+``relaxed_madd`` and ``mul`` + ``add``), written by the Python generator natively and instantiated by the page
+on a WebAssembly.Memory of its own. The launch through Pyodide adds the host's per-launch overhead (tens of
+microseconds, benchmarks/browser_vs_native.py measures it) and is not part of these timings.
+
+Every side gets the same n x n inputs (uniform in [-0.5, 0.5)), the sides are timed interleaved, best of
+``--repeats`` after one warm-up each, and the page checks that atlas-web's C agrees with TF.js's. Printed:
+ms, GFLOP/s and the ratio of each peer's time to atlas-web's (above 1: atlas-web is faster).
+
+Run ``PYTHONPATH=. python3 benchmarks/peers/run.py [--sizes 256 512 1024] [--repeats 10] [--webgpu]``; it runs
+``npm ci`` once when node_modules is missing (needs the npm registry), serves a temporary directory on
+127.0.0.1 and drives Debian's Chromium through Playwright with the flags of the browser tests. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from atlas_web.isa.types import Type  # noqa: E402
+from wasm_backend.lowering.coop_gemm_kernel import (  # noqa: E402
+    DEFAULT_TILING, GemmShape, Tiling, build_gemm_driver, scratch_bytes,
+)
+from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+#: the browser tests' flags (tests/web/conftest.py): off the network, WebGPU on SwiftShader
+CHROMIUM_ARGS = ("--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--no-first-run", "--disable-quic", "--disable-default-apps", "--disable-breakpad",
+                 "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader")
+FORMS = {"relaxed_madd": True, "mul+add": False}
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes | int | str) -> bytes:
+    """One protobuf field: a varint for an int, length-delimited for bytes and str."""
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    data = payload.encode() if isinstance(payload, str) else payload
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def matmul_model(n: int) -> bytes:
+    """An ONNX model (IR 8, opset 13) of one MatMul node: C[n, n] = A[n, n] @ B[n, n], float32."""
+    def value(name: str) -> bytes:
+        dims = b"".join(_field(1, _field(1, n)) for _ in range(2))
+        tensor = _field(1, 1) + _field(2, dims)  # elem_type FLOAT, shape
+        return _field(1, name) + _field(2, _field(1, tensor))
+    node = _field(1, "A") + _field(1, "B") + _field(2, "C") + _field(4, "MatMul")
+    graph = _field(1, node) + _field(2, "matmul") + _field(11, value("A")) + _field(11, value("B")) + _field(12, value("C"))
+    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(1, "") + _field(2, 13))
+
+
+def atlas_module(n: int, relaxed: bool) -> tuple[bytes, int]:
+    """(module bytes, scratch bytes) of atlas-web's GEMM kernel driver for n x n x n f32, exported as ``gemm``."""
+    shape = GemmShape(Type.F32, n, n, n, False, False, n, n, n, 1.0, 0.0)
+    tiling = Tiling(**{**DEFAULT_TILING.__dict__, "relaxed": relaxed})
+    m = ModuleContext("atlas_gemm")
+    build_gemm_driver(m, "gemm", shape, tiling, export=True)
+    return m.to_bytes(), scratch_bytes(shape, tiling)
+
+
+PAGE = """<!doctype html><meta charset="utf-8"><title>GEMM peers</title>
+<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
+<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
+<script src="bench.js"></script>
+"""
+
+BENCH_JS = r"""
+async function atlasSide(n, form, scratch, a, b) {
+  const bytes = await (await fetch(`atlas_${n}_${form}.wasm`)).arrayBuffer();
+  const size = n * n * 4 + 64, at = [4096, 4096 + size, 4096 + 2 * size], s = 4096 + 3 * size;
+  const memory = new WebAssembly.Memory({initial: Math.ceil((s + scratch) / 65536) + 1});
+  const {instance} = await WebAssembly.instantiate(bytes, {env: {memory}});
+  const f = new Float32Array(memory.buffer);
+  f.set(a, at[0] / 4); f.set(b, at[1] / 4);
+  return {run: () => instance.exports.gemm(at[0], at[1], at[2], s, 0, n),
+          result: () => new Float32Array(memory.buffer, at[2], n * n).slice()};
+}
+async function tfSide(backend, n, a, b) {
+  await tf.setBackend(backend); await tf.ready();
+  const ta = tf.tensor2d(a, [n, n]), tb = tf.tensor2d(b, [n, n]);
+  return {run: async () => { const c = tf.matMul(ta, tb); await c.data(); c.dispose(); },
+          result: async () => { const c = tf.matMul(ta, tb); const d = await c.data(); c.dispose(); return d; },
+          backend};
+}
+async function ortSide(n, a, b) {
+  const model = new Uint8Array(await (await fetch(`matmul_${n}.onnx`)).arrayBuffer());
+  const session = await ort.InferenceSession.create(model, {executionProviders: ['wasm']});
+  const feeds = {A: new ort.Tensor('float32', a, [n, n]), B: new ort.Tensor('float32', b, [n, n])};
+  return {run: async () => { await session.run(feeds); }};
+}
+async function runBench(config) {
+  tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+  const out = {sizes: {}, engine: navigator.userAgent};
+  for (const n of config.sizes) {
+    const a = new Float32Array(n * n).map(() => Math.random() - 0.5);
+    const b = new Float32Array(n * n).map(() => Math.random() - 0.5);
+    const sides = {};
+    for (const form of config.forms) sides[`atlas-web wasm (${form})`] = await atlasSide(n, form, config.scratch[n], a, b);
+    const tfwasm = await tfSide('wasm', n, a, b);
+    sides['TF.js wasm'] = tfwasm;
+    sides['ORT web wasm'] = await ortSide(n, a, b);
+    // agreement: atlas-web's C against TF.js's
+    const first = Object.values(sides)[0];
+    await first.run();
+    const mine = first.result(), theirs = await tfwasm.result();
+    let worst = 0;
+    for (let i = 0; i < mine.length; i++) worst = Math.max(worst, Math.abs(mine[i] - theirs[i]));
+    const best = {};
+    for (const name in sides) { await sides[name].run(); best[name] = Infinity; }
+    for (let r = 0; r < config.repeats; r++) {
+      for (const name in sides) {
+        if (name.startsWith('TF.js')) await tf.setBackend('wasm');
+        const t0 = performance.now(); await sides[name].run(); const dt = performance.now() - t0;
+        best[name] = Math.min(best[name], dt);
+      }
+    }
+    if (config.webgpu && n <= config.webgpuMax) {
+      try {
+        const gpu = await tfSide('webgpu', n, a, b);
+        await gpu.run(); best['TF.js webgpu (SwiftShader)'] = Infinity;
+        for (let r = 0; r < Math.min(3, config.repeats); r++) {
+          const t0 = performance.now(); await gpu.run(); best['TF.js webgpu (SwiftShader)'] = Math.min(best['TF.js webgpu (SwiftShader)'], performance.now() - t0);
+        }
+      } catch (e) { best['TF.js webgpu (SwiftShader): ' + e.message] = NaN; }
+      await tf.setBackend('wasm');
+    }
+    out.sizes[n] = {ms: best, max_abs_difference: worst};
+  }
+  return out;
+}
+"""
+
+
+def _ensure_peers() -> None:
+    if not (HERE / "node_modules" / "@tensorflow" / "tfjs-core").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, check=True)
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
+                      ".mjs": "text/javascript", ".js": "text/javascript"}
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--webgpu", action="store_true", help="also TF.js's webgpu backend (SwiftShader: slow)")
+    args = parser.parse_args()
+    _ensure_peers()
+    from playwright.sync_api import sync_playwright
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp)
+        (site / "node_modules").symlink_to(HERE / "node_modules")
+        (site / "index.html").write_text(PAGE)
+        (site / "bench.js").write_text(BENCH_JS)
+        scratch = {}
+        for n in args.sizes:
+            (site / f"matmul_{n}.onnx").write_bytes(matmul_model(n))
+            for form, relaxed in FORMS.items():
+                wasm, scratch[n] = atlas_module(n, relaxed)
+                (site / f"atlas_{n}_{form}.wasm").write_bytes(wasm)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        config = {"sizes": args.sizes, "repeats": args.repeats, "forms": list(FORMS), "scratch": scratch,
+                  "webgpu": args.webgpu, "webgpuMax": 512}
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+                page = browser.new_page()
+                page.set_default_timeout(1_800_000)
+                page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
+                result = page.evaluate("config => runBench(config)", config)
+                browser.close()
+        finally:
+            server.shutdown()
+    print(f"f32 matmul n x n x n in one headless Chromium page, one thread, best of {args.repeats}, interleaved")
+    print(f"engine: {result['engine']}")
+    for n, row in result["sizes"].items():
+        n = int(n)
+        atlas = min(ms for name, ms in row["ms"].items() if name.startswith("atlas-web"))
+        print(f"  n = {n}: atlas-web C vs TF.js C, largest difference {row['max_abs_difference']:.2e}")
+        for name, ms in row["ms"].items():
+            gflops = 2 * n ** 3 / (ms / 1e3) / 1e9 if ms == ms else float("nan")
+            print(f"    {name:<34} {ms:9.2f} ms  {gflops:6.1f} GFLOP/s  peer time / atlas-web's best: {ms / atlas:5.2f}")
+    if os.environ.get("PEERS_JSON"):
+        Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
