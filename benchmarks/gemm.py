@@ -5,6 +5,8 @@ For each size n (n x n times n x n, alpha 1, beta 0):
 * ``GEMM`` launched on ``WasmBackend(threads=1)`` and on ``WasmBackend()`` (the default thread count);
 * NumPy's ``a @ b`` (OpenBLAS) on one thread (``OPENBLAS_NUM_THREADS=1`` etc. set before NumPy loads, unless
   the caller set them);
+* with ``--gemv N``: the GEMV shapes of an N x N matrix, ``A @ x`` (m = N, n = 1) and ``x @ A`` (m = 1, n = N),
+  which the wasm backend runs on its bandwidth-bound GEMV kernel, against NumPy's same products;
 * with ``--node``: the same kernel module (``coop_gemm_kernel``'s driver, both micro-kernel forms) run by
   Node's V8 (the engine of Chromium) on one thread, a proxy for the browser.
 
@@ -54,26 +56,26 @@ def simd128_peak(ghz: float) -> float:
 
 
 class WasmGemm:
-    """An n x n x n f32 GEMM program on ``backend`` with its buffers."""
+    """An f32 GEMM program C = A @ B (A m x k, B k x n) on ``backend`` with its buffers."""
 
     def __init__(self, backend: WasmBackend, a: np.ndarray, b: np.ndarray) -> None:
-        n = a.shape[0]
+        (m, k), n = a.shape, b.shape[1]
         self.backend = backend
-        self.handles = [backend.allocate_buffer(n * n * 4) for _ in range(3)]
+        self.handles = [backend.allocate_buffer(size * 4) for size in (m * n, m * k, k * n)]
         backend.copy_to_buffer(self.handles[1], a.tobytes())
         backend.copy_to_buffer(self.handles[2], b.tobytes())
         c, a_, b_ = (Address.BufferOffset(int(h), 0) for h in self.handles)
         builder = ProgramBuilder()
-        builder.add(INSTRUCTION_CLASSES["GEMM"](c=c, a=a_, b=b_, m=n, n=n, k=n, alpha=1.0, beta=0.0))
+        builder.add(INSTRUCTION_CLASSES["GEMM"](c=c, a=a_, b=b_, m=m, n=n, k=k, alpha=1.0, beta=0.0))
         builder.add(EXIT())
         self.program = builder.build()
-        self.n = n
+        self.shape = (m, n)
 
     def __call__(self) -> None:
         self.backend.execute_program(self.program, LaunchConfig())
 
     def result(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.backend.copy_from_buffer(self.handles[0])), np.float32).reshape(self.n, self.n)
+        return np.frombuffer(bytes(self.backend.copy_from_buffer(self.handles[0])), np.float32).reshape(self.shape)
 
 
 def best_of(actions: dict, repeats: int) -> dict:
@@ -150,6 +152,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--node", action="store_true", help="also time the kernel module in Node's V8")
+    parser.add_argument("--gemv", type=int, default=0, help="also the GEMVs of an N x N matrix")
     args = parser.parse_args()
     ghz = clock_ghz()
     peak = simd128_peak(ghz)
@@ -174,8 +177,27 @@ def main() -> None:
             gflops = flops / seconds / 1e9
             print(f"  {n:5d}  {label:<22} {seconds * 1e3:9.2f} ms  {gflops:6.1f} GFLOP/s  "
                   f"{gflops / peak:5.0%} of one core's peak  ratio to NumPy {times['NumPy'] / seconds:5.2f}")
+    if args.gemv:
+        gemv(args.gemv, one, many, threads, args.repeats)
     one.close()
     many.close()
+
+
+def gemv(n: int, one: WasmBackend, many: WasmBackend, threads: int, repeats: int) -> None:
+    """A @ x and x @ A for an n x n f32 matrix: wasm (1 and N threads) against NumPy, GB/s of the matrix."""
+    rng = np.random.default_rng(n)
+    matrix = rng.standard_normal((n, n)).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
+    for label, a, b, numpy_product in (("A @ x", matrix, x.reshape(n, 1), lambda: matrix @ x),
+                                      ("x @ A", x.reshape(1, n), matrix, lambda: x @ matrix)):
+        sides = {"wasmtime 1 thread": WasmGemm(one, a, b), f"wasmtime {threads} threads": WasmGemm(many, a, b)}
+        times = best_of({**sides, "NumPy": numpy_product}, repeats)
+        expected = (a.astype(np.float64) @ b.astype(np.float64))
+        for side in sides.values():
+            assert np.abs(side.result() - expected).max() <= 1e-4 * n
+        for name, seconds in times.items():
+            print(f"  GEMV {label} n={n}  {name:<22} {seconds * 1e3:8.2f} ms  {n * n * 4 / seconds / 1e9:6.1f} GB/s  "
+                  f"ratio to NumPy {times['NumPy'] / seconds:5.2f}")
 
 
 if __name__ == "__main__":

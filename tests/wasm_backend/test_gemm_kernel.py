@@ -1,4 +1,5 @@
-"""The blocked GEMM kernel of wasm_backend.lowering.coop_gemm_kernel, run directly under wasmtime.
+"""The blocked GEMM kernel of wasm_backend.lowering.coop_gemm_kernel and the GEMV kernel of coop_gemm_vector,
+run directly under wasmtime.
 
 Small tilings put every block boundary (register tile, kc, mc, nc) inside small shapes, so the tails and the
 edges of the blocks are exercised in milliseconds; each result is checked against NumPy (float64) with the
@@ -17,6 +18,7 @@ from atlas_web.isa.types import Type
 from wasm_backend.lowering.coop_gemm_kernel import (
     DEFAULT_TILING, ELEMENTS, GemmShape, Tiling, build_gemm_driver, row_step, scratch_bytes,
 )
+from wasm_backend.lowering.coop_gemm_vector import AXPY_BLOCK, AXPY_ROWS, build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes
 from wasm_backend.lowering.module_context import ModuleContext
 from wasm_backend.runners import create_runner
 
@@ -36,14 +38,19 @@ def _gamma(k: int, ty: Type) -> float:
     return (k + 2) * u / (1 - (k + 2) * u)
 
 
-def run_gemm(runner, shape: GemmShape, tiling: Tiling, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-             rows: list[tuple[int, int]] | None = None) -> tuple[np.ndarray, bytes, bytes]:
-    """Run the driver of ``shape`` on flat arrays a, b, c (each followed by 64 sentinel bytes), over the row
-    ranges ``rows`` (default: all of them, one call); returns (c after, the bytes after a/b/c and the scratch,
-    the bytes of a and b after)."""
+def run_gemm(runner, shape: GemmShape, tiling: Tiling | None, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+             rows: list[tuple[int, int]] | None = None, *, relaxed: bool = True) -> tuple[np.ndarray, bytes, bytes]:
+    """Run the driver of ``shape`` (tiling None: the GEMV driver) on flat arrays a, b, c (each followed by 64
+    sentinel bytes), over the row (output) ranges ``rows`` (default: all of them, one call); returns (c after,
+    the bytes after a/b/c and the scratch, the bytes of a and b after)."""
     m = ModuleContext("gemm_test")
-    build_gemm_driver(m, "gemm", shape, tiling, export=True)
-    scratch_size = scratch_bytes(shape, tiling)
+    if tiling is None:
+        plan = gemv_plan(shape)
+        build_gemv_driver(m, "gemm", shape, plan, relaxed=relaxed, export=True)
+        scratch_size, outputs = gemv_scratch_bytes(shape), plan.outputs
+    else:
+        build_gemm_driver(m, "gemm", shape, tiling, export=True)
+        scratch_size, outputs = scratch_bytes(shape, tiling), shape.m
     arrays = [a, b, c, np.zeros(scratch_size, np.uint8)]
     offsets, at = [], 4096
     for array in arrays:
@@ -55,7 +62,7 @@ def run_gemm(runner, shape: GemmShape, tiling: Tiling, a: np.ndarray, b: np.ndar
     view[:] = SENTINEL
     for offset, array in zip(offsets, arrays[:3]):
         view[offset:offset + array.nbytes] = np.frombuffer(array.tobytes(), np.uint8)
-    for lo, hi in rows or [(0, shape.m)]:
+    for lo, hi in rows or [(0, outputs)]:
         runner.call(instance, "gemm", *offsets, lo, hi)
     view = runner.memory_view(memory, np.uint8)
     out = view[offsets[2]:offsets[2] + c.nbytes].copy().view(c.dtype)
@@ -65,7 +72,7 @@ def run_gemm(runner, shape: GemmShape, tiling: Tiling, a: np.ndarray, b: np.ndar
 
 
 def check_gemm(runner, ty, m, n, k, *, trans_a=False, trans_b=False, pad=(0, 0, 0), alpha=1.0, beta=0.0,
-               tiling=SMALL, seed=0, nan_c=False, rows=None):
+               tiling=SMALL, seed=0, nan_c=False, rows=None, relaxed=True):
     """Build random operands with leading dimensions packed + ``pad``, run, compare with NumPy."""
     dtype = DTYPES[ty]
     rng = np.random.default_rng(seed)
@@ -78,7 +85,7 @@ def check_gemm(runner, ty, m, n, k, *, trans_a=False, trans_b=False, pad=(0, 0, 
     if nan_c:
         c[:] = np.nan
     shape = GemmShape(ty, m, n, k, trans_a, trans_b, lda, ldb, ldc, alpha, beta)
-    out, tails, inputs = run_gemm(runner, shape, tiling, a, b, c, rows)
+    out, tails, inputs = run_gemm(runner, shape, tiling, a, b, c, rows, relaxed=relaxed)
     assert tails == bytes([SENTINEL]) * len(tails), "a write past an operand or the scratch"
     assert inputs == a.tobytes() + b.tobytes(), "A or B changed"
 
@@ -177,3 +184,35 @@ def test_scratch_is_sized_from_the_shape():
     assert scratch_bytes(small) < 8192 < scratch_bytes(big)
     assert scratch_bytes(big) % 16 == 0
     assert ELEMENTS[Type.F32].lanes == 4 and ELEMENTS[Type.F64].lanes == 2
+
+
+#: small ones, and a few over one axpy block of outputs (AXPY_BLOCK) with depths around AXPY_ROWS
+GEMV_SHAPES = [(1, 1, 1), (1, 1, 9), (1, 37, 13), (1, 70, 5), (45, 1, 17), (6, 1, 3), (1, 33, 0), (7, 1, 0),
+               (1, AXPY_BLOCK + 37, AXPY_ROWS + 1), (AXPY_BLOCK + 5, 1, 2 * AXPY_ROWS)]
+
+
+@pytest.mark.parametrize("m,n,k", GEMV_SHAPES)
+@pytest.mark.parametrize("trans_a,trans_b", list(itertools.product((False, True), repeat=2)))
+def test_gemv_forms(runner, m, n, k, trans_a, trans_b):
+    """Every (dot, axpy) x (contiguous, strided vector) case, wide leading dimensions, both madd forms."""
+    for relaxed in (True, False):
+        check_gemm(runner, Type.F32, m, n, k, trans_a=trans_a, trans_b=trans_b, pad=(2, 3, 1), alpha=-1.5,
+                   beta=0.5, tiling=None, relaxed=relaxed)
+
+
+def test_gemv_beta_zero_does_not_read_c_and_f64(runner):
+    assert np.isfinite(check_gemm(runner, Type.F32, 1, 40, 11, beta=0.0, nan_c=True, tiling=None)).all()
+    check_gemm(runner, Type.F64, 29, 1, 21, trans_a=True, beta=2.0, tiling=None)
+    check_gemm(runner, Type.F64, 1, 29, 21, trans_b=True, tiling=None)
+
+
+def test_gemv_output_ranges_give_the_bits_of_one_call(runner):
+    for m, n in ((1, 150), (150, 1)):
+        shape = GemmShape(Type.F32, m, n, 37, False, False, 37, n, n, 1.0, 0.0)
+        step = gemv_output_step(shape, gemv_plan(shape))
+        rng = np.random.default_rng(2)
+        a, b = rng.standard_normal(m * 37).astype(np.float32), rng.standard_normal(37 * n).astype(np.float32)
+        c = np.zeros(m * n, np.float32)
+        whole, _, _ = run_gemm(runner, shape, None, a, b, c)
+        cut, _, _ = run_gemm(runner, shape, None, a, b, c, [(0, step), (step, 3 * step), (3 * step, max(m, n))])
+        assert whole.tobytes() == cut.tobytes()

@@ -117,3 +117,17 @@ def test_f64_gemm(backends):
     out, _ = launch(backends[1], "GEMM", {"c": c, "a": a, "b": b}, m=m, n=n, k=k, beta=-1.0, ty=Type.F64)
     expected = a.reshape(m, k) @ b.reshape(k, n) - c.reshape(m, n)
     assert np.allclose(out.reshape(m, n), expected, rtol=1e-13, atol=1e-12)
+
+
+@pytest.mark.parametrize("m,n,k,trans_a,trans_b", [(1, 300, 50, False, False), (300, 1, 50, False, False),
+                                                   (1, 300, 50, True, True), (300, 1, 50, True, True)])
+def test_gemv_on_threads_gives_the_bits_of_one_thread(backends, monkeypatch, m, n, k, trans_a, trans_b):
+    """GEMV shapes (their own kernel) cut over the threads: the threshold lowered so a small one is cut."""
+    monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", 1 << 12)
+    results = set()
+    for threads in THREAD_COUNTS:
+        before = backends[threads].device_info()["parallel_dispatches"]
+        results.add(gemm_case(backends[threads], m, n, k, alpha=2.0, beta=-1.0, trans_a=trans_a,
+                              trans_b=trans_b).tobytes())
+        assert backends[threads].device_info()["parallel_dispatches"] - before == (1 if threads > 1 else 0)
+    assert len(results) == 1

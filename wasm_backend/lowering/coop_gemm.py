@@ -2,14 +2,14 @@
 
 The cooperative function checks A, B and C over their extents (the table's, ``array_operands``: handle,
 bounds, alignment, in operand order) and runs the kernel's driver ``gemm_kernel_<index>(a, b, c, scratch,
-lo, hi)`` over all rows of C, once per batch item (item ``i`` at ``i * stride`` elements; a stride of 0
+lo, hi)`` over all rows of C (a GEMV shape, m or n 1: over its outputs, ``coop_gemm_vector``), once per batch item (item ``i`` at ``i * stride`` elements; a stride of 0
 means packed: the stored rows times the leading dimension). The packing scratch is part of the per-launch area
 (``LaunchLayout.coop_scratch``), sized at compile time from the largest GEMM of the program (registered
 with ``cooperative_scratch``): never a user's buffer or pool, and never grown at run time.
 
 A module compiled for several threads imports ``env.parallel_gemm(instruction, a, b, c) -> status``: for a
 GEMM of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds the host runs the exported driver
-over row ranges (multiples of the register tile's rows) on its threads, each with scratch of its own taken
+over row ranges (multiples of the register tile's rows, or of a GEMV's output block) on its threads, each with scratch of its own taken
 from the arena for the call; it answers 1 when it has no scratch to give, and the module then runs the
 driver in one call. Every element of C is computed by the same code on whichever thread computes its row,
 so the bits do not depend on the thread count.
@@ -26,10 +26,12 @@ from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import DEFAULT_TILING, ELEMENTS, GemmShape, build_gemm_driver, row_step, scratch_bytes
+from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes
 from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule, cooperative_scratch
 
-__all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_row_step"]
+__all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_outputs",
+           "gemm_scratch_bytes"]
 
 I32 = ValType.I32
 #: the element types the kernel computes
@@ -53,14 +55,20 @@ def gemm_kernel_name(index: int) -> str:
     return f"gemm_kernel_{index}"
 
 
-def gemm_row_step() -> int:
-    """Row ranges handed to threads start at multiples of this."""
-    return row_step(DEFAULT_TILING)
+def gemm_outputs(instr) -> tuple[int, int]:
+    """(the rows of C the driver's ``lo .. hi`` range over, the step range starts are multiples of): for a GEMV
+    shape (m or n is 1) the outputs of ``coop_gemm_vector``, else C's rows in whole register tiles."""
+    shape = gemm_shape(instr)
+    plan = gemv_plan(shape)
+    if plan is not None:
+        return plan.outputs, gemv_output_step(shape, plan)
+    return shape.m, row_step(DEFAULT_TILING)
 
 
 def parallel_gemm_wanted(parallel: bool, instr) -> bool:
     """Whether the GEMM ``instr`` of a module compiled for several threads may call ``env.parallel_gemm``."""
-    return parallel and instr.m > gemm_row_step() and instr.m * instr.n * instr.k >= PARALLEL_GEMM_THRESHOLD
+    outputs, step = gemm_outputs(instr)
+    return parallel and outputs > step and instr.m * instr.n * instr.k >= PARALLEL_GEMM_THRESHOLD
 
 
 def _items(instr) -> tuple[int, tuple[int, int, int]]:
@@ -78,8 +86,16 @@ def _items(instr) -> tuple[int, tuple[int, int, int]]:
 @cooperative_scratch("GEMM")
 @cooperative_scratch("BatchedGEMM")
 def gemm_scratch_bytes(instr) -> int:
-    """Scratch bytes the kernel of ``instr`` needs in the per-launch area."""
-    return scratch_bytes(gemm_shape(instr))
+    """Scratch bytes the kernel of ``instr`` needs in the per-launch area (per thread)."""
+    shape = gemm_shape(instr)
+    return scratch_bytes(shape) if gemv_plan(shape) is None else gemv_scratch_bytes(shape)
+
+
+def _driver(m, name: str, shape: GemmShape, export: bool) -> int:
+    plan = gemv_plan(shape)
+    if plan is None:
+        return build_gemm_driver(m, name, shape, export=export)
+    return build_gemv_driver(m, name, shape, plan, relaxed=DEFAULT_TILING.relaxed, export=export)
 
 
 def _build(cc: CoopContext) -> None:
@@ -87,7 +103,8 @@ def _build(cc: CoopContext) -> None:
     ty = instr.ty
     m = cc.m
     parallel = "parallel_gemm" in m.imports and parallel_gemm_wanted(True, instr)
-    driver = build_gemm_driver(m, gemm_kernel_name(cc.index), gemm_shape(instr), export=parallel)
+    driver = _driver(m, gemm_kernel_name(cc.index), gemm_shape(instr), parallel)
+    outputs = gemm_outputs(instr)[0]
     extents = {array.name: array.elements for array in array_operands(instr)}
     a, b, c = (cc.array(name, ty, extents[name]) for name in ("a", "b", "c"))
     e = cc.e
@@ -102,9 +119,9 @@ def _build(cc: CoopContext) -> None:
         if parallel:
             e.i32(cc.index).get(a).get(b).get(c).call(m.host("parallel_gemm"))
             with e.if_():  # 1: the host had no scratch for its threads
-                e.get(a).get(b).get(c).get(scratch).i32(0).i32(instr.m).call(driver)
+                e.get(a).get(b).get(c).get(scratch).i32(0).i32(outputs).call(driver)
         else:
-            e.get(a).get(b).get(c).get(scratch).i32(0).i32(instr.m).call(driver)
+            e.get(a).get(b).get(c).get(scratch).i32(0).i32(outputs).call(driver)
         for pointer, stride in zip((a, b, c), strides):
             if stride:
                 e.get(pointer).i32(stride * ty.size_bytes()).op("i32.add").set(pointer)
