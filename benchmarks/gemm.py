@@ -117,7 +117,9 @@ def node_times(n: int, repeats: int) -> dict:
     node = shutil.which("node")
     if node is None:
         return {}
-    from wasm_backend.lowering.coop_gemm_kernel import DEFAULT_TILING, GemmShape, Tiling, build_gemm_driver, scratch_bytes
+    from wasm_backend.lowering.coop_gemm_kernel import (
+        DEFAULT_TILING, GemmShape, Tiling, build_gemm_driver, scratch_bytes,
+    )
     from wasm_backend.lowering.module_context import ModuleContext
     shape = GemmShape(Type.F32, n, n, n, False, False, n, n, n, 1.0, 0.0)
     with tempfile.TemporaryDirectory() as tmp:

@@ -487,7 +487,8 @@ def _host_imports(backend: WasmBackend, compiled: Any, instance_cell: list) -> d
     if "parallel_lanes" in compiled.host_imports:
         host["parallel_lanes"] = lambda lanes: proxy._parallel_lanes(instance_cell[0](), lanes)
     if "parallel_gemm" in compiled.host_imports:
-        host["parallel_gemm"] = lambda index, a, b, c: proxy._parallel_gemm(instance_cell[0](), compiled, index, a, b, c)
+        host["parallel_gemm"] = lambda index, a, b, c: proxy._parallel_gemm(
+            instance_cell[0](), compiled, index, a, b, c)
     if "parallel_reduce" in compiled.host_imports:
         host["parallel_reduce"] = lambda index, src, count: proxy._parallel_reduce(
             instance_cell[0](), compiled, index, src, count)

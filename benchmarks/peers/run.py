@@ -78,8 +78,10 @@ def matmul_model(n: int) -> bytes:
         tensor = _field(1, 1) + _field(2, dims)  # elem_type FLOAT, shape
         return _field(1, name) + _field(2, _field(1, tensor))
     node = _field(1, "A") + _field(1, "B") + _field(2, "C") + _field(4, "MatMul")
-    graph = _field(1, node) + _field(2, "matmul") + _field(11, value("A")) + _field(11, value("B")) + _field(12, value("C"))
-    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(1, "") + _field(2, 13))
+    graph = (_field(1, node) + _field(2, "matmul") + _field(11, value("A")) + _field(11, value("B"))
+             + _field(12, value("C")))
+    opset = _field(1, "") + _field(2, 13)
+    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, opset)
 
 
 def atlas_module(n: int, relaxed: bool) -> tuple[bytes, int]:
@@ -132,7 +134,9 @@ async function runBench(config) {
     const a = new Float32Array(n * n).map(() => Math.random() - 0.5);
     const b = new Float32Array(n * n).map(() => Math.random() - 0.5);
     const sides = {};
-    for (const form of config.forms) sides[`atlas-web wasm (${form})`] = await atlasSide(n, form, config.scratch[n], a, b);
+    for (const form of config.forms) {
+      sides[`atlas-web wasm (${form})`] = await atlasSide(n, form, config.scratch[n], a, b);
+    }
     const tfwasm = await tfSide('wasm', n, a, b);
     sides['TF.js wasm'] = tfwasm;
     sides['ORT web wasm'] = await ortSide(n, a, b);
@@ -154,9 +158,10 @@ async function runBench(config) {
     if (config.webgpu && n <= config.webgpuMax) {
       try {
         const gpu = await tfSide('webgpu', n, a, b);
-        await gpu.run(); best['TF.js webgpu (SwiftShader)'] = Infinity;
+        const label = 'TF.js webgpu (SwiftShader)';
+        await gpu.run(); best[label] = Infinity;
         for (let r = 0; r < Math.min(3, config.repeats); r++) {
-          const t0 = performance.now(); await gpu.run(); best['TF.js webgpu (SwiftShader)'] = Math.min(best['TF.js webgpu (SwiftShader)'], performance.now() - t0);
+          const t0 = performance.now(); await gpu.run(); best[label] = Math.min(best[label], performance.now() - t0);
         }
       } catch (e) { best['TF.js webgpu (SwiftShader): ' + e.message] = NaN; }
       await tf.setBackend('wasm');
@@ -222,7 +227,8 @@ def main() -> None:
         print(f"  n = {n}: atlas-web C vs TF.js C, largest difference {row['max_abs_difference']:.2e}")
         for name, ms in row["ms"].items():
             gflops = 2 * n ** 3 / (ms / 1e3) / 1e9 if ms == ms else float("nan")
-            print(f"    {name:<34} {ms:9.2f} ms  {gflops:6.1f} GFLOP/s  peer time / atlas-web's best: {ms / atlas:5.2f}")
+            print(f"    {name:<34} {ms:9.2f} ms  {gflops:6.1f} GFLOP/s  "
+                  f"peer time / atlas-web's best: {ms / atlas:5.2f}")
     if os.environ.get("PEERS_JSON"):
         Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
 

@@ -18,7 +18,9 @@ from atlas_web.isa.types import Type
 from wasm_backend.lowering.coop_gemm_kernel import (
     DEFAULT_TILING, ELEMENTS, GemmShape, Tiling, build_gemm_driver, row_step, scratch_bytes,
 )
-from wasm_backend.lowering.coop_gemm_vector import AXPY_BLOCK, AXPY_ROWS, build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes
+from wasm_backend.lowering.coop_gemm_vector import (
+    AXPY_BLOCK, AXPY_ROWS, build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes,
+)
 from wasm_backend.lowering.module_context import ModuleContext
 from wasm_backend.runners import create_runner
 

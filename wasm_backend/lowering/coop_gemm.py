@@ -2,17 +2,18 @@
 
 The cooperative function checks A, B and C over their extents (the table's, ``array_operands``: handle,
 bounds, alignment, in operand order) and runs the kernel's driver ``gemm_kernel_<index>(a, b, c, scratch,
-lo, hi)`` over all rows of C (a GEMV shape, m or n 1: over its outputs, ``coop_gemm_vector``), once per batch item (item ``i`` at ``i * stride`` elements; a stride of 0
-means packed: the stored rows times the leading dimension). The packing scratch is part of the per-launch area
-(``LaunchLayout.coop_scratch``), sized at compile time from the largest GEMM of the program (registered
-with ``cooperative_scratch``): never a user's buffer or pool, and never grown at run time.
+lo, hi)`` over all rows of C (a GEMV shape, m or n 1: over its outputs, ``coop_gemm_vector``), once per
+batch item (item ``i`` at ``i * stride`` elements; a stride of 0 means packed: the stored rows times the
+leading dimension). The packing scratch is part of the per-launch area (``LaunchLayout.coop_scratch``),
+sized at compile time from the largest GEMM of the program (registered with ``cooperative_scratch``): never
+a user's buffer or pool, and never grown at run time.
 
 A module compiled for several threads imports ``env.parallel_gemm(instruction, a, b, c) -> status``: for a
 GEMM of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds the host runs the exported driver
-over row ranges (multiples of the register tile's rows, or of a GEMV's output block) on its threads, each with scratch of its own taken
-from the arena for the call; it answers 1 when it has no scratch to give, and the module then runs the
-driver in one call. Every element of C is computed by the same code on whichever thread computes its row,
-so the bits do not depend on the thread count.
+over row ranges (multiples of the register tile's rows, or of a GEMV's block step) on its threads, each
+with scratch of its own taken from the arena for the call; it answers 1 when it has no scratch to give,
+and the module then runs the driver in one call. Every element of C is computed by the same code on
+whichever thread computes its row, so the bits do not depend on the thread count.
 
 Types: F32 and F64 (f32x4 / f64x2). Element sums are in the element type with one rounding per product
 (relaxed_madd, fused where the engine has FMA) or two (mul, add); the contract's bound holds for both.

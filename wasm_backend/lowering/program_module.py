@@ -78,8 +78,8 @@ class CompiledProgram:
     parallel_reduces: dict = field(default_factory=dict)
     #: whether the SIMD function may call ``env.parallel_lanes`` (it then exports ``simd_chunk``)
     parallel_lanes: bool = False
-    #: instruction index -> (driver export, rows or outputs, range step, scratch bytes per thread) of the GEMMs that may call
-    #: ``env.parallel_gemm``
+    #: instruction index -> (driver export, rows or outputs, range step, scratch bytes per thread) of the GEMMs
+    #: that may call ``env.parallel_gemm``
     parallel_gemms: dict = field(default_factory=dict)
 
 
