@@ -138,6 +138,8 @@ class WasmBackend(Backend):
         self._area_base: int | None = None
         self._area_size = 0
         self._scratch: list[int] = []
+        #: GEMM instruction index -> its threads' packing scratch in the running launch (one for every batch item)
+        self._gemm_scratch: dict[int, int] = {}
         self._resaccum_valid = False
 
     @classmethod
@@ -308,6 +310,7 @@ class WasmBackend(Backend):
             for scratch in self._scratch:
                 self._memory.release(scratch)
             self._scratch.clear()
+            self._gemm_scratch.clear()
         self._resaccum_valid = compiled.uses_resaccum
         if status != layout.STATUS_DONE:
             code, index, lane = self._memory.access.unpack("<iii", layout.HEADER_TRAP_CODE)
@@ -364,15 +367,18 @@ class WasmBackend(Backend):
 
     def _parallel_gemm(self, instance, compiled, index: int, a: int, b: int, c: int) -> int:
         """``env.parallel_gemm``: run GEMM ``index``'s driver over one range of rows per thread, each with packing
-        scratch of its own from the arena (released after the launch); 1 when there is no room for it (the module
-        then runs the driver in one call), else 0."""
+        scratch of its own from the arena (taken once per launch, for every batch item; released after the
+        launch); 1 when there is no room for it (the module then runs the driver in one call), else 0."""
         export, rows, step, slot_bytes = compiled.parallel_gemms[index]
         ranges = gemm_row_ranges(rows, self._runner.threads, step)
-        try:
-            scratch = self._memory.scratch(len(ranges) * slot_bytes, "GEMM packing scratch")
-        except AllocationFailed:
-            return 1
-        self._scratch.append(scratch)
+        scratch = self._gemm_scratch.get(index)
+        if scratch is None:
+            try:
+                scratch = self._memory.scratch(len(ranges) * slot_bytes, "GEMM packing scratch")
+            except AllocationFailed:
+                return 1
+            self._scratch.append(scratch)
+            self._gemm_scratch[index] = scratch
         operands = (a & 0xFFFFFFFF, b & 0xFFFFFFFF, c & 0xFFFFFFFF)
         calls = [(*operands, scratch + k * slot_bytes, lo, hi) for k, (lo, hi) in enumerate(ranges)]
         self._parallel_dispatches += 1

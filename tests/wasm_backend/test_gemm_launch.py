@@ -131,3 +131,31 @@ def test_gemv_on_threads_gives_the_bits_of_one_thread(backends, monkeypatch, m, 
                               trans_b=trans_b).tobytes())
         assert backends[threads].device_info()["parallel_dispatches"] - before == (1 if threads > 1 else 0)
     assert len(results) == 1
+
+
+def test_batched_gemm_on_threads_takes_scratch_once_and_gives_it_back(backends, monkeypatch):
+    monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", 1 << 12)
+    batch, m, n, k = 5, 40, 24, 16
+    rng = np.random.default_rng(9)
+    arrays = {"c": np.zeros(batch * m * n, np.float32), "a": rng.standard_normal(batch * m * k).astype(np.float32),
+              "b": rng.standard_normal(batch * k * n).astype(np.float32)}
+    results = set()
+    for threads in THREAD_COUNTS:
+        backend = backends[threads]
+        launch(backend, "BatchedGEMM", arrays, batch=batch, m=m, n=n, k=k)  # the per-launch area sized
+        before, free = backend.device_info(), backend._memory.arena.free_bytes
+        taken = []
+        scratch = backend._memory.scratch
+        monkeypatch.setattr(backend._memory, "scratch", lambda size, what: taken.append(what) or scratch(size, what))
+        out, _ = launch(backend, "BatchedGEMM", arrays, batch=batch, m=m, n=n, k=k)
+        monkeypatch.undo()
+        monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", 1 << 12)
+        after = backend.device_info()
+        assert after["parallel_dispatches"] - before["parallel_dispatches"] == (batch if threads > 1 else 0)
+        assert taken.count("GEMM packing scratch") == (1 if threads > 1 else 0), taken
+        assert backend._memory.arena.free_bytes == free, "scratch left taken after the launch"
+        results.add(out.tobytes())
+    expected = np.einsum("bij,bjk->bik", arrays["a"].reshape(batch, m, k).astype(np.float64),
+                         arrays["b"].reshape(batch, k, n).astype(np.float64))
+    assert np.allclose(np.frombuffer(results.pop(), np.float32).reshape(batch, m, n), expected, rtol=1e-5, atol=1e-4)
+    assert not results
