@@ -42,13 +42,17 @@ HOST_IMPORTS.setdefault("parallel_gemm", ((I32,) * 4, (I32,)))
 
 
 def gemm_shape(instr) -> GemmShape:
-    """The kernel's shape of a GEMM or BatchedGEMM instruction (leading dimensions 0 resolved to packed)."""
+    """The kernel's shape of a GEMM or BatchedGEMM instruction (leading dimensions 0 resolved to packed; alpha 0
+    when k is 0)."""
     m, n, k = instr.m, instr.n, instr.k
     lda = instr.lda or (m if instr.trans_a else k)
     ldb = instr.ldb or (k if instr.trans_b else n)
     ldc = instr.ldc or n
-    return GemmShape(instr.ty, m, n, k, bool(instr.trans_a), bool(instr.trans_b), lda, ldb, ldc,
-                     float(instr.alpha), float(instr.beta))
+    # k == 0: C = beta * C, as the reference: alpha times the empty sum is not formed (alpha = inf gives no NaN,
+    # a negative alpha no -0), so the kernel's alpha * 0 is made +0 * 0
+    alpha = float(instr.alpha) if k else 0.0
+    return GemmShape(instr.ty, m, n, k, bool(instr.trans_a), bool(instr.trans_b), lda, ldb, ldc, alpha,
+                     float(instr.beta))
 
 
 def gemm_kernel_name(index: int) -> str:
