@@ -159,3 +159,15 @@ def test_batched_gemm_on_threads_takes_scratch_once_and_gives_it_back(backends, 
                          arrays["b"].reshape(batch, k, n).astype(np.float64))
     assert np.allclose(np.frombuffer(results.pop(), np.float32).reshape(batch, m, n), expected, rtol=1e-5, atol=1e-4)
     assert not results
+
+
+def test_k_zero_gives_beta_times_c_whatever_alpha(backends):
+    """k == 0: C = beta * C as the reference says: alpha times the empty sum is not formed."""
+    c = np.array([1.0, -2.0, 0.0, -0.0, 3.5, np.nan], np.float32)
+    empty = np.zeros(0, np.float32)
+    for m, n in ((2, 3), (1, 6), (6, 1)):  # the blocked kernel and both GEMV forms
+        out, _ = launch(backends[1], "GEMM", {"c": c, "a": empty, "b": empty}, m=m, n=n, k=0, alpha=float("inf"),
+                        beta=0.5)
+        assert np.array_equal(out, c * np.float32(0.5), equal_nan=True)
+        out, _ = launch(backends[1], "GEMM", {"c": c, "a": empty, "b": empty}, m=m, n=n, k=0, alpha=-1.0, beta=0.0)
+        assert not out.any() and not np.signbit(out).any()
