@@ -16,10 +16,7 @@ from atlas_web.isa.types import Type
 __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
-UNSUPPORTED = {
-    "GEMM": "no wasm kernel yet (issue 10; it has no default expansion): runs on cpu",
-    "BatchedGEMM": "no wasm kernel yet (issue 10; it has no default expansion): runs on cpu",
-}
+UNSUPPORTED: dict[str, str] = {}
 
 
 def backend_documentation() -> BackendDocumentation:
