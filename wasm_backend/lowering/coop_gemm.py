@@ -5,7 +5,7 @@ bounds, alignment, in operand order) and runs the kernel's driver ``gemm_kernel_
 lo, hi)`` over all rows of C (a GEMV shape, m or n 1: over its outputs, ``coop_gemm_vector``), once per
 batch item (item ``i`` at ``i * stride`` elements; a stride of 0 means packed: the stored rows times the
 leading dimension). The packing scratch is part of the per-launch area (``LaunchLayout.coop_scratch``),
-sized at compile time from the largest GEMM of the program (registered with ``cooperative_scratch``): never
+sized at compile time from the largest GEMM of the program (``cooperative_rule(..., scratch=...)``): never
 a user's buffer or pool, and never grown at run time.
 
 A module compiled for several threads imports ``env.parallel_gemm(instruction, a, b, c) -> status``: for a
@@ -29,7 +29,7 @@ from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import DEFAULT_TILING, ELEMENTS, GemmShape, build_gemm_driver, row_step, scratch_bytes
 from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes
 from .module_context import HOST_IMPORTS
-from .rules import cooperative_rule, cooperative_scratch
+from .rules import cooperative_rule
 
 __all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_outputs",
            "gemm_scratch_bytes"]
@@ -88,8 +88,6 @@ def _items(instr) -> tuple[int, tuple[int, int, int]]:
     return instr.batch, tuple(stride or item for stride, item in zip(strides, packed))
 
 
-@cooperative_scratch("GEMM")
-@cooperative_scratch("BatchedGEMM")
 def gemm_scratch_bytes(instr) -> int:
     """Scratch bytes the kernel of ``instr`` needs in the per-launch area (per thread)."""
     shape = gemm_shape(instr)
@@ -137,12 +135,12 @@ def _build(cc: CoopContext) -> None:
     e.i32(COOP_OK)
 
 
-@cooperative_rule("GEMM")
+@cooperative_rule("GEMM", scratch=gemm_scratch_bytes)
 def build_gemm(cc: CoopContext) -> None:
     _build(cc)
 
 
-@cooperative_rule("BatchedGEMM")
+@cooperative_rule("BatchedGEMM", scratch=gemm_scratch_bytes)
 def build_batched_gemm(cc: CoopContext) -> None:
     _build(cc)
 

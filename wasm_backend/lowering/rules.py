@@ -23,7 +23,7 @@ from atlas_web.isa.types import Type
 
 __all__ = [
     "WASM_LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "COOPERATIVE_SCRATCH", "lane_rule",
-    "cooperative_rule", "cooperative_scratch",
+    "cooperative_rule",
     "support_operation", "lookup_lane_rule", "lane_supported", "LANE_CONDITIONS", "BACKEND_NAME",
     "BRANCH_TESTS", "STRUCTURAL", "branch_test", "structural",
 ]
@@ -89,23 +89,16 @@ def structural(name: str, how: str) -> None:
     STRUCTURAL[name] = how
 
 
-def cooperative_rule(name: str):
-    """Register the decorated function as the builder of cooperative instruction ``name``."""
+def cooperative_rule(name: str, *, scratch: Callable | None = None):
+    """Register the decorated function as the builder of cooperative instruction ``name``; ``scratch(instr) ->
+    bytes``, when given, is the per-launch scratch memory its function needs (``COOPERATIVE_SCRATCH``)."""
     def register(builder: Callable) -> Callable:
         if name in COOPERATIVE_RULES:
             raise ValueError(f"wasm cooperative rule for {name} is registered twice")
         COOPERATIVE_RULES[name] = builder
+        if scratch is not None:
+            COOPERATIVE_SCRATCH[name] = scratch
         return builder
-    return register
-
-
-def cooperative_scratch(name: str):
-    """Register the decorated ``bytes(instr)`` as the per-launch scratch cooperative instruction ``name`` needs."""
-    def register(size: Callable) -> Callable:
-        if name in COOPERATIVE_SCRATCH:
-            raise ValueError(f"wasm cooperative scratch for {name} is registered twice")
-        COOPERATIVE_SCRATCH[name] = size
-        return size
     return register
 
 
