@@ -81,7 +81,7 @@ def test_the_template_method_checks_arguments_then_runs_the_hooks():
     with pytest.raises(AtlasTrap) as trap:
         backend.execute_program_with_params(Program.from_text(TEXT), ExecutionParams(LaunchConfig()))
     assert str(trap.value) == ("trap DIVISION_BY_ZERO at instruction 2 in lane 0: div.u32 r3, r1, r2: "
-                               + trap.value.code.meaning)
+                               "lhs = 7, rhs = 0: " + trap.value.code.meaning)
     assert len(backend._pipeline.programs) == 1
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import TrapCode
 from ..isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, MAX_OFFSET, Address
 from ..isa.types import Type
+from ..trap_report import SHARED_MEMORY, TrapRecord, operand_position
 from . import numeric
 from .exec_step import Step
 
@@ -27,13 +28,17 @@ __all__ = ["LaneAddresses", "Span", "resolve_global", "resolve_shared", "check_a
 @dataclass(slots=True)
 class LaneAddresses:
     """Per-lane ``handles`` (an int when every lane names the same one) and byte ``offsets`` (int64);
-    ``beyond``: lanes whose offset left 0 … 2**32-1."""
+    ``beyond``: lanes whose offset left 0 … 2**32-1; ``wide``: where some did, every lane's offset
+    modulo 2**64 (int64: what a trap record reports)."""
 
     handles: np.ndarray | int
     offsets: np.ndarray
     beyond: np.ndarray | None
     #: the allocation kind the handle must name ("pool"), or None for any
     kind: str | None = None
+    #: the operand a trap names
+    field: str = ""
+    wide: np.ndarray | None = None
 
 
 @dataclass(slots=True)
@@ -50,8 +55,8 @@ def unsigned(ty: Type, values: np.ndarray) -> np.ndarray:
     return np.asarray(numeric.to_unsigned_index(values, ty), dtype=np.uint64)
 
 
-def _static(step: Step, handle: int, offset: int, kind: str | None = None) -> LaneAddresses:
-    return LaneAddresses(int(handle), np.full(step.count, offset, dtype=np.int64), None, kind)
+def _static(step: Step, field: str, handle: int, offset: int, kind: str | None = None) -> LaneAddresses:
+    return LaneAddresses(int(handle), np.full(step.count, offset, dtype=np.int64), None, kind, field)
 
 
 def _split_wide(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -73,6 +78,12 @@ def _plus_signed(offsets: np.ndarray, delta: int) -> tuple[np.ndarray, np.ndarra
     return offsets, None
 
 
+def _wrapped(offsets: np.ndarray, delta: int = 0) -> np.ndarray:
+    """uint64 or int64 offsets + ``delta`` modulo 2**64, as int64 (a trap record's offsets)."""
+    with np.errstate(over="ignore"):
+        return (offsets.astype(np.uint64) + np.uint64(delta & (2 ** 64 - 1))).view(np.int64)
+
+
 def _register(step: Step, field: str, sub: str) -> tuple[Type, np.ndarray]:
     reg = getattr(getattr(step.instr, field), sub)
     return step.read_register(reg, step.plan.address_types.get((field, sub)))
@@ -86,15 +97,15 @@ def resolve_global(step: Step, field: str) -> LaneAddresses:
 
 
 def _buffer_offset(step: Step, field: str, addr: Address.BufferOffset) -> LaneAddresses:
-    return _static(step, addr.handle, addr.offset)
+    return _static(step, field, addr.handle, addr.offset)
 
 
 def _pool_offset(step: Step, field: str, addr: Address.PoolOffset) -> LaneAddresses:
-    return _static(step, addr.handle, addr.offset, "pool")
+    return _static(step, field, addr.handle, addr.offset, "pool")
 
 
 def _class(step: Step, field: str, addr: Address.Class) -> LaneAddresses:
-    return _static(step, BOUNDARY_HANDLE, addr.class_id * CLASS_STRIDE + addr.offset)
+    return _static(step, field, BOUNDARY_HANDLE, addr.class_id * CLASS_STRIDE + addr.offset)
 
 
 def _indirect(step: Step, field: str, addr: Address.RegisterIndirect) -> LaneAddresses:
@@ -105,19 +116,22 @@ def _indirect(step: Step, field: str, addr: Address.RegisterIndirect) -> LaneAdd
         # every value between two with equal high halves has that high half: one handle for all lanes
         handles = (low & MAX_OFFSET) if low == high else (bits >> 32) & MAX_OFFSET
         offsets, beyond = _plus_signed(bits & MAX_OFFSET, addr.offset)
-        return LaneAddresses(handles, offsets, beyond)
+        wide = None if beyond is None else (bits & MAX_OFFSET) + addr.offset
+        return LaneAddresses(handles, offsets, beyond, None, field, wide)
     pointers = unsigned(ty, values)
     handles = (pointers >> np.uint64(32)).astype(np.int64)
-    offsets, beyond = _plus_signed((pointers & np.uint64(MAX_OFFSET)).astype(np.int64), addr.offset)
-    return LaneAddresses(handles, offsets, beyond)
+    low = (pointers & np.uint64(MAX_OFFSET)).astype(np.int64)
+    offsets, beyond = _plus_signed(low, addr.offset)
+    return LaneAddresses(handles, offsets, beyond, None, field, None if beyond is None else low + addr.offset)
 
 
 def _computed(step: Step, field: str, addr: Address.RegisterIndirectComputed) -> LaneAddresses:
     hty, hvalues = _register(step, field, "handle_reg")
     oty, ovalues = _register(step, field, "offset_reg")
     handles = unsigned(hty, hvalues).astype(np.int64)
-    offsets, beyond = _split_wide(unsigned(oty, ovalues))
-    return LaneAddresses(handles, offsets, beyond)
+    wide = unsigned(oty, ovalues)
+    offsets, beyond = _split_wide(wide)
+    return LaneAddresses(handles, offsets, beyond, None, field, None if beyond is None else _wrapped(wide))
 
 
 _GLOBAL_RESOLVERS = {
@@ -133,21 +147,28 @@ def resolve_pool(step: Step, pool_field: str, offset_field: str) -> LaneAddresse
     """PoolLoad/PoolStore: handle from register ``pool_field``, offset from ``offset_field``; must name a pool."""
     hty, hvalues = step.read_typed(pool_field)
     oty, ovalues = step.read_typed(offset_field)
-    offsets, beyond = _split_wide(unsigned(oty, ovalues))
-    return LaneAddresses(unsigned(hty, hvalues).astype(np.int64), offsets, beyond, "pool")
+    wide = unsigned(oty, ovalues)
+    offsets, beyond = _split_wide(wide)
+    return LaneAddresses(unsigned(hty, hvalues).astype(np.int64), offsets, beyond, "pool", pool_field,
+                         None if beyond is None else _wrapped(wide))
 
 
-def resolve_shared(step: Step, field: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """Per-lane shared-memory byte offsets of operand ``field`` and the lanes outside 0 … 2**32-1."""
+def resolve_shared(step: Step, field: str) -> LaneAddresses:
+    """Per-lane shared-memory byte offsets of operand ``field`` (handle SHARED_MEMORY) and the lanes
+    outside 0 … 2**32-1."""
     addr = getattr(step.instr, field)
     if isinstance(addr, Address.Shared):
-        return np.full(step.count, addr.offset, dtype=np.int64), None
+        return _static(step, field, SHARED_MEMORY, addr.offset)
     ty, values = _register(step, field, "base")
-    offsets, beyond = _split_wide(unsigned(ty, values))
+    wide = unsigned(ty, values)
+    offsets, beyond = _split_wide(wide)
     more, beyond2 = _plus_signed(offsets, addr.offset)
-    if beyond is None:
-        return more, beyond2
-    return more, beyond if beyond2 is None else (beyond | beyond2)
+    if beyond is not None:
+        beyond = beyond if beyond2 is None else (beyond | beyond2)
+    else:
+        beyond = beyond2
+    return LaneAddresses(SHARED_MEMORY, more, beyond, None, field,
+                         None if beyond is None else _wrapped(wide, addr.offset))
 
 
 def _by_handle(handles: np.ndarray | int) -> list[tuple[int, np.ndarray | None]]:
@@ -162,14 +183,26 @@ def _by_handle(handles: np.ndarray | int) -> list[tuple[int, np.ndarray | None]]
     return [(int(h), inverse == k) for k, h in enumerate(unique)]
 
 
-def _trap_in_order(step: Step, invalid: np.ndarray, beyond: np.ndarray, misaligned: np.ndarray) -> np.ndarray | None:
-    """Trap in the documented order; return the mask of lanes that passed (None when all did)."""
+def _trap_in_order(step: Step, where: LaneAddresses, sizes, nbytes: int, align: int, invalid: np.ndarray,
+                   beyond: np.ndarray, misaligned: np.ndarray) -> np.ndarray | None:
+    """Trap in the documented order (with each trap's numbers: the operand, handle, offset, bytes and the
+    allocation's ``sizes``); return the mask of lanes that passed (None when all did)."""
     failed = invalid | beyond | misaligned
     if not failed.any():
         return None
-    step.trap(TrapCode.INVALID_HANDLE, invalid)
-    step.trap(TrapCode.OUT_OF_BOUNDS, beyond & ~invalid)
-    step.trap(TrapCode.MISALIGNED, misaligned & ~invalid & ~beyond)
+    operand = operand_position(step.instr, where.field)
+    offsets = where.offsets if where.wide is None else where.wide
+    pool = int(where.kind == "pool")
+
+    def at(values, k: int) -> int:
+        return int(values) if np.ndim(values) == 0 else int(values[k])
+
+    step.trap(TrapCode.INVALID_HANDLE, invalid,
+              lambda k: TrapRecord(operand, at(where.handles, k), extent=pool))
+    step.trap(TrapCode.OUT_OF_BOUNDS, beyond & ~invalid,
+              lambda k: TrapRecord(operand, at(where.handles, k), at(offsets, k), nbytes, at(sizes, k)))
+    step.trap(TrapCode.MISALIGNED, misaligned & ~invalid & ~beyond,
+              lambda k: TrapRecord(operand, at(where.handles, k), at(offsets, k), align))
     return ~failed
 
 
@@ -204,7 +237,7 @@ def check_access(step: Step, where: LaneAddresses, nbytes: int, align: int) -> l
     if where.beyond is not None:
         beyond |= where.beyond
     misaligned = (offsets & (align - 1)) != 0
-    passed = _trap_in_order(step, invalid, beyond, misaligned)
+    passed = _trap_in_order(step, where, sizes, nbytes, align, invalid, beyond, misaligned)
     spans = []
     for data, lanes in found:
         mask = lanes if passed is None else (passed if lanes is None else lanes & passed)
@@ -215,15 +248,16 @@ def check_access(step: Step, where: LaneAddresses, nbytes: int, align: int) -> l
     return spans
 
 
-def check_shared(step: Step, offsets: np.ndarray, beyond: np.ndarray | None, nbytes: int, align: int) -> Span | None:
+def check_shared(step: Step, where: LaneAddresses, nbytes: int, align: int) -> Span | None:
     """Check shared-memory accesses of each lane's block; trap failures; the passing lanes as one Span."""
     machine = step.machine
     size = machine.shared_bytes
+    offsets = where.offsets
     bad = offsets + nbytes > size
-    if beyond is not None:
-        bad |= beyond
+    if where.beyond is not None:
+        bad |= where.beyond
     misaligned = (offsets & (align - 1)) != 0
-    passed = _trap_in_order(step, np.zeros(step.count, dtype=bool), bad, misaligned)
+    passed = _trap_in_order(step, where, size, nbytes, align, np.zeros(step.count, dtype=bool), bad, misaligned)
     blocks = machine.geometry.block_index()
     block_of_lane = blocks if step.idx is None else blocks[step.idx]
     absolute = block_of_lane * size + offsets

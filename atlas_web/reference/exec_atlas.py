@@ -12,6 +12,7 @@ import numpy as np
 
 from ..atlas import NUM_CLASSES, PHASE_MODULUS
 from ..errors import TrapCode
+from ..trap_report import TrapRecord, operand_position
 from .exec_address import unsigned
 from .exec_step import Step
 
@@ -28,7 +29,8 @@ def _res_accum(step: Step) -> None:
     invalid = classes >= np.uint64(NUM_CLASSES)
     values = np.asarray(step.read("value"), dtype=np.float64)
     if invalid.any():
-        step.trap(TrapCode.INVALID_CLASS, invalid)
+        operand = operand_position(step.instr, "class_id")
+        step.trap(TrapCode.INVALID_CLASS, invalid, lambda k: TrapRecord(operand, value=int(classes[k])))
         classes, values = classes[~invalid], values[~invalid]
     np.add.at(step.machine.accumulator, classes.astype(np.int64), values)
 

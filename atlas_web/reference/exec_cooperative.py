@@ -20,7 +20,7 @@ from ..isa.extents import ArrayOperand, array_operands
 from ..isa.types import Type
 from . import numeric
 from .exec_address import check_access, gather_runs, resolve_global, scatter, unsigned
-from ..trap_report import trap
+from ..trap_report import TrapRecord, operand_position, trap
 from .exec_step import Plan, Step
 
 __all__ = ["COOPERATIVE_RULES", "CooperativeStep", "CheckedArray", "checked_arrays"]
@@ -36,9 +36,9 @@ class CooperativeStep(Step):
     def __init__(self, machine, plan: Plan) -> None:
         super().__init__(machine, plan, _LANE_ZERO, 1)
 
-    def trap(self, code: TrapCode, mask: np.ndarray) -> None:
+    def trap(self, code: TrapCode, mask: np.ndarray, record=None) -> None:
         if np.any(mask):
-            raise trap(code, self.plan.index, -1, self.plan.instr)
+            raise trap(code, self.plan.index, -1, self.plan.instr, None if record is None else record(0))
 
     def write_uniform(self, number: int, ty: Type, value: np.ndarray) -> None:
         """Register ``number`` := the one value in ``value`` (of ``ty``) in every lane."""
@@ -104,10 +104,12 @@ def _layer_scale(step: CooperativeStep) -> None:
 
 
 def _pool_alloc(step: CooperativeStep) -> None:
+    store = step.machine.memory
     try:
-        alloc = step.machine.memory.allocate("pool", step.instr.size)
-    except AllocationFailed as failure:
-        raise trap(TrapCode.POOL_EXHAUSTED, step.plan.index, -1, step.instr, str(failure)) from None
+        alloc = store.allocate("pool", step.instr.size)
+    except AllocationFailed:
+        raise trap(TrapCode.POOL_EXHAUSTED, step.plan.index, -1, step.instr, TrapRecord(value=step.instr.size),
+                   free=store.free_bytes()) from None
     step.write_uniform(step.plan.dest.number, Type.U32, np.array([alloc.handle], dtype=np.uint32))
 
 
@@ -117,7 +119,8 @@ def _pool_free(step: CooperativeStep) -> None:
     store = step.machine.memory
     entry = store.lookup(handle)
     if entry is None or entry[0].kind != "pool":
-        raise trap(TrapCode.INVALID_HANDLE, step.plan.index, -1, step.instr, f"handle {handle} names no live pool")
+        record = TrapRecord(operand_position(step.instr, "handle"), handle, extent=1)
+        raise trap(TrapCode.INVALID_HANDLE, step.plan.index, -1, step.instr, record)
     store.free(handle, "pool")
 
 

@@ -55,16 +55,14 @@ def _stg(step: Step) -> None:
 
 def _lds(step: Step) -> None:
     ty = step.instr.ty
-    offsets, beyond = resolve_shared(step, "src")
-    span = check_shared(step, offsets, beyond, ty.size_bytes(), ty.alignment())
+    span = check_shared(step, resolve_shared(step, "src"), ty.size_bytes(), ty.alignment())
     step.write_dest(_collect(step, ty, [span] if span else [], lambda s: gather(s.data, s.offsets, ty)))
 
 
 def _sts(step: Step) -> None:
     ty = step.instr.ty
     values = step.read("src")
-    offsets, beyond = resolve_shared(step, "dst")
-    span = check_shared(step, offsets, beyond, ty.size_bytes(), ty.alignment())
+    span = check_shared(step, resolve_shared(step, "dst"), ty.size_bytes(), ty.alignment())
     _store([span] if span else [], ty, values)
 
 

@@ -160,12 +160,16 @@ class Step:
         self.machine.preds.write(number, values, lanes)
 
     # ---- traps --------------------------------------------------------------
-    def trap(self, code: TrapCode, mask: np.ndarray) -> None:
-        """Lanes of this step where ``mask`` holds trap with ``code`` (unless they already trapped here)."""
+    def trap(self, code: TrapCode, mask: np.ndarray, record=None) -> None:
+        """Lanes of this step where ``mask`` holds trap with ``code`` (unless they already trapped here);
+        ``record(position)`` gives the TrapRecord of the lane at ``position`` of this step (asked only for
+        the lane the launch may report)."""
         mask = np.asarray(mask, dtype=bool)
         if self.trapped is not None:
             mask = mask & ~self.trapped
         if not mask.any():
             return
         self.trapped = mask if self.trapped is None else (self.trapped | mask)
-        self.machine.lanes_trapped(self.lanes()[mask], code, self.plan.index)
+        positions = np.flatnonzero(mask)
+        self.machine.lanes_trapped(self.lanes()[positions], code, self.plan.index,
+                                   None if record is None else (lambda k: record(int(positions[k]))))

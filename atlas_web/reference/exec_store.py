@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import AllocationFailed
 from ..isa.addresses import BOUNDARY_BYTES, BOUNDARY_HANDLE
-from ..memory import Allocation, HandleTable
+from ..memory import MAX_ALLOCATION, Allocation, HandleTable
 
 __all__ = ["MemoryStore"]
 
@@ -48,6 +48,10 @@ class MemoryStore:
         self._arrays[alloc.handle] = data
         self.used += size
         return alloc
+
+    def free_bytes(self) -> int:
+        """The most bytes one more allocation may have now (a POOL_EXHAUSTED trap reports it)."""
+        return MAX_ALLOCATION if self.limit is None else min(MAX_ALLOCATION, self.limit - self.used)
 
     def free(self, handle: object, kind: str) -> None:
         """Release a live allocation of ``kind``; raises InvalidBuffer."""

@@ -27,7 +27,7 @@ from ..isa.opcodes import ExecKind, OperandKind
 from ..isa.registers import Register
 from ..isa.types import Type
 from ..launch import LaunchConfig
-from ..trap_report import budget_detail, trap
+from ..trap_report import TrapRecord, trap
 from . import numeric
 from .exec_atlas import ATLAS_STATE_RULES
 from .exec_control import CONTROL_RULES, WAIT
@@ -37,6 +37,7 @@ from .exec_memory import MEMORY_RULES
 from .exec_state import CallStacks, LaneGeometry, PredicateFile, RegisterFile
 from .exec_step import Plan, Step, plan_slots
 from .exec_store import MemoryStore
+from .numeric_outcome import lane_record
 
 __all__ = ["RULES", "EXECUTOR_RULES", "Machine", "prepare", "run_program"]
 
@@ -50,7 +51,7 @@ def _lane_rule(name: str, rule: Callable) -> Callable[[Step], None]:
         args = {field: step.read(field) for field in step.plan.reads}
         outcome = rule(step.instr, args, step.count)
         for code, mask in outcome.traps:
-            step.trap(code, mask)
+            step.trap(code, mask, lane_record(step.instr, outcome, code))
         step.write_dest(outcome.value)
 
     run.__name__ = f"lane_rule_{name}"
@@ -140,8 +141,9 @@ class Machine:
         self.n_live = n
         self.waiting = np.zeros(n, dtype=bool)
         self.n_waiting = 0
-        #: (global lane id, code, instruction index) of the lowest lane that trapped in this stage
-        self.first_trap: tuple[int, TrapCode, int] | None = None
+        #: (global lane id, code, instruction index, TrapRecord or None) of the lowest lane that trapped in
+        #: this stage
+        self.first_trap: tuple[int, TrapCode, int, TrapRecord | None] | None = None
 
     # ---- set-up and traps ------------------------------------------------------
     def preset(self, registers: Mapping[Register, tuple[Type, Any]]) -> None:
@@ -149,13 +151,15 @@ class Machine:
         for reg, (ty, value) in registers.items():
             self.regs.write(reg.index, ty, numeric.constant(ty, value, self.n), None)
 
-    def lanes_trapped(self, lanes: np.ndarray, code: TrapCode, index: int) -> None:
-        """Stop ``lanes`` (global ids), which trapped with ``code`` at instruction ``index``."""
+    def lanes_trapped(self, lanes: np.ndarray, code: TrapCode, index: int, record=None) -> None:
+        """Stop ``lanes`` (global ids), which trapped with ``code`` at instruction ``index``; ``record(k)``:
+        the TrapRecord of ``lanes[k]`` (made only for the lane the launch reports)."""
         self.live[lanes] = False
         self.n_live -= len(lanes)
-        lowest = int(lanes.min())
+        k = int(np.argmin(lanes))
+        lowest = int(lanes[k])
         if self.first_trap is None or lowest < self.first_trap[0]:
-            self.first_trap = (lowest, TrapCode(code), index)
+            self.first_trap = (lowest, TrapCode(code), index, None if record is None else record(k))
 
     # ---- the launch -----------------------------------------------------------
     def run(self) -> None:
@@ -164,9 +168,8 @@ class Machine:
         while True:
             self._run_stage()
             if self.first_trap is not None:
-                lane, code, index = self.first_trap
-                what = budget_detail(self.budget) if code is TrapCode.BUDGET_EXCEEDED else None
-                raise trap(code, index, lane, self.plans[index].instr, what)
+                lane, code, index, record = self.first_trap
+                raise trap(code, index, lane, self.plans[index].instr, record, budget=self.budget)
             if self.n_live == 0:
                 return
             self._run_cooperative()

@@ -14,7 +14,7 @@ import numpy as np
 from .. import atlas
 from ..errors import TrapCode
 from .numeric_formats import unsigned_view
-from .numeric_outcome import Outcome, trap_list
+from .numeric_outcome import Outcome, operand_values, trap_list
 
 __all__ = ["ATLAS_RULES"]
 
@@ -41,6 +41,11 @@ def _class_operand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum(ids, _LAST_CLASS).astype(np.uint16), invalid
 
 
+def _class_numbers(ops: dict, name: str = "class_id") -> dict:
+    """The numbers of an INVALID_CLASS trap: the class operand read unsigned."""
+    return {TrapCode.INVALID_CLASS: operand_values(name, _unsigned(ops[name]))}
+
+
 def cls_get(instr, ops: dict, n: int) -> Outcome:
     """dst:u8 = classify(low byte of src)."""
     src = np.ascontiguousarray(ops["src"])
@@ -51,7 +56,7 @@ def cls_get(instr, ops: dict, n: int) -> Outcome:
 def mirror(instr, ops: dict, n: int) -> Outcome:
     """dst:u8 = mirror(src); src >= 96 traps INVALID_CLASS."""
     ids, invalid = _class_operand(ops["src"])
-    return Outcome(np.take(_MIRROR, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
+    return Outcome(np.take(_MIRROR, ids), trap_list((TrapCode.INVALID_CLASS, invalid)), _class_numbers(ops, "src"))
 
 
 def unity_test(instr, ops: dict, n: int) -> Outcome:
@@ -63,7 +68,7 @@ def unity_test(instr, ops: dict, n: int) -> Outcome:
 def nbr_count(instr, ops: dict, n: int) -> Outcome:
     """dst:u32 = degree(class_id); class_id >= 96 traps INVALID_CLASS."""
     ids, invalid = _class_operand(ops["class_id"])
-    return Outcome(np.take(_DEGREE, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
+    return Outcome(np.take(_DEGREE, ids), trap_list((TrapCode.INVALID_CLASS, invalid)), _class_numbers(ops))
 
 
 def nbr_get(instr, ops: dict, n: int) -> Outcome:
@@ -71,7 +76,7 @@ def nbr_get(instr, ops: dict, n: int) -> Outcome:
     ids, invalid = _class_operand(ops["class_id"])
     ids *= np.uint16(_ROW)
     ids += np.minimum(_unsigned(ops["index"]), atlas.MAX_DEGREE).astype(np.uint16)
-    return Outcome(np.take(_NEIGHBOURS, ids), trap_list((TrapCode.INVALID_CLASS, invalid)))
+    return Outcome(np.take(_NEIGHBOURS, ids), trap_list((TrapCode.INVALID_CLASS, invalid)), _class_numbers(ops))
 
 
 def bound_map(instr, ops: dict, n: int) -> Outcome:
@@ -90,7 +95,13 @@ def bound_map(instr, ops: dict, n: int) -> Outcome:
     offset += np.minimum(byte, atlas.BYTES_PER_PAGE - 1).astype(np.uint32)
     value += offset
     traps = trap_list((TrapCode.INVALID_CLASS, invalid), (TrapCode.OUT_OF_BOUNDS, outside))
-    return Outcome(value.astype(np.uint64), traps)
+
+    def beyond(position: int) -> tuple[str, int, int]:
+        if page[position] >= atlas.PAGES:
+            return "page", int(page[position]), atlas.PAGES
+        return "byte", int(byte[position]), atlas.BYTES_PER_PAGE
+
+    return Outcome(value.astype(np.uint64), traps, {**_class_numbers(ops), TrapCode.OUT_OF_BOUNDS: beyond})
 
 
 ATLAS_RULES = {

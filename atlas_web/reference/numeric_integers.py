@@ -13,7 +13,7 @@ from ..errors import TrapCode
 from ..isa.enums import Condition
 from ..isa.types import Type
 from .numeric_formats import storage_dtype, unsigned_view
-from .numeric_outcome import Outcome, trap_list
+from .numeric_outcome import Outcome, operand_values, trap_list
 
 __all__ = ["BINARY", "UNARY", "TERNARY", "COMPARE", "div", "rem", "shl", "shr", "compare"]
 
@@ -53,6 +53,11 @@ def _traps(zero: np.ndarray, overflow: np.ndarray) -> tuple:
     return trap_list((TrapCode.DIVISION_BY_ZERO, zero), (TrapCode.INTEGER_OVERFLOW, overflow))
 
 
+def _numbers(a: np.ndarray) -> dict:
+    """The trap numbers of a division: the dividend (``lhs``)."""
+    return {TrapCode.DIVISION_BY_ZERO: operand_values("lhs", a)}
+
+
 def _truncated_quotient(ty: Type, a: np.ndarray, divisor: np.ndarray) -> np.ndarray:
     """a / divisor truncated toward zero (no zero divisor, no MIN / -1), in the type's dtype.
 
@@ -71,7 +76,7 @@ def _truncated_quotient(ty: Type, a: np.ndarray, divisor: np.ndarray) -> np.ndar
 def div(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
     """Quotient truncated toward zero; traps DIVISION_BY_ZERO, INTEGER_OVERFLOW (MIN / -1)."""
     safe, zero, overflow = _division_operands(ty, a, b)
-    return Outcome(_truncated_quotient(ty, a, safe), _traps(zero, overflow))
+    return Outcome(_truncated_quotient(ty, a, safe), _traps(zero, overflow), _numbers(a))
 
 
 def rem(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
@@ -79,7 +84,7 @@ def rem(ty: Type, a: np.ndarray, b: np.ndarray) -> Outcome:
     safe, zero, overflow = _division_operands(ty, a, b)
     with np.errstate(all="ignore"):
         r = np.fmod(a, safe).astype(storage_dtype(ty), copy=False)  # C remainder: sign of the dividend
-    return Outcome(r, _traps(zero, overflow))
+    return Outcome(r, _traps(zero, overflow), _numbers(a))
 
 
 def minimum(ty: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:

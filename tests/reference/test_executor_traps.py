@@ -197,12 +197,12 @@ def test_trap_messages_name_the_instruction_text_and_what_went_wrong(backend):
     with pytest.raises(AtlasTrap) as caught:
         run(backend, program, 4)
     assert str(caught.value) == ("trap DIVISION_BY_ZERO at instruction 2 in lane 0: div.i32 r3, r1, r2: "
-                                 "an integer division or remainder by zero")
+                                 "lhs = 7, rhs = 0: an integer division or remainder by zero")
     small = backend.allocate_buffer(4)
     step = prog(ParallelMapBinary(dst_array=Address.RegisterIndirect(r(10)), src_a=Address.BufferOffset(small),
                                   src_b=Address.BufferOffset(small), count=1, operation=BinaryMapOperation.Add))
-    with pytest.raises(AtlasTrap, match=r"in the cooperative step: pmap2\.add\.f32 \[r10 \+ 0\], .*: a pointer or "
-                                        r"handle that names no live buffer or pool"):
+    with pytest.raises(AtlasTrap, match=r"in the cooperative step: pmap2\.add\.f32 \[r10 \+ 0\], .*: dst_array: "
+                                        r"handle 0 names no live buffer or pool"):
         run(backend, step, 1, registers={r(10): (U64, 0)})
 
 
