@@ -52,7 +52,7 @@ from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.pipeline import CompilePipeline, PipelineProgram
 from atlas_web.program import Program
-from atlas_web.trap_report import program_trap
+from atlas_web.trap_report import RECORD_NUMBERS, program_trap
 from atlas_web.registry import DeviceProbe
 
 from . import layout
@@ -314,7 +314,9 @@ class WasmBackend(Backend):
         self._resaccum_valid = compiled.uses_resaccum
         if status != layout.STATUS_DONE:
             code, index, lane = self._memory.access.unpack("<iii", layout.HEADER_TRAP_CODE)
-            raise program_trap(loaded.program, code, index, lane, budget)
+            numbers = self._memory.access.unpack(f"<{RECORD_NUMBERS}q", layout.HEADER_TRAP_NUMBERS)
+            raise program_trap(loaded.program, code, index, lane, numbers, budget=budget,
+                               free=self._memory.free_bytes())
 
     # ---- host functions the modules import ------------------------------------------------------------------
     def _host_pool_alloc(self, size: int) -> int:

@@ -156,6 +156,10 @@ class DeviceMemory:
         self.used += size
         return alloc
 
+    def free_bytes(self) -> int:
+        """The most bytes one more allocation may have now (a POOL_EXHAUSTED trap reports it)."""
+        return min(MAX_ALLOCATION, self.arena.free_bytes)
+
     def free(self, handle: object, kind: str) -> Allocation:
         """Release a live allocation of ``kind``; its device entry is zeroed. Raises InvalidBuffer."""
         alloc = self.table.remove(handle, kind)

@@ -3,7 +3,8 @@
 ::
 
     0      .. 64        never used (address 0 stays zero)
-    64     .. 256       the runtime header (HEADER_* below: trap record, device table, budget, launch area)
+    64     .. 256       the runtime header (HEADER_* below: trap record and its numbers, device table, budget,
+                        launch area)
     256    .. 1280      the Atlas tables (classify, mirror, degree, neighbours), written by modules that use them
     1536   .. 2304      the 96 ResAccum sums (f64)
     4096   ..           the arena (atlas_web.memory.ArenaAllocator): the device handle table, the boundary
@@ -21,11 +22,13 @@ emit loads and stores at these addresses.
 from __future__ import annotations
 
 from atlas_web import atlas
+from atlas_web.trap_report import RECORD_NUMBERS
 from atlas_web.memory import KIND_BOUNDARY, KIND_BUFFER, KIND_CODES, KIND_NONE, KIND_POOL  # device table codes
 
 __all__ = [
     "HEADER", "HEADER_TRAP_CODE", "HEADER_TRAP_INDEX", "HEADER_TRAP_LANE", "HEADER_COOP_AT",
-    "HEADER_TABLE_BASE", "HEADER_TABLE_CAPACITY", "HEADER_BUDGET", "HEADER_LAUNCH_BASE", "HEADER_END",
+    "HEADER_TABLE_BASE", "HEADER_TABLE_CAPACITY", "HEADER_BUDGET", "HEADER_LAUNCH_BASE", "HEADER_TRAP_NUMBERS",
+    "HEADER_END",
     "ATLAS_TABLES", "CLASSIFY_AT", "MIRROR_AT", "DEGREE_AT", "NEIGHBOURS_AT", "ATLAS_TABLE_BYTES",
     "RES_SUMS", "RES_SUMS_BYTES", "ARENA_START", "TABLE_ENTRY_BYTES", "TABLE_ENTRY_SHIFT",
     "ENTRY_BASE", "ENTRY_SIZE", "ENTRY_KIND", "KIND_NONE", "KIND_BUFFER", "KIND_POOL", "KIND_BOUNDARY",
@@ -49,7 +52,10 @@ HEADER_TABLE_CAPACITY = HEADER + 20
 HEADER_BUDGET = HEADER + 24
 #: i32: byte address of the per-launch area (presets, results, records, shared memory)
 HEADER_LAUNCH_BASE = HEADER + 32
-HEADER_END = HEADER + 64
+#: i64 x trap_report.RECORD_NUMBERS: the recorded trap's numbers (operand, handle, value, extent, limit),
+#: written only with the trap
+HEADER_TRAP_NUMBERS = HEADER + 64
+HEADER_END = HEADER + 64 + 8 * RECORD_NUMBERS
 
 ATLAS_TABLES = 256
 CLASSIFY_AT = ATLAS_TABLES

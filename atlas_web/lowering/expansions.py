@@ -33,6 +33,7 @@ from ..isa.instructions import INSTRUCTION_CLASSES
 from ..isa.opcodes import ExecKind, OpcodeInfo
 from ..isa.registers import FIRST_SPECIAL_REGISTER
 from ..program import Program
+from ..trap_report import NO_OPERAND, trap as report_trap, with_operand
 
 __all__ = ["Expansion", "ExpandedProgram", "EXPANSIONS", "default_expansion", "expansion_supported",
            "expand_program", "original_traps", "run_expanded", "shifted"]
@@ -104,12 +105,20 @@ class ExpandedProgram:
     source: Program
     program: Program
     origin: tuple[int, ...]
+    #: index in ``program`` of a bounds check -> the source instruction's operand it checks
+    checks: dict = dataclasses.field(default_factory=dict)
 
     def original_trap(self, trap: AtlasTrap) -> AtlasTrap:
-        """``trap`` (raised by ``program``) as the source program's: its instruction index and name."""
+        """``trap`` (raised by ``program``) as the source program's: its instruction index and text, and
+        its numbers (a bounds check's are those of the operand it checks), worded by the one trap report."""
         index = self.origin[trap.instruction_index]
-        name = self.source.instructions[index].INFO.name
-        return AtlasTrap(trap.code, index, trap.lane, f"{name}: {trap.code.name}")
+        instr = self.source.instructions[index]
+        record = getattr(trap, "record", None)
+        if record is not None:
+            operand = self.checks.get(trap.instruction_index)
+            record = with_operand(record, instr, operand) if operand else record._replace(operand=NO_OPERAND)
+        numbers = getattr(trap, "host_numbers", None) or {}
+        return report_trap(trap.code, index, trap.lane, instr, record, **numbers)
 
 
 #: (program digest, has_kernel) -> ExpandedProgram or None; ``last``: ((program object, has_kernel), result)
@@ -140,15 +149,18 @@ def _expand_wanted(program: Program, has_kernel: Callable[[OpcodeInfo], bool]) -
 
 def _expand(program: Program, wanted: set[int]) -> ExpandedProgram:
     scratch = _scratch_register(program)
-    instructions, origin, starts = [], [], []
+    instructions, origin, starts, checks = [], [], [], {}
     for index, instr in enumerate(program.instructions):
         starts.append(len(instructions))
         emitted = _expansion_of(instr, scratch) if index in wanted else [instr]
+        if index in wanted:
+            for k, array in enumerate(array_operands(instr)):
+                checks[len(instructions) + k] = array.name
         instructions.extend(emitted)
         origin.extend([index] * len(emitted))
     starts.append(len(instructions))
     labels = {name: starts[at] for name, at in program.labels.items()}
-    return ExpandedProgram(program, Program(instructions, labels), tuple(origin))
+    return ExpandedProgram(program, Program(instructions, labels), tuple(origin), checks)
 
 
 def _expansion_of(instr, scratch: Register) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from atlas_web import trap_report
 from atlas_web import AtlasTrap, Program, ProgramError, TrapCode, UnsupportedOperation
 from atlas_web.isa import (
     BRA, EXIT, MOV_IMM, Address, BinaryMapOperation, LayerScale, ParallelMapBinary, ParallelReduce,
@@ -48,7 +49,13 @@ def test_traps_map_back_to_the_source_instruction():
     expanded = expand_program(_program(), _no_kernel)
     trap = expanded.original_trap(AtlasTrap(TrapCode.OUT_OF_BOUNDS, 5, -1, "ParallelMapBinary: OUT_OF_BOUNDS"))
     assert (trap.code, trap.instruction_index, trap.lane) == (TrapCode.OUT_OF_BOUNDS, 1, -1)
-    assert "LayerScale" in str(trap) and "ParallelMapBinary" not in str(trap)
+    assert "layerscale.f16 [buf2 + 8]" in str(trap) and "pmap2" not in str(trap)
+    # a bounds check's numbers name the operand of the source instruction it checks (the second: input)
+    checked = trap_report.trap(TrapCode.OUT_OF_BOUNDS, 2, -1, expanded.program.instructions[2],
+                               trap_report.TrapRecord(0, 4, 4, 30, 16))
+    assert str(expanded.original_trap(checked)).endswith(
+        "layerscale.f16 [buf2 + 8], [r4 + 4], [buf3 + 0], 5, 3: input: 30 bytes at offset 4 of handle 4 leave the "
+        "allocation of 16 bytes")
 
 
 def test_nothing_to_expand_where_the_backend_has_the_kernel():

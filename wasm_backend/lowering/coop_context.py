@@ -19,6 +19,7 @@ from ..encoding.types import ValType
 from .lane_state import LaneState
 from .launch_layout import LaunchLayout
 from .module_context import ModuleContext
+from .trap_numbers import Number, entry_size, i64, operand, push_record, u32
 from .typemap import type_info
 
 __all__ = ["CoopContext", "COOP_OK", "COOP_TRAPPED"]
@@ -48,14 +49,21 @@ class CoopContext:
     def local(self, valtype: ValType, name: str | None = None) -> int:
         return self.fb.add_local(valtype, name)
 
-    def trap(self, code: TrapCode) -> None:
-        """Record ``code`` at this instruction with lane -1 and return COOP_TRAPPED."""
+    def trap(self, code: TrapCode, numbers: tuple[Number, ...] = ()) -> None:
+        """Record ``code`` at this instruction with lane -1 and its ``numbers`` (trap_numbers); return
+        COOP_TRAPPED."""
         e = self.e
-        e.i32(int(code)).i32(self.index).i32(-1).call(self.m.helper("trap")).i32(COOP_TRAPPED).op("return")
+        e.i32(int(code)).i32(self.index).i32(-1)
+        push_record(e, numbers)
+        e.call(self.m.helper("trap")).i32(COOP_TRAPPED).op("return")
 
-    def trap_if(self, code: TrapCode) -> None:
+    def trap_if(self, code: TrapCode, numbers: tuple[Number, ...] = ()) -> None:
         with self.e.if_():
-            self.trap(code)
+            self.trap(code, numbers)
+
+    def operand(self, path: str) -> int:
+        """The trap record's number of this instruction's operand ``path``."""
+        return operand(self.instr, path)
 
     def launch_base(self) -> None:
         self.e.op("global.get", self.m.global_index("launch_base"))
@@ -115,22 +123,26 @@ class CoopContext:
                     e.i32((1 << oty.bits) - 1).op("i32.and")
                 e.op("i64.extend_i32_u")
             e.set(offset)
+        position = self.operand(field)
+        invalid = (position, u32(handle), 0, int(kind is not None))
         e.get(handle).op("global.get", self.m.global_index("table_capacity")).op("i32.ge_u")
-        self.trap_if(TrapCode.INVALID_HANDLE)
+        self.trap_if(TrapCode.INVALID_HANDLE, invalid)
         e.op("global.get", self.m.global_index("table_base")).get(handle).i32(layout.TABLE_ENTRY_SHIFT).op("i32.shl")
         e.op("i32.add").tee(entry).op("i32.load", layout.ENTRY_KIND)
         if kind is None:
             e.op("i32.eqz")
         else:
             e.i32(kind).op("i32.ne")
-        self.trap_if(TrapCode.INVALID_HANDLE)
+        self.trap_if(TrapCode.INVALID_HANDLE, invalid)
+        nbytes = ty.size_bytes() * count
+        where = (position, u32(handle), i64(offset))
         e.get(offset).i64(0xFFFFFFFF).op("i64.gt_u")
-        e.get(offset).i64(ty.size_bytes() * count).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE)
+        e.get(offset).i64(nbytes).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE)
         e.op("i64.gt_u").op("i32.or")
-        self.trap_if(TrapCode.OUT_OF_BOUNDS)
+        self.trap_if(TrapCode.OUT_OF_BOUNDS, where + (nbytes, entry_size(entry)))
         if ty.alignment() > 1:
             e.get(offset).op("i32.wrap_i64").i32(ty.alignment() - 1).op("i32.and")
-            self.trap_if(TrapCode.MISALIGNED)
+            self.trap_if(TrapCode.MISALIGNED, where + (ty.alignment(),))
         e.get(entry).op("i32.load", layout.ENTRY_BASE).get(offset).op("i32.wrap_i64").op("i32.add").set(result)
         return result
 

@@ -19,12 +19,14 @@ from atlas_web.errors import TrapCode
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, Address
 from atlas_web.isa.registers import FIRST_SPECIAL_REGISTER, Register
 from atlas_web.isa.types import Type
+from atlas_web.trap_report import SHARED_MEMORY
 
 from .. import layout
 from ..encoding.types import ValType
 from .emitter import Emitter
 from .lane_state import EXT_TEMPORARIES, LaneState
 from .module_context import ModuleContext
+from .trap_numbers import Number, entry_size, i64, operand, push_record, u32
 from .typemap import bank_of, type_info, valtype_of
 
 __all__ = ["LaneContext", "STOP_ENDED", "STOP_TRAPPED", "PARAM_GID",
@@ -175,16 +177,23 @@ class LaneContext:
         return ty
 
     # ---- traps ---------------------------------------------------------------------------------------
-    def trap(self, code: TrapCode) -> None:
-        """Record trap ``code`` at this instruction for this lane and leave the lane."""
+    def trap(self, code: TrapCode, numbers: tuple[Number, ...] = ()) -> None:
+        """Record trap ``code`` at this instruction for this lane with its ``numbers`` (trap_numbers) and
+        leave the lane."""
         e = self.e
-        e.i32(int(code)).i32(self.index).get(PARAM_GID).call(self.m.helper("trap"))
+        e.i32(int(code)).i32(self.index).get(PARAM_GID)
+        push_record(e, numbers)
+        e.call(self.m.helper("trap"))
         e.i32(STOP_TRAPPED).op("return")
 
-    def trap_if(self, code: TrapCode) -> None:
-        """Consume an i32 condition; where it is non-zero, trap ``code``."""
+    def trap_if(self, code: TrapCode, numbers: tuple[Number, ...] = ()) -> None:
+        """Consume an i32 condition; where it is non-zero, trap ``code`` with ``numbers``."""
         with self.e.if_():
-            self.trap(code)
+            self.trap(code, numbers)
+
+    def operand(self, path: str) -> int:
+        """The trap record's number of this instruction's operand ``path``."""
+        return operand(self.instr, path)
 
     # ---- memory --------------------------------------------------------------------------------------
     def load_table(self) -> None:
@@ -192,22 +201,25 @@ class LaneContext:
         self.e.op("global.get", self.m.global_index("table_base")).set(self.table)
         self.e.op("global.get", self.m.global_index("table_capacity")).set(self.capacity)
 
-    def _entry_of_handle(self, handle: int, kind: int | None) -> int:
-        """entry local := table entry of the i32 handle local; traps INVALID_HANDLE (kind: required kind)."""
+    def _entry_of_handle(self, field: str, handle: int, kind: int | None) -> int:
+        """entry local := table entry of the i32 handle local; traps INVALID_HANDLE (kind: required kind)
+        naming operand ``field``."""
         e = self.e
         entry = self.temp(I32)
+        numbers = (self.operand(field), u32(handle), 0, int(kind is not None))
         e.get(handle).get(self.capacity).op("i32.ge_u")
-        self.trap_if(TrapCode.INVALID_HANDLE)
+        self.trap_if(TrapCode.INVALID_HANDLE, numbers)
         e.get(self.table).get(handle).i32(layout.TABLE_ENTRY_SHIFT).op("i32.shl").op("i32.add").tee(entry)
         e.op("i32.load", layout.ENTRY_KIND)
         if kind is None:
             e.op("i32.eqz")
         else:
             e.i32(kind).op("i32.ne")
-        self.trap_if(TrapCode.INVALID_HANDLE)
+        self.trap_if(TrapCode.INVALID_HANDLE, numbers)
         return entry
 
-    def _check_range(self, entry: int, offset64: int, nbytes: int, align: int, may_exceed_32: bool) -> None:
+    def _check_range(self, field: str, handle: int, entry: int, offset64: int, nbytes: int, align: int,
+                     may_exceed_32: bool) -> None:
         """Bounds, then alignment, of ``nbytes`` at the i64 offset local inside the entry's allocation."""
         e = self.e
         if may_exceed_32:
@@ -215,18 +227,19 @@ class LaneContext:
         e.get(offset64).i64(nbytes).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE).op("i64.gt_u")
         if may_exceed_32:
             e.op("i32.or")
-        self.trap_if(TrapCode.OUT_OF_BOUNDS)
+        where = (self.operand(field), u32(handle), i64(offset64))
+        self.trap_if(TrapCode.OUT_OF_BOUNDS, where + (nbytes, entry_size(entry)))
         if align > 1:
             e.get(offset64).op("i32.wrap_i64").i32(align - 1).op("i32.and")
-            self.trap_if(TrapCode.MISALIGNED)
+            self.trap_if(TrapCode.MISALIGNED, where + (align,))
 
-    def _static_entry(self, handle: int, kind: int | None) -> None:
+    def _static_entry(self, field: str, handle: int, kind: int | None) -> None:
         """Push the base of static handle ``handle``; with pools freed in the program, check it is live."""
         e = self.e
         if self.may_free_pools:
             local = self.temp(I32)
             e.i32(handle).set(local)
-            entry = self._entry_of_handle(local, kind)
+            entry = self._entry_of_handle(field, local, kind)
             e.get(entry).op("i32.load", layout.ENTRY_BASE)
             return
         e.get(self.table).op("i32.load", handle * layout.TABLE_ENTRY_BYTES + layout.ENTRY_BASE)
@@ -242,17 +255,17 @@ class LaneContext:
         _GLOBAL_MODES[type(addr)](self, field, addr, nbytes, align)
 
     def _buffer_offset(self, field, addr, nbytes, align) -> None:
-        self._static_entry(addr.handle, None)
+        self._static_entry(field, addr.handle, None)
         if addr.offset:
             self.e.i32(addr.offset).op("i32.add")
 
     def _pool_offset(self, field, addr, nbytes, align) -> None:
-        self._static_entry(addr.handle, layout.KIND_POOL)
+        self._static_entry(field, addr.handle, layout.KIND_POOL)
         if addr.offset:
             self.e.i32(addr.offset).op("i32.add")
 
     def _class(self, field, addr, nbytes, align) -> None:
-        self._static_entry(BOUNDARY_HANDLE, None)
+        self._static_entry(field, BOUNDARY_HANDLE, None)
         offset = addr.class_id * CLASS_STRIDE + addr.offset
         if offset:
             self.e.i32(offset).op("i32.add")
@@ -262,12 +275,12 @@ class LaneContext:
         pointer, handle, offset64 = self.temp(I64), self.temp(I32), self.temp(I64)
         self.read(f"{field}.base")
         e.tee(pointer).i64(32).op("i64.shr_u").op("i32.wrap_i64").set(handle)
-        entry = self._entry_of_handle(handle, None)
+        entry = self._entry_of_handle(field, handle, None)
         e.get(pointer).i64(0xFFFFFFFF).op("i64.and")
         if addr.offset:
             e.i64(addr.offset).op("i64.add")
         e.set(offset64)
-        self._check_range(entry, offset64, nbytes, align, addr.offset != 0)
+        self._check_range(field, handle, entry, offset64, nbytes, align, addr.offset != 0)
         e.get(entry).op("i32.load", layout.ENTRY_BASE).get(offset64).op("i32.wrap_i64").op("i32.add")
 
     def _computed(self, field, addr, nbytes, align) -> None:
@@ -281,10 +294,10 @@ class LaneContext:
         hty = self.read(handle_path)
         self.zero_extend(hty)
         e.set(handle)
-        entry = self._entry_of_handle(handle, kind)
+        entry = self._entry_of_handle(handle_path, handle, kind)
         oty = self.read_unsigned64(offset_path)
         e.set(offset64)
-        self._check_range(entry, offset64, nbytes, align, oty.bits == 64)
+        self._check_range(handle_path, handle, entry, offset64, nbytes, align, oty.bits == 64)
         e.get(entry).op("i32.load", layout.ENTRY_BASE).get(offset64).op("i32.wrap_i64").op("i32.add")
 
     def pool_address(self, nbytes: int, align: int) -> None:
@@ -311,10 +324,11 @@ class LaneContext:
             e.get(offset64).i64(nbytes).op("i64.add").i64(self.config.shared_memory).op("i64.gt_u").op("i32.or")
         else:
             e.get(offset64).i64(nbytes).op("i64.add").i64(self.config.shared_memory).op("i64.gt_u")
-        self.trap_if(TrapCode.OUT_OF_BOUNDS)
+        where = (self.operand(field), SHARED_MEMORY, i64(offset64))
+        self.trap_if(TrapCode.OUT_OF_BOUNDS, where + (nbytes, self.config.shared_memory))
         if align > 1:
             e.get(offset64).op("i32.wrap_i64").i32(align - 1).op("i32.and")
-            self.trap_if(TrapCode.MISALIGNED)
+            self.trap_if(TrapCode.MISALIGNED, where + (align,))
         e.op("global.get", shared).get(offset64).op("i32.wrap_i64").op("i32.add")
 
     # ---- typed memory access ---------------------------------------------------------------------------

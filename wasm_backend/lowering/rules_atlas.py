@@ -16,6 +16,7 @@ from atlas_web.isa.types import Type
 from .. import layout
 from ..encoding.types import ValType
 from .lane_context import LaneContext
+from .trap_numbers import i64
 from .rules import lane_rule
 
 __all__ = ["use_tables"]
@@ -32,7 +33,7 @@ def _class_operand(ctx: LaneContext, path: str) -> int:
     value = ctx.temp(ValType.I64)
     ctx.read_unsigned64(path)
     e.tee(value).i64(atlas.NUM_CLASSES).op("i64.ge_u")
-    ctx.trap_if(TrapCode.INVALID_CLASS)
+    ctx.trap_if(TrapCode.INVALID_CLASS, (ctx.operand(path), 0, i64(value)))
     local = ctx.temp(ValType.I32)
     e.get(value).op("i32.wrap_i64").set(local)
     return local
@@ -105,7 +106,21 @@ def lower_bound_map(ctx: LaneContext, instr) -> None:
     ctx.read_unsigned64("byte")
     e.set(byte)
     e.get(page).i64(atlas.PAGES).op("i64.ge_u").get(byte).i64(atlas.BYTES_PER_PAGE).op("i64.ge_u").op("i32.or")
-    ctx.trap_if(TrapCode.OUT_OF_BOUNDS)
+
+    def pick(on_page, on_byte):
+        """The page's number where the page is out of range, else the byte's."""
+        def push(e) -> None:
+            on_page(e)
+            on_byte(e)
+            e.get(page).i64(atlas.PAGES).op("i64.ge_u").op("select")
+        return push
+
+    def const(n: int):
+        return lambda e: e.i64(n)
+
+    ctx.trap_if(TrapCode.OUT_OF_BOUNDS, (
+        pick(const(ctx.operand("page")), const(ctx.operand("byte"))), 0, pick(i64(page), i64(byte)), 0,
+        pick(const(atlas.PAGES), const(atlas.BYTES_PER_PAGE))))
     e.get(cls).op("i64.extend_i32_u").i64(atlas.TOTAL_ELEMENTS).op("i64.mul")
     e.get(page).i64(atlas.BYTES_PER_PAGE).op("i64.mul").op("i64.add").get(byte).op("i64.add")
     ctx.write()

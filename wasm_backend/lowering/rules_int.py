@@ -16,6 +16,7 @@ from ..encoding.types import ValType
 from .lane_context import LaneContext
 from .recipes import Const, Read, Recipe, register_recipes, typed_const as int_const, typed_op as int_op
 from .rules import lane_rule
+from .trap_numbers import i64, signed, u32
 from .typemap import type_info
 
 __all__ = ["WRAPPING_BINARY", "INT_RECIPES", "int_const", "int_op"]
@@ -56,7 +57,8 @@ def _division(op: str):
         _read_normalized(ctx, "rhs")
         e.tee(b)
         int_op(ctx, ty, "eqz")
-        ctx.trap_if(TrapCode.DIVISION_BY_ZERO)
+        dividend = i64(a) if vt is ValType.I64 else (signed(a) if ty.is_signed() else u32(a))
+        ctx.trap_if(TrapCode.DIVISION_BY_ZERO, (ctx.operand("lhs"), 0, dividend))
         if ty.is_signed():
             lo, _ = ty.int_range()
             e.get(a)

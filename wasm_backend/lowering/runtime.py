@@ -1,7 +1,8 @@
 """Runtime helpers carried in a module when its code needs them: the trap routine, float format rounding,
 exact fmod and exact FMA.
 
-* ``trap(code, index, lane)`` records a lane's trap in the header when no trap is recorded yet or
+* ``trap(code, index, lane, operand, handle, value, extent, limit)`` records a lane's trap and its
+  numbers (atlas_web.trap_report.TrapRecord, i64 each) in the header when no trap is recorded yet or
   ``lane`` is lower than the recorded one (lanes of a stage may trap in any order across segments);
 * ``round_f16`` / ``round_bf16`` round an f32 to the nearest value of the format (ties to even;
   overflow to infinity; NaN stays NaN, BF16 NaN quieted as the reference does); ``f16_from_bits`` /
@@ -19,6 +20,8 @@ exact fmod and exact FMA.
 
 from __future__ import annotations
 
+from atlas_web.trap_report import RECORD_NUMBERS
+
 from .. import layout
 from ..encoding.types import ValType
 from .module_context import ModuleContext, runtime_helper
@@ -33,7 +36,7 @@ _NAN = float("nan")
 
 @runtime_helper("trap")
 def _trap(m: ModuleContext) -> None:
-    fb, e = m.define("trap", (I32, I32, I32))
+    fb, e = m.define("trap", (I32, I32, I32) + (I64,) * RECORD_NUMBERS)
     code, index, lane = 0, 1, 2
     e.i32(0).op("i32.load", layout.HEADER_TRAP_CODE).op("i32.eqz")
     e.i32(0).op("i32.load", layout.HEADER_TRAP_LANE).get(lane).op("i32.gt_s").op("i32.or")
@@ -41,6 +44,8 @@ def _trap(m: ModuleContext) -> None:
         e.i32(0).get(code).op("i32.store", layout.HEADER_TRAP_CODE)
         e.i32(0).get(index).op("i32.store", layout.HEADER_TRAP_INDEX)
         e.i32(0).get(lane).op("i32.store", layout.HEADER_TRAP_LANE)
+        for k in range(RECORD_NUMBERS):
+            e.i32(0).get(3 + k).op("i64.store", layout.HEADER_TRAP_NUMBERS + 8 * k)
 
 
 @runtime_helper("round_f16")
