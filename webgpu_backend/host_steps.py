@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 from atlas_web.errors import AllocationFailed, AtlasTrap, TrapCode
-from atlas_web.trap_report import trap
+from atlas_web.trap_report import TrapRecord, operand_position, trap
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, MAX_OFFSET, Address
 from atlas_web.isa.extents import array_operands
 from atlas_web.isa.opcodes import Access
@@ -35,19 +35,20 @@ def _value(words: tuple[int, ...]) -> int:
     return sum(w << (32 * k) for k, w in enumerate(words))
 
 
-def _trap(step, code: TrapCode, detail: str) -> AtlasTrap:
-    return trap(code, step.index, -1, step.instr, detail)
+def _trap(step, code: TrapCode, record: TrapRecord, free: int | None = None) -> AtlasTrap:
+    return trap(code, step.index, -1, step.instr, record, free=free)
 
 
-def _register_address(step, name: str, address, lane0: dict) -> tuple[int, int | None]:
-    """(handle, offset) of a register-based address from lane 0's values (offset None: outside 32 bits)."""
+def _register_address(step, name: str, address, lane0: dict) -> tuple[int, int | None, int]:
+    """(handle, offset, the offset modulo 2**64 for a trap record) of a register-based address from lane
+    0's values (offset None: outside 32 bits)."""
     if isinstance(address, Address.RegisterIndirect):
         pointer = _value(lane0[f"{name}.base"]) & ((1 << 64) - 1)
         offset = (pointer & MAX_OFFSET) + address.offset
-        return pointer >> 32, offset if 0 <= offset <= MAX_OFFSET else None
+        return pointer >> 32, offset if 0 <= offset <= MAX_OFFSET else None, offset
     handle = _value(lane0[f"{name}.handle_reg"]) & MAX_OFFSET
     offset = _value(lane0[f"{name}.offset_reg"])
-    return handle, offset if offset <= MAX_OFFSET else None
+    return handle, offset if offset <= MAX_OFFSET else None, offset
 
 
 _STATIC = {
@@ -72,16 +73,15 @@ def kernel_operands(memory, step, lane0: dict | None) -> dict[str, tuple[object,
             handle, offset = static(address)
             alloc = memory.get(handle)
         else:
-            handle, offset = _register_address(step, name, address, lane0)
+            handle, offset, wide = _register_address(step, name, address, lane0)
             alloc = memory.lookup(handle)
+            operand = operand_position(step.instr, name)
             if alloc is None:
-                raise _trap(step, TrapCode.INVALID_HANDLE, f"operand '{name}': handle {handle} names no "
-                                                           "live buffer or pool")
+                raise _trap(step, TrapCode.INVALID_HANDLE, TrapRecord(operand, handle))
             if offset is None or offset + array.nbytes > alloc.size:
-                raise _trap(step, TrapCode.OUT_OF_BOUNDS, f"operand '{name}': {array.elements} values at "
-                                                          f"offset {offset} leave {alloc.kind} {handle}")
+                raise _trap(step, TrapCode.OUT_OF_BOUNDS, TrapRecord(operand, handle, wide, array.nbytes, alloc.size))
             if offset % array.ty.alignment():
-                raise _trap(step, TrapCode.MISALIGNED, f"operand '{name}': offset {offset} is misaligned")
+                raise _trap(step, TrapCode.MISALIGNED, TrapRecord(operand, handle, wide, array.ty.alignment()))
         buffer, base = memory.location(alloc)
         out[role] = (buffer, base + offset)
     return out
@@ -101,12 +101,14 @@ class HostSteps:
         if step.kind == "pool_alloc":
             try:
                 alloc = self.memory.allocate("pool", step.instr.size)
-            except AllocationFailed as failure:
-                raise _trap(step, TrapCode.POOL_EXHAUSTED, str(failure)) from None
+            except AllocationFailed:
+                raise _trap(step, TrapCode.POOL_EXHAUSTED, TrapRecord(value=step.instr.size),
+                            self.memory.free_bytes()) from None
             driver.write_buffer(rt, uniforms_byte + 4 * step.result[1], struct.pack("<I", alloc.handle))
             return
         handle = _value(lane0["handle"]) & MAX_OFFSET
         entry = self.memory.lookup(handle)
         if entry is None or entry.kind != "pool":
-            raise _trap(step, TrapCode.INVALID_HANDLE, f"handle {handle} names no live pool")
+            raise _trap(step, TrapCode.INVALID_HANDLE,
+                        TrapRecord(operand_position(step.instr, "handle"), handle, extent=1))
         self.memory.free(handle, "pool")

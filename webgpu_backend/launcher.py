@@ -42,7 +42,7 @@ from .wgsl.cooperative import (
 )
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS
-from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAPS, pack_launch
+from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_WORDS, TRAPS, pack_launch
 
 __all__ = ["Launcher", "LaunchOutcome"]
 
@@ -447,8 +447,8 @@ class Launcher:
         if may_trap:
             trapped, _ = yield from sync()
             if trapped != NO_TRAP:
-                info = yield _Read(self.rt, 4 * (runtime.trap_info_base + trapped), 4)
-                word = struct.unpack("<I", bytes(info))[0]
+                info = yield _Read(self.rt, 4 * (runtime.trap_info_base + TRAP_WORDS * trapped), 4 * TRAP_WORDS)
+                word, operand, handle, low, high, extent, limit = struct.unpack(f"<{TRAP_WORDS}I", bytes(info))
                 index, code = word >> 4, word & 15
                 name = compiled.info.program.instructions[index].INFO.name
                 if code == ENGINE_LIMIT_TRAP:
@@ -456,7 +456,8 @@ class Launcher:
                         f"lane {trapped} took more than {self.features.loop_limit} backward jumps in one dispatch "
                         f"(instruction {index}, {name}): this device ({self.driver.adapter_info()['device']}) "
                         "silently ends longer loops, so the launch cannot run here")
-                raise program_trap(compiled.info.program, code, index, trapped, budget)
+                raise program_trap(compiled.info.program, code, index, trapped,
+                                   (operand, handle, low | high << 32, extent, limit), budget=budget)
         else:
             submit()
         return LaunchOutcome(runtime.resonance if resonance else None)

@@ -190,6 +190,13 @@ class GpuMemory:
         self.used += rounded
         return alloc
 
+    def free_bytes(self) -> int:
+        """The most bytes one more allocation may have now (a POOL_EXHAUSTED trap reports it): a chunk's
+        capacity, or less where the memory_limit leaves less."""
+        if self.memory_limit is None:
+            return self.chunk_capacity
+        return max(0, min(self.chunk_capacity, self.memory_limit - self.used))
+
     def _place(self, size: int, kind: str) -> tuple[Chunk, int]:
         failures = []
         for chunk in self.chunks:

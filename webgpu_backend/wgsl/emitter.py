@@ -66,7 +66,7 @@ class CodeWriter:
         self.emit(f"var {name}: {wgsl_type}" + (f" = {init};" if init is not None else ";"))
         return name
 
-    def trap(self, code: object, condition: str) -> None:
+    def trap(self, code: object, condition: str, **numbers: object) -> None:
         """A run-time check. Plain writers make cooperative kernels, whose operands the host has
         checked, so a rule asking for a check there is a code-generator error: raises ProgramError."""
         from atlas_web.errors import ProgramError

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from atlas_web.errors import TrapCode
+from atlas_web.trap_report import NO_OPERAND, operand_position
 from atlas_web.lowering.liveness import VirtualRegister
 
 from .emitter import CodeWriter, ShaderFeatures
@@ -123,7 +124,16 @@ class LaneContext(CodeWriter):
         return register_name(self.plan.registers.reads[(self.index if index is None else index, "pred")])
 
     # ---- traps ------------------------------------------------------------------------------
-    def trap(self, code: TrapCode | int, condition: str) -> None:
-        """Trap with ``code`` at the current instruction where ``condition`` holds (first trap only)."""
+    def trap(self, code: TrapCode | int, condition: str, *, operand: str | None = None, position: str | None = None,
+             handle: str = "0u", value: str | tuple[str, str] = "0u", extent: str = "0u", limit: str = "0u") -> None:
+        """Trap with ``code`` at the current instruction where ``condition`` holds (first trap only),
+        recording its numbers (atlas_web.trap_report.TrapRecord; WGSL u32 expressions evaluated only
+        when it traps): ``operand`` names the instruction's operand (None: none), ``value`` is a u32 or
+        its (low, high) words; ``position`` a u32 expression of the operand's position instead of ``operand``."""
         self.resources.may_trap = True
-        self.emit(f"if ({condition}) {{ trap_at({int(code)}u, {self.index}u); }}")
+        if position is None:
+            number = NO_OPERAND if operand is None else operand_position(self.instr, operand.partition(".")[0])
+            position = f"{number & 0xFFFFFFFF}u"
+        low, high = (value, "0u") if isinstance(value, str) else value
+        self.emit(f"if ({condition}) {{ trap_at({int(code)}u, {self.index}u, {position}, {handle}, "
+                  f"{low}, {high}, {extent}, {limit}); }}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from atlas_web import atlas
 from atlas_web.errors import TrapCode
+from atlas_web.trap_report import operand_position
 
 from .lane_context import LaneContext
 from .library import helper
@@ -83,6 +84,12 @@ def _class(ctx: LaneContext, path: str) -> tuple[str, str]:
     return f"{reg}[0]", f"({reg}[1] != 0u || {reg}[0] >= {atlas.NUM_CLASSES}u)"
 
 
+def _words(ctx: LaneContext, path: str) -> tuple[str, str]:
+    """The (low, high) words of an integer register operand read unsigned (a trap record's value)."""
+    reg = ctx.read(path)
+    return (reg, "0u") if ctx.read_type(path).family == "word" else (f"{reg}[0]", f"{reg}[1]")
+
+
 def _bounded(ctx: LaneContext, path: str, limit: int) -> tuple[str, str]:
     wt = ctx.read_type(path)
     reg = ctx.read(path)
@@ -93,7 +100,7 @@ def _bounded(ctx: LaneContext, path: str, limit: int) -> tuple[str, str]:
 
 def _checked_class(ctx: LaneContext, path: str) -> str:
     low, invalid = _class(ctx, path)
-    ctx.trap(TrapCode.INVALID_CLASS, invalid)
+    ctx.trap(TrapCode.INVALID_CLASS, invalid, operand=path, value=_words(ctx, path))
     return ctx.temp(low, "cls")
 
 
@@ -140,7 +147,12 @@ def _bound_map(ctx: LaneContext, instr) -> None:
     c = _checked_class(ctx, "class_id")
     page, page_out = _bounded(ctx, "page", atlas.PAGES)
     byte, byte_out = _bounded(ctx, "byte", atlas.BYTES_PER_PAGE)
-    ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{page_out} || {byte_out}")
+    page_words, byte_words = _words(ctx, "page"), _words(ctx, "byte")
+    on_page = f"({page_out})"
+    position = f"select({operand_position(instr, 'byte')}u, {operand_position(instr, 'page')}u, {on_page})"
+    ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{page_out} || {byte_out}", position=position,
+             value=tuple(f"select({b}, {p}, {on_page})" for p, b in zip(page_words, byte_words)),
+             limit=f"select({atlas.BYTES_PER_PAGE}u, {atlas.PAGES}u, {on_page})")
     ctx.write("dst", f"vec2<u32>({c} * {atlas.TOTAL_ELEMENTS}u + {page} * {atlas.BYTES_PER_PAGE}u + {byte}, 0u)")
 
 

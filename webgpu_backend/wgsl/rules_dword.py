@@ -101,7 +101,7 @@ def _shr(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 @value_rule("DIV", "REM", family="dword")
 def _division(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
     a, b = w.temp(args[0]), w.temp(args[1])
-    w.trap(TrapCode.DIVISION_BY_ZERO, f"all({b} == {ZERO})")
+    w.trap(TrapCode.DIVISION_BY_ZERO, f"all({b} == {ZERO})", operand="lhs", value=(f"{a}.x", f"{a}.y"))
     if wt.signed:
         w.trap(TrapCode.INTEGER_OVERFLOW, f"all({a} == {MINIMUM}) && all({b} == {ALL_ONES})")
     helper = w.helper("i64_divmod" if wt.signed else "u64_divmod")

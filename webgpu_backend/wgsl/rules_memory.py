@@ -20,6 +20,7 @@ import math
 from atlas_web.errors import TrapCode
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, Address
 from atlas_web.isa.types import Type
+from atlas_web.trap_report import SHARED_MEMORY
 
 from ..memory import KIND_NONE, KIND_POOL
 from .lane_context import LaneContext
@@ -77,45 +78,52 @@ def _static(ctx: LaneContext, handle: int, offset: int) -> tuple[str, str]:
     return f"{entry}.x", ctx.temp(f"{entry}.y + {int(offset)}u", "byte")
 
 
-def _checked(ctx: LaneContext, handle: str, offset: str, out_of_range: str, nbytes: int, align: int,
-             pool_only: bool = False) -> tuple[str, str]:
-    """Check handle, bounds and alignment in that order; (chunk, byte offset) of a valid access."""
+def _checked(ctx: LaneContext, field: str, handle: str, offset: str, high: str, out_of_range: str, nbytes: int,
+             align: int, pool_only: bool = False) -> tuple[str, str]:
+    """Check handle, bounds and alignment in that order (a trap records operand ``field``, the handle,
+    the offset with its ``high`` word, ...); (chunk, byte offset) of a valid access."""
     entry = ctx.temp(f"dtable[min({handle}, launch.table_entries - 1u)]", "entry")
     kind_ok = f"{entry}.w == {KIND_POOL}u" if pool_only else f"{entry}.w != {KIND_NONE}u"
-    ctx.trap(TrapCode.INVALID_HANDLE, f"{handle} >= launch.table_entries || !({kind_ok})")
-    ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{out_of_range} || {entry}.z < {nbytes}u || {offset} > {entry}.z - {nbytes}u")
+    ctx.trap(TrapCode.INVALID_HANDLE, f"{handle} >= launch.table_entries || !({kind_ok})", operand=field,
+             handle=handle, extent=f"{int(pool_only)}u")
+    where = {"operand": field, "handle": handle, "value": (offset, high)}
+    ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{out_of_range} || {entry}.z < {nbytes}u || {offset} > {entry}.z - {nbytes}u",
+             extent=f"{nbytes}u", limit=f"{entry}.z", **where)
     if align > 1:
-        ctx.trap(TrapCode.MISALIGNED, f"({offset} & {align - 1}u) != 0u")
+        ctx.trap(TrapCode.MISALIGNED, f"({offset} & {align - 1}u) != 0u", extent=f"{align}u", **where)
     return f"{entry}.x", ctx.temp(f"{entry}.y + {offset}", "byte")
 
 
-def _plus_static(ctx: LaneContext, base: str, delta: int) -> tuple[str, str]:
-    """(base + delta as u32, the condition that the sum left 0 … 2**32-1)."""
+def _plus_static(ctx: LaneContext, base: str, high: str, delta: int) -> tuple[str, str, str]:
+    """(base + delta as u32, the high word of the 64-bit sum (base's high word ``high``; a trap record's),
+    the condition that the sum left 0 … 2**32-1)."""
     if delta == 0:
-        return base, "false"
+        return base, high, "false"
     total = ctx.temp(f"{base} + {delta & 0xFFFFFFFF}u", "off")
-    return total, (f"({total} < {base})" if delta > 0 else f"({base} < {-delta}u)")
+    if delta > 0:
+        return total, f"({high} + select(0u, 1u, {total} < {base}))", f"({total} < {base})"
+    return total, f"({high} - select(0u, 1u, {base} < {-delta}u))", f"({base} < {-delta}u)"
 
 
-def _unsigned_word(ctx: LaneContext, path: str) -> tuple[str, str]:
-    """An integer register read unsigned as (low word, the condition that it exceeds 32 bits)."""
+def _unsigned_word(ctx: LaneContext, path: str) -> tuple[str, str, str]:
+    """An integer register read unsigned as (low word, high word, the condition that it exceeds 32 bits)."""
     wt = ctx.read_type(path)
     reg = ctx.read(path)
     if wt.family == "word":
-        return reg, "false"
-    return f"{reg}[0]", f"({reg}[1] != 0u)"
+        return reg, "0u", "false"
+    return f"{reg}[0]", f"{reg}[1]", f"({reg}[1] != 0u)"
 
 
 def _pointer(ctx: LaneContext, addr, field: str, nbytes: int, align: int):
     pointer = ctx.read(f"{field}.base")
-    offset, outside = _plus_static(ctx, f"{pointer}.x", addr.offset)
-    return _checked(ctx, f"{pointer}.y", offset, outside, nbytes, align)
+    offset, high, outside = _plus_static(ctx, f"{pointer}.x", "0u", addr.offset)
+    return _checked(ctx, field, f"{pointer}.y", offset, high, outside, nbytes, align)
 
 
 def _computed(ctx: LaneContext, addr, field: str, nbytes: int, align: int):
     handle = ctx.read(f"{field}.handle_reg")
-    offset, outside = _unsigned_word(ctx, f"{field}.offset_reg")
-    return _checked(ctx, handle, offset, outside, nbytes, align)
+    offset, high, outside = _unsigned_word(ctx, f"{field}.offset_reg")
+    return _checked(ctx, field, handle, offset, high, outside, nbytes, align)
 
 
 #: global address mode -> (ctx, address, field, bytes, alignment) -> (chunk, byte offset)
@@ -139,12 +147,14 @@ def _shared_static(ctx: LaneContext, addr, field: str, nbytes: int, align: int) 
 
 
 def _shared_register(ctx: LaneContext, addr, field: str, nbytes: int, align: int) -> str:
-    base, too_wide = _unsigned_word(ctx, f"{field}.base")
-    offset, outside = _plus_static(ctx, base, addr.offset)
+    base, base_high, too_wide = _unsigned_word(ctx, f"{field}.base")
+    offset, high, outside = _plus_static(ctx, base, base_high, addr.offset)
+    where = {"operand": field, "handle": f"{SHARED_MEMORY}u", "value": (offset, high)}
     ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{too_wide} || {outside} || SHARED_BYTES < {nbytes}u || "
-                                     f"{offset} > SHARED_BYTES - {nbytes}u")
+                                     f"{offset} > SHARED_BYTES - {nbytes}u", extent=f"{nbytes}u",
+             limit="SHARED_BYTES", **where)
     if align > 1:
-        ctx.trap(TrapCode.MISALIGNED, f"({offset} & {align - 1}u) != 0u")
+        ctx.trap(TrapCode.MISALIGNED, f"({offset} & {align - 1}u) != 0u", extent=f"{align}u", **where)
     return offset
 
 
@@ -217,8 +227,8 @@ def _sts(ctx: LaneContext, instr) -> None:
 
 def _pool_address(ctx: LaneContext, wt: WgslType) -> tuple[str, str]:
     handle = ctx.read("pool")
-    offset, too_wide = _unsigned_word(ctx, "offset")
-    return _checked(ctx, handle, offset, too_wide, wt.size, wt.ty.alignment(), pool_only=True)
+    offset, high, too_wide = _unsigned_word(ctx, "offset")
+    return _checked(ctx, "pool", handle, offset, high, too_wide, wt.size, wt.ty.alignment(), pool_only=True)
 
 
 @lane_rule("PoolLoad")

@@ -56,7 +56,7 @@ def _mad(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 @value_rule("DIV", "REM", family="word")
 def _division(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
     a, b = args
-    w.trap(TrapCode.DIVISION_BY_ZERO, f"{b} == 0u")
+    w.trap(TrapCode.DIVISION_BY_ZERO, f"{b} == 0u", operand="lhs", value=a)
     symbol = "/" if name == "DIV" else "%"
     if not wt.signed:
         return f"({a} {symbol} {b})"

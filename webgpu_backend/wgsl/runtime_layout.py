@@ -24,10 +24,12 @@ for every step and table size, and would turn ``zero`` into a constant the compi
     REACHED + k                    resume point + 1 where the lanes of step k suspended (0: all ended)
     UNIFORMS ...                   presets and the results of cooperative steps (uniform values)
     RESONANCE ...                  the ResAccum fixed-point sums (rules_atlas)
-    TRAP_INFO + lane               (instruction index << 4) | trap code of a lane that trapped
+    TRAP_INFO + TRAP_WORDS * lane  the trap record of a lane that trapped: (instruction index << 4) |
+                                   trap code, then its numbers (atlas_web.trap_report.TrapRecord):
+                                   operand, handle, value (low, high word), extent, limit
 
-A lane that traps does ``atomicMin(TRAPS + step, lane)`` and writes its own TRAP_INFO word; after
-the submission the host takes the first step with a trap, its lane and then that lane's word, so
+A lane that traps does ``atomicMin(TRAPS + step, lane)`` and writes its own TRAP_INFO record; after
+the submission the host takes the first step with a trap, its lane and then that lane's record, so
 the report is the earliest trapping stage's lowest lane's first trap without any lock. A step
 runs only when the step before it did not trap (``guard``): it reads that step's word, never
 the word its own dispatch is writing, so every workgroup of a trapping stage runs it whole.
@@ -42,7 +44,7 @@ from .rules_atlas import RES_WORDS
 
 __all__ = [
     "LAUNCH_STRUCT", "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAPS", "REACHED", "NO_TRAP", "LANE_ENDED",
-    "LANE_TRAPPED", "RuntimeLayout", "LAUNCH_FIELDS", "pack_launch", "GUARD_WGSL",
+    "LANE_TRAPPED", "RuntimeLayout", "LAUNCH_FIELDS", "pack_launch", "GUARD_WGSL", "TRAP_WORDS",
 ]
 
 #: bytes of one dispatch's ``launch`` uniform slot (WebGPU's largest minUniformBufferOffsetAlignment)
@@ -56,6 +58,9 @@ LAUNCH_FIELDS = ("zero", "budget", "table_entries", "step", "expect", "lanes", "
 TRAPS = 4
 REACHED = TRAPS + MAX_STEPS
 NO_TRAP = 0xFFFFFFFF
+#: words of one lane's trap record: the code and instruction word, operand, handle, value low and high,
+#: extent, limit
+TRAP_WORDS = 7
 #: what a segment function returns when the lane ended, or trapped (resume point ids are below)
 LANE_ENDED = 0xFFFFFFFF
 LANE_TRAPPED = 0xFFFFFFFE
@@ -80,7 +85,7 @@ def pack_launch(**fields: int) -> bytes:
 @dataclass(frozen=True)
 class RuntimeLayout:
     """Word offsets of the regions of ``rt`` for a program with ``uniform_words`` uniform words and a
-    launch of ``lanes`` lanes (the trap-info region has one word per lane when the program may trap)."""
+    launch of ``lanes`` lanes (the trap-info region has TRAP_WORDS words per lane when the program may trap)."""
 
     uniform_words: int
     lanes: int
@@ -100,11 +105,12 @@ class RuntimeLayout:
 
     @property
     def words(self) -> int:
-        return self.trap_info_base + (self.lanes if self.trap_info else 0)
+        return self.trap_info_base + (TRAP_WORDS * self.lanes if self.trap_info else 0)
 
     def wgsl_constants(self) -> str:
         """The WGSL constants generated code uses to address ``rt``."""
         return (f"const TRAPS: u32 = {TRAPS}u;\nconst REACHED: u32 = {REACHED}u;\n"
                 f"const UNIFORMS: u32 = {self.uniforms}u;\nconst RESONANCE: u32 = {self.resonance}u;\n"
-                f"const TRAP_INFO: u32 = {self.trap_info_base}u;\nconst LANE_ENDED: u32 = 0x{LANE_ENDED:08x}u;\n"
+                f"const TRAP_INFO: u32 = {self.trap_info_base}u;\nconst TRAP_WORDS: u32 = {TRAP_WORDS}u;\n"
+                f"const LANE_ENDED: u32 = 0x{LANE_ENDED:08x}u;\n"
                 f"const LANE_TRAPPED: u32 = 0x{LANE_TRAPPED:08x}u;")

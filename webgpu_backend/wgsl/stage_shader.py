@@ -226,11 +226,19 @@ class _StageBuilder:
         return "\n".join(lines)
 
     def trap_at(self) -> str:
-        return ("fn trap_at(code: u32, index: u32) {\n"
+        return ("fn trap_at(code: u32, index: u32, operand: u32, handle: u32, value_low: u32, value_high: u32, "
+                "extent: u32, limit: u32) {\n"
                 "    if (alive) {\n"
                 "        alive = false;\n"
                 "        atomicMin(&rt[TRAPS + launch.step], lane_id);\n"
-                "        atomicStore(&rt[TRAP_INFO + lane_id], (index << 4u) | code);\n"
+                "        let record = TRAP_INFO + TRAP_WORDS * lane_id;\n"
+                "        atomicStore(&rt[record], (index << 4u) | code);\n"
+                "        atomicStore(&rt[record + 1u], operand);\n"
+                "        atomicStore(&rt[record + 2u], handle);\n"
+                "        atomicStore(&rt[record + 3u], value_low);\n"
+                "        atomicStore(&rt[record + 4u], value_high);\n"
+                "        atomicStore(&rt[record + 5u], extent);\n"
+                "        atomicStore(&rt[record + 6u], limit);\n"
                 "    }\n}")
 
     def main(self) -> str:
