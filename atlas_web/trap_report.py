@@ -104,7 +104,7 @@ def _where(record: TrapRecord) -> str:
 
 def _out_of_bounds(instr: Any, record: TrapRecord) -> str:
     name, op = _operand(instr, record)
-    if op.kind is not OperandKind.ADDR:
+    if op.kind is not OperandKind.ADDR and not record.extent:   # a value (BoundMap's page), not an access
         return f"{name} = {record.value} is not below {record.limit}"
     what = "the block's shared memory" if record.handle == SHARED_MEMORY else "the allocation"
     return f"{name}: {record.extent} bytes at {_where(record)} leave {what} of {record.limit} bytes"
