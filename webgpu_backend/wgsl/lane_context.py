@@ -5,8 +5,9 @@ lowering plan (``r5_f32``, ``p3``), so segments of one stage (separate WGSL func
 them and a lane keeps its registers across barriers; extended-integer registers are slots of
 the wide register file in memory instead (``wide_slot``, ``scratch``; see ``lib_wide``).
 Special registers are private variables set once when the lane starts. A trap is
-``if (cond) { trap_at(code, index); }``: the lane records its first trap and stops being
-``alive`` but does *not* return: an early return per check would nest every later
+``if (cond) { trap_at(code, index, numbers…); }``: the lane keeps its first trap's record (code,
+index and trap_report's numbers) in private variables, written to ``rt`` when it retires, and stops
+being ``alive`` but does *not* return: an early return per check would nest every later
 instruction one level deeper, and Mesa's llvmpipe silently drops code nested beyond its
 limit (about 80 levels). A dead lane writes no memory (the accessors test ``alive``), leaves
 its loops at the next backward jump and is retired when its segment returns.

@@ -208,6 +208,7 @@ class _StageBuilder:
 
     def module_vars(self) -> str:
         lines = ["var<private> lane_id: u32;", "var<private> alive: bool = true;", "var<private> jumps: u32;",
+                 "var<private> trap_record: array<u32, TRAP_WORDS>;",
                  "var<private> dispatch_jumps: u32;", "var<private> phase: u32;"]
         if self.chunks > 1:
             lines.append("var<private> current_chunk: u32;")
@@ -226,20 +227,22 @@ class _StageBuilder:
         return "\n".join(lines)
 
     def trap_at(self) -> str:
+        # the record stays in private variables until the lane retires (after_segment): a check costs no
+        # memory access where it does not trap (llvmpipe runs both sides of a branch under a lane mask)
         return ("fn trap_at(code: u32, index: u32, operand: u32, handle: u32, value_low: u32, value_high: u32, "
                 "extent: u32, limit: u32) {\n"
                 "    if (alive) {\n"
                 "        alive = false;\n"
-                "        atomicMin(&rt[TRAPS + launch.step], lane_id);\n"
-                "        let record = TRAP_INFO + TRAP_WORDS * lane_id;\n"
-                "        atomicStore(&rt[record], (index << 4u) | code);\n"
-                "        atomicStore(&rt[record + 1u], operand);\n"
-                "        atomicStore(&rt[record + 2u], handle);\n"
-                "        atomicStore(&rt[record + 3u], value_low);\n"
-                "        atomicStore(&rt[record + 4u], value_high);\n"
-                "        atomicStore(&rt[record + 5u], extent);\n"
-                "        atomicStore(&rt[record + 6u], limit);\n"
+                "        trap_record = array<u32, TRAP_WORDS>((index << 4u) | code, operand, handle, value_low, "
+                "value_high, extent, limit);\n"
                 "    }\n}")
+
+    @staticmethod
+    def record_trap(w: CodeWriter) -> None:
+        """The retiring lane's trap: the stage's lowest trapping lane (atomicMin) and the lane's record."""
+        w.emit("atomicMin(&rt[TRAPS + launch.step], lane_id);")
+        w.emit("let record = TRAP_INFO + TRAP_WORDS * lane_id;")
+        w.emit("for (var k = 0u; k < TRAP_WORDS; k = k + 1u) { atomicStore(&rt[record + k], trap_record[k]); }")
 
     def main(self) -> str:
         w = CodeWriter(self.helpers, self.features)
@@ -328,6 +331,9 @@ class _StageBuilder:
         w.emit("if (!alive) { next = LANE_TRAPPED; }")
         with w.block("if (live && next >= LANE_TRAPPED)"):
             w.emit("live = false;")
+            if self.resources.may_trap:
+                with w.block("if (next == LANE_TRAPPED)"):
+                    self.record_trap(w)
             if self.multi_stage:
                 with w.block("if (next == LANE_ENDED)"):
                     self.spill(w, plan.lane_end_stores)
