@@ -173,6 +173,12 @@ CASES = [
 """, (32, 16, 16), ONE, "trap OUT_OF_BOUNDS at instruction 1 in the cooperative step: layerscale.f32 [buf{h0} + 0], "
                         "[r4 + 0], [buf{h2} + 0], 4, 2: input: 32 bytes at offset 0 of handle {h1} leave the "
                         "allocation of 16 bytes"),
+    TrapCase("coop.gemm_a_past_its_end", """
+    mov_imm.u64 r4, {p1}
+    gemm.f32 [buf{h0} + 0], [r4 + 4], [buf{h2} + 0], 2, 2, 4, 1.0, 0.0, false, false, 0, 0, 0
+""", (16, 32, 32), ONE, "trap OUT_OF_BOUNDS at instruction 1 in the cooperative step: gemm.f32 [buf{h0} + 0], "
+                        "[r4 + 4], [buf{h2} + 0], 2, 2, 4, 1.0, 0.0, false, false, 0, 0, 0: a: 32 bytes at offset 4 "
+                        "of handle {h1} leave the allocation of 32 bytes"),
     TrapCase("coop.pool_free_of_a_buffer", """
     mov_imm.u32 r1, {h0}
     pool.free r1
