@@ -146,10 +146,14 @@ def check_budget(budget: object, what: str) -> int:
     return budget
 
 
+#: integer type -> the (lo, hi) range whose ints MOV_IMM keeps unchanged (normalized_registers' fast path)
+_KEPT_INTS = {ty: ty.int_range() for ty in Type if ty.is_integer() and ty.bits <= 64}
+
+
 def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | float]]:
     """Preset registers checked and normalized like MOV_IMM immediates (wrapped or rounded to their
     type, NaN canonical); a new dict. Raises ProgramError naming the register."""
-    from .isa.instructions import MOV_IMM  # type: ignore[attr-defined]  # generated from the table
+    from .isa.instructions import MOV_IMM, _normalize_immediate  # type: ignore[attr-defined]  # from the table
 
     if not isinstance(registers, Mapping):
         raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
@@ -163,8 +167,12 @@ def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | 
         if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Type)):
             raise ProgramError(f"ExecutionParams.registers[{reg}] must be a (Type, value) pair, got {entry!r}")
         ty, value = entry
-        try:
-            out[reg] = (ty, MOV_IMM(dst=reg, value=value, ty=ty).value)
+        kept = _KEPT_INTS.get(ty)
+        if kept is not None and type(value) is int and kept[0] <= value <= kept[1]:
+            out[reg] = (ty, value)  # what MOV_IMM keeps; skipping it makes a launch with pointer presets cheap
+            continue
+        try:  # MOV_IMM's own normalization (it takes every type), without making the instruction
+            out[reg] = (ty, _normalize_immediate(MOV_IMM.INFO, value, ty))
         except ProgramError as error:
             raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
     return out

@@ -40,9 +40,11 @@ class Array:
         self.is_bool = is_bool
 
     @classmethod
-    def empty(cls, device: Backend, shape: tuple[int, ...], dtype: Type, is_bool: bool = False) -> "Array":
-        """A new zero-filled array (device memory is zeroed when allocated). Raises AllocationFailed."""
-        return cls(DeviceBuffer(device, size_of(shape) * dtype.size_bytes()), shape, dtype, is_bool)
+    def empty(cls, device: Backend, shape: tuple[int, ...], dtype: Type, is_bool: bool = False,
+              zeroed: bool = False) -> "Array":
+        """A new array whose values are unspecified (its buffer may be recycled) unless ``zeroed``.
+        Raises AllocationFailed."""
+        return cls(DeviceBuffer(device, size_of(shape) * dtype.size_bytes(), zeroed), shape, dtype, is_bool)
 
     # ---- properties ----------------------------------------------------------------------------
     @property

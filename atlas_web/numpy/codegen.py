@@ -9,7 +9,7 @@ Cooperative programs take 64-bit pointers ``(handle << 32)`` the same way. Stand
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, LaunchConfig
@@ -24,7 +24,7 @@ __all__ = ["Kernel", "generate"]
 _FIRST_TEMP = 48
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Kernel:
     """A generated program, its launch, and the preset registers it expects: ``presets[i]`` is
     ``(kind, operand, Type)`` for register ``r(i+1)``; kind is "handle", "base", "scalar" or "pointer",
@@ -34,6 +34,8 @@ class Kernel:
     config: LaunchConfig
     presets: tuple[tuple[str, int, Type], ...]
     budget: int | None = None
+    #: launch parameters made for recent preset values (atlas_web/numpy/runtime.py)
+    params: dict = field(default_factory=dict)
 
 
 class _Emitter:
@@ -42,6 +44,7 @@ class _Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self._next = _FIRST_TEMP
+        self._offsets: dict[tuple, str] = {}
 
     def reg(self) -> str:
         r = f"r{self._next}"
@@ -69,10 +72,22 @@ class _Emitter:
             coords[0] = rest
         return coords
 
-    def offset(self, coords: list[str], strides: tuple[int, ...], base: str | None, itemsize: int) -> str:
+    def offset(self, coords: list[str], strides: tuple[int, ...], base: str | None, itemsize: int,
+               share: bool = False) -> str:
         """A register holding the byte offset ``(base + sum(coord * stride)) * itemsize`` (u32, wrapping:
-        negative strides are their two's complement)."""
+        negative strides are their two's complement). With ``share`` (straight-line code, where no
+        offset register changes) operands read alike share one: the scalar lane loop runs every
+        instruction for every lane."""
+        key = (tuple(coords), tuple(strides), base, itemsize)
+        if share and key in self._offsets:
+            return self._offsets[key]
         acc = self.reg()
+        if share:
+            self._offsets[key] = acc
+        terms = [(c, s) for c, s in zip(coords, strides) if s != 0]
+        if not base and len(terms) == 1 and terms[0][1] == 1:  # contiguous: the coordinate itself
+            self.emit(f"mul.u32 {acc}, {terms[0][0]}, {self.const(itemsize)}")
+            return acc
         self.emit(f"mov.u32 {acc}, {base}" if base else f"mov_imm.u32 {acc}, 0")
         for coord, stride in zip(coords, strides):
             if stride == 0:
@@ -129,7 +144,7 @@ def _map_kernel(node: MapNode) -> Kernel:
         if operand.strides is None:
             args.append(reg)
             continue
-        offset = em.offset(coords, operand.strides, base, operand.dtype.size_bytes())
+        offset = em.offset(coords, operand.strides, base, operand.dtype.size_bytes(), share=True)
         value = em.reg()
         em.emit(f"ldg.{operand.dtype.suffix} {value}, [{reg} + {offset}]")
         # where() reads its condition as stored (u8); every other operand in the computing type
@@ -141,7 +156,7 @@ def _map_kernel(node: MapNode) -> Kernel:
     em.emit(row.body.format(d=result, t=node.compute.suffix, z=em.reg(), o=em.reg(), **names))
     produced = Type.U8 if row.result == "bool" else node.compute
     stored = _convert(em, result, produced, node.out)
-    offset = em.offset(coords, node.out_strides, out_base, node.out.size_bytes())
+    offset = em.offset(coords, node.out_strides, out_base, node.out.size_bytes(), share=True)
     em.emit(f"stg.{node.out.suffix} [{out_handle} + {offset}], {stored}")
     return Kernel(em.program(), LaunchConfig.linear(lanes), tuple(presets))
 

@@ -1,6 +1,6 @@
 """Making arrays: from host data (``array``, ``asarray``) and filled (``zeros``, ``ones``, ``full``,
 ``arange``, ``linspace``, ``eye``). Values are computed on the host and copied to the device once;
-``zeros`` copies nothing (device memory is zeroed when allocated). Python floats default to float32
+``zeros`` copies nothing (a new buffer is zero-filled). Python floats default to float32
 and Python ints to int32 (as in JAX), NumPy arrays keep their dtype. Standard library only.
 """
 
@@ -55,7 +55,7 @@ def _upload(raw: Any, shape: tuple[int, ...], ty, is_bool: bool, device: Any) ->
 def zeros(shape: Any, dtype: Any = DEFAULT_FLOAT, device: Backend | str | None = None) -> Array:
     """A new array of zeros (float32 by default). Raises ArrayError for a bad shape or dtype."""
     ty, is_bool = as_dtype(dtype, "zeros")
-    return Array.empty(as_device(device), as_shape(shape, "zeros"), ty, is_bool)
+    return Array.empty(as_device(device), as_shape(shape, "zeros"), ty, is_bool, zeroed=True)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Backend | str | None = None) -> Array:

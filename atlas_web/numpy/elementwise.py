@@ -65,6 +65,25 @@ def _describe(args: tuple[Any, ...]) -> str:
     return ", ".join(a.describe() if isinstance(a, Array) else repr(a) for a in args)
 
 
+#: (operation, operand signature) -> the plan of a call (see ``_plan``).
+#: A warm call looks its plan up instead of promoting, broadcasting and building nodes again.
+_plans: dict[tuple, tuple] = {}
+
+
+def _signature(args: tuple[Any, ...]) -> tuple | None:
+    """What a plan depends on: each array's shape and dtype, each scalar's Python type (NEP 50: not its
+    value). None where an argument is neither (the slow path raises the error)."""
+    out = []
+    for a in args:
+        if isinstance(a, Array):
+            out.append((a.shape, a.dtype, a.is_bool))
+        elif type(a) in (bool, int, float):
+            out.append(type(a))
+        else:
+            return None
+    return tuple(out)
+
+
 def apply(name: str, *args: Any) -> Array:
     """``name`` (a row of ops_table.OPS) over ``args`` (Arrays and Python scalars, at least one Array; a
     lone scalar is made an array on the default device). Raises ArrayError for shapes that do not
@@ -83,20 +102,67 @@ def apply(name: str, *args: Any) -> Array:
         args = (apply("not_equal", args[0], 0), *args[1:])
     arrays = [a for a in args if isinstance(a, Array)]
     device = common_device(name, arrays)
-    compute, stored, is_bool = _types(row, args)
-    what = f"{name}({_describe(args)})"
-    shape = broadcast_shapes(what, *(a.shape for a in arrays))
+    key = (name, _signature(args))
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plan(row, args, device)
+        if key[1] is not None:
+            _plans[key] = plan
+    shape, stored, is_bool, node, fallback, scalar = plan
     out = Array.empty(device, shape, stored, is_bool)
     if out.size == 0:
         return out
-    node, fallback = _nodes(row, args, shape, compute, stored)
-    if row.body is None and not isinstance(node, CoopMapNode):
-        # no per-lane form: materialize the broadcast operands in the computing type, then map
-        args = tuple(_materialized(a, shape, compute, device) for a in args)
-        node, fallback = _nodes(row, args, shape, compute, stored)
-    operands = [(a.buffer, 0) if isinstance(a, Array) else a for a in args]
-    launch(what, node, device, operands, (out.buffer, 0), fallback)
+    if isinstance(node, CoopMapNode) and len(arrays) < len(args):  # a scalar as a constant array
+        args = tuple(a if isinstance(a, Array) else _splat(device, scalar(a), node.ty, shape) for a in args)
+    if node is None:  # no per-lane form and broadcast operands: materialize them, then map
+        args = tuple(_materialized(a, shape, fallback, device) for a in args)
+        node, fallback = _nodes(row, args, shape, fallback, stored)
+    operands = [(a.buffer, 0) if isinstance(a, Array) else scalar(a) for a in args]
+    launch(lambda: f"{name}({_describe(args)})", node, device, operands, (out.buffer, 0), fallback)
     return out
+
+
+def _plan(row, args: tuple[Any, ...], device) -> tuple:
+    """``(shape, stored type, is_bool, node, fallback, scalar conversion)`` of ``row`` over ``args``; node
+    None (and the computing type in the fallback's place) where the operands must be materialized first."""
+    compute, stored, is_bool = _types(row, args)
+    what = f"{row.name}({_describe(args)})"
+    shape = broadcast_shapes(what, *(a.shape for a in args if isinstance(a, Array)))
+    count = 1
+    for d in shape:
+        count *= d
+    if count >= SPLAT_MIN and row.cooperative is not None and row.arity == 2:
+        # plan as if the scalar were an array of the shape (apply puts a cached constant array there)
+        args = tuple(a if isinstance(a, Array) else Array(None, shape, compute) for a in args)  # type: ignore[arg-type]
+    node, fallback = _nodes(row, args, shape, compute, stored)
+    scalar = float if compute.is_float() else int  # a scalar preset of the computing type (True -> 1)
+    if row.body is None and not isinstance(node, CoopMapNode):
+        return shape, stored, is_bool, None, compute, scalar
+    return shape, stored, is_bool, node, fallback, scalar
+
+
+#: elements from which a Python scalar with a same-shape array goes to the cooperative map as a constant
+#: array (cached) rather than as a preset of a per-lane program: per-lane programs with presets run the
+#: wasm backend's scalar lane loop (~20 ns a lane here), the cooperative map its SIMD kernel
+SPLAT_MIN = 1 << 16
+#: the most bytes of constant arrays kept
+SPLAT_BYTES = 32 << 20
+_splats: dict[tuple, Array] = {}
+
+
+def _splat(device, value: Any, ty: Type, shape: tuple[int, ...]) -> Array:
+    """An array of ``shape`` filled with ``value`` as ``ty`` on ``device``, from a small cache (arrays are
+    never written after they are made, so sharing one is safe)."""
+    from .creation import full
+    from .host import element_bytes
+    key = (device, ty, element_bytes(value, ty), shape)  # bytes: -0.0 and 0.0 differ, NaN finds itself
+    found = _splats.pop(key, None)
+    if found is None or device._closed:
+        found = full(shape, value, ty, device)
+    _splats[key] = found  # most recently used last
+    while sum(a.nbytes for a in _splats.values()) > SPLAT_BYTES and len(_splats) > 1:
+        _splats.pop(next(iter(_splats)))
+    return found
 
 
 def _materialized(value: Any, shape: tuple[int, ...], ty: Type, device) -> Array:

@@ -26,38 +26,60 @@ __all__ = ["sum", "prod", "max", "min", "mean", "var", "argmax", "argmin"]
 _NEEDS_ONE = ("max", "min", "argmax", "argmin")
 
 
+#: (op, shape, dtype, is_bool, axis, keepdims, acc, out type) -> (out shape, node, fallback): a warm
+#: reduction looks its nodes up
+_plans: dict[tuple, tuple] = {}
+
+
 def _reduce(op: str, a: Array, axis: Any, keepdims: bool, acc: Type, out_type: Type, is_bool: bool) -> Array:
-    what = f"{op}({a.describe()}, axis={axis!r})"
     if not isinstance(a, Array):
         raise ArrayError(f"{op} needs an Array, got {type(a).__name__}")
-    axes = normalize_axes(axis, a.ndim, what)
+
+    def what() -> str:
+        return f"{op}({a.describe()}, axis={axis!r})"
+    key = (op, a.shape, a.dtype, a.is_bool, tuple(axis) if isinstance(axis, list) else axis, keepdims, acc,
+           out_type)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(op, a, axis, keepdims, acc, out_type, what)
+    shape, node, fallback = plan
+    out = Array.empty(a.device, shape, out_type, is_bool)
+    if out.size == 0:
+        return out
+    source = a
+    if isinstance(node, CoopReduceNode) and a.dtype != acc:
+        source = a.astype(acc)
+    launch(what, node, a.device, [(source.buffer, 0)], (out.buffer, 0), fallback)
+    return out
+
+
+def _plan(op: str, a: Array, axis: Any, keepdims: bool, acc: Type, out_type: Type, what) -> tuple:
+    """``(out shape, node, fallback)`` of a reduction; raises ArrayError for a bad axis or an empty
+    reduction without identity."""
+    try:
+        axes = normalize_axes(axis, a.ndim, "")
+    except ArrayError as error:
+        raise ArrayError(what() + str(error)) from None
     if op in ("argmax", "argmin") and axis is not None and len(axes) != 1:
-        raise ArrayError(f"{what}: takes one axis or None")
+        raise ArrayError(f"{what()}: takes one axis or None")
     kept = [i for i in range(a.ndim) if i not in axes]
     count = size_of([a.shape[i] for i in axes])
     if count == 0 and op in _NEEDS_ONE:
-        raise ArrayError(f"{what}: a zero-size reduction has no identity")
+        raise ArrayError(f"{what()}: a zero-size reduction has no identity")
     if keepdims:
         shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
     else:
         shape = tuple(a.shape[i] for i in kept)
     if op in ("argmax", "argmin") and axis is None and keepdims:
         shape = (1,) * a.ndim
-    out = Array.empty(a.device, shape, out_type, is_bool)
-    if out.size == 0:
-        return out
     own = row_major(a.shape)
     dims, (strides,) = coalesce(tuple(a.shape[i] for i in kept), [tuple(own[i] for i in kept)])
     red_dims, (red_strides,) = coalesce(tuple(a.shape[i] for i in axes), [tuple(own[i] for i in axes)])
     if not kept and op not in ("argmax", "argmin") and count > 0:
-        source = a if a.dtype == acc else a.astype(acc)
-        coop = CoopReduceNode(op, count, acc)
-        fallback = ReduceNode(op, dims, strides, red_dims, red_strides, acc, acc, out_type)
-        launch(what, coop, a.device, [(source.buffer, 0)], (out.buffer, 0), fallback)
-        return out
-    node = ReduceNode(op, dims, strides, red_dims, red_strides, a.dtype, acc, out_type)
-    launch(what, node, a.device, [(a.buffer, 0)], (out.buffer, 0))
-    return out
+        # one cooperative reduction (of the array converted to the accumulating type), per lane where refused
+        return shape, CoopReduceNode(op, count, acc), ReduceNode(op, dims, strides, red_dims, red_strides, acc,
+                                                                  acc, out_type)
+    return shape, ReduceNode(op, dims, strides, red_dims, red_strides, a.dtype, acc, out_type), None
 
 
 def _acc_type(a: Array, dtype: Any, op: str) -> Type:

@@ -8,12 +8,11 @@ best available backend, made on first use. Standard library only.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from ..backend import Backend
 from ..cache import ProgramCache
 from ..errors import ArrayError, UnsupportedOperation
-from ..isa.addresses import make_pointer
 from ..isa.registers import Register
 from ..launch import ExecutionParams
 from .codegen import Kernel, generate
@@ -62,22 +61,49 @@ def _named(name: str, get_backend) -> Backend:
     return backend
 
 
-def _free(device: Backend, handle: int) -> None:
-    if not device._closed:
+#: device -> {bytes: handles} of buffers whose arrays were collected, kept for the next array of that size
+#: (allocating and freeing cost more than a small operation's launch); at most POOL_BYTES per device
+_pools: "weakref.WeakKeyDictionary[Backend, dict[int, list[int]]]" = weakref.WeakKeyDictionary()
+_pooled: "weakref.WeakKeyDictionary[Backend, int]" = weakref.WeakKeyDictionary()
+POOL_BYTES = 64 << 20
+
+
+def _recycle(device: Backend, handle: int, nbytes: int) -> None:
+    if device._closed:
+        return
+    held = _pooled.get(device, 0)
+    if held + nbytes > POOL_BYTES:
         device.free_buffer(handle)
+        return
+    _pools.setdefault(device, {}).setdefault(nbytes, []).append(handle)
+    _pooled[device] = held + nbytes
 
 
 class DeviceBuffer:
-    """A device buffer of ``nbytes`` (at least 1) that arrays share (reshape shares, it does not copy);
-    freed when the last array holding it is collected. Raises AllocationFailed."""
+    """A device buffer of ``nbytes`` (at least 1 allocated) that arrays share (reshape shares, it does
+    not copy); when the last array holding it is collected it goes back to a pool for the next buffer of
+    that size on that device. Its contents are unspecified (a recycled buffer) unless ``zeroed``.
+    Raises AllocationFailed."""
 
     __slots__ = ("device", "handle", "nbytes", "__weakref__")
 
-    def __init__(self, device: Backend, nbytes: int) -> None:
+    def __init__(self, device: Backend, nbytes: int, zeroed: bool = False) -> None:
         self.device = device
         self.nbytes = nbytes
-        self.handle = device.allocate_buffer(max(nbytes, 1))
-        weakref.finalize(self, _free, device, self.handle)
+        size = max(nbytes, 1)
+        free = None if zeroed else _pools.get(device, {}).get(size)
+        if free:
+            self.handle = free.pop()
+            _pooled[device] -= size
+        else:
+            self.handle = device.allocate_buffer(size)
+
+    def __del__(self) -> None:
+        # cheaper than weakref.finalize on every array; at interpreter exit the modules may be gone
+        try:
+            _recycle(self.device, self.handle, max(self.nbytes, 1))
+        except Exception:  # noqa: BLE001 - a destructor must not raise (closed device, shutdown)
+            pass
 
 
 #: generated kernels per node (the nodes hold shapes and types, never buffers)
@@ -96,30 +122,49 @@ def kernel_for(node: object) -> Kernel:
     return _kernels.get_or_build(node, lambda: generate(node))
 
 
-def launch(what: str, node: object, device: Backend, operands: list[Any], out: Any,
+def _params(kernel: Kernel, values: tuple) -> ExecutionParams:
+    """The launch parameters of ``kernel`` with preset ``values``, kept per kernel for the last few value
+    tuples: a loop over recycled buffers launches with the parameters it made before (the scalars' types
+    are part of the key: 1 and 1.0 and True are equal in a tuple)."""
+    memo = kernel.params
+    key = (values, tuple(map(type, values)))
+    params = memo.get(key)
+    if params is None:
+        if len(memo) >= 8:
+            memo.pop(next(iter(memo)))
+        registers = {_REGISTERS[i + 1]: (ty, value) for i, ((_, _, ty), value) in enumerate(zip(kernel.presets, values))}
+        params = memo[key] = ExecutionParams(kernel.config, registers, kernel.budget)
+    return params
+
+#: r0 ... r255, made once (a launch names its presets by these)
+_REGISTERS = tuple(Register(i) for i in range(256))
+
+
+def launch(what: Callable[[], str] | str, node: object, device: Backend, operands: list[Any], out: Any,
            fallback: object = None) -> None:
     """Run ``node`` on ``device``: ``operands[k]`` is a ``(DeviceBuffer, base element offset)`` or a
     Python scalar for input k, ``out`` the output's. When the device cannot compile ``node`` and a
-    ``fallback`` node is given, that runs instead (and from then on). Raises UnsupportedOperation
-    naming ``what`` where neither compiles, AtlasTrap or ExecutionFailed from the launch."""
+    ``fallback`` node is given, that runs instead (and from then on). ``what`` (or ``what()``, made only on
+    an error) names the operation. Raises UnsupportedOperation naming it where neither compiles, AtlasTrap or ExecutionFailed
+    from the launch."""
     if fallback is not None and (type(device), node) in _refused:
         node, fallback = fallback, None
     kernel = kernel_for(node)
-    registers = {}
-    for i, (kind, k, ty) in enumerate(kernel.presets):
+    values = []
+    for kind, k, _ty in kernel.presets:
         value = out if k < 0 else operands[k]
         if kind == "handle":
             value = value[0].handle
         elif kind == "base":
             value = value[1]
         elif kind == "pointer":
-            value = make_pointer(value[0].handle, 0)
-        registers[Register(i + 1)] = (ty, value)
-    params = ExecutionParams(kernel.config, registers, kernel.budget)
+            value = value[0].handle << 32
+        values.append(value)
+    params = _params(kernel, tuple(values))
     try:
         device.execute_program_with_params(kernel.program, params)
     except UnsupportedOperation as error:
         if fallback is None:
-            raise UnsupportedOperation(what, getattr(error, "ty", None), device.name, str(error)) from None
+            raise UnsupportedOperation(what() if callable(what) else what, getattr(error, "ty", None), device.name, str(error)) from None
         _refused.add((type(device), node))
         launch(what, fallback, device, operands, out)

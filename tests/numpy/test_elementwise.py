@@ -168,3 +168,36 @@ def test_arrays_on_different_devices_are_refused(device):
             x + y
     finally:
         other.close()
+
+
+def test_bool_and_int_scalars_with_every_array_type(device):
+    i = np.int32([1, -2, 3])
+    x = anp.array(i, device=device)
+    check(x + True, i + True)
+    check(x * False, i * False)
+    check(anp.array(np.float32([0.5]), device=device) + True, np.float32([0.5]) + True)
+    check(anp.maximum(x, 2), np.maximum(i, 2))
+
+
+def test_recycled_buffers_do_not_leak_values_into_zeros(device):
+    x = anp.array(np.float32([1, 2, 3, 4]), device=device)
+    y = x + 1.0
+    handle = y.buffer.handle
+    del y
+    z = anp.zeros(4, device=device)  # never a recycled buffer: its zeros are the allocation's
+    assert z.tolist() == [0.0] * 4 and z.buffer.handle != handle
+    w = x * 3.0  # a result may take the recycled buffer; it writes every element
+    assert w.tolist() == [3.0, 6.0, 9.0, 12.0]
+
+
+def test_scalars_with_large_arrays(device):
+    # from SPLAT_MIN elements a scalar goes to the cooperative map as a cached constant array
+    from atlas_web.numpy.elementwise import SPLAT_MIN
+    a = data((SPLAT_MIN + 5,))
+    x = anp.array(a, device=device)
+    check(2 * x - 0.5, np.float32(2) * a - np.float32(0.5))
+    check(x * -0.0, a * np.float32(-0.0))
+    check(x * 0.0, a * np.float32(0.0))
+    check(anp.maximum(x, float("nan")), np.maximum(a, np.float32("nan")))
+    check(1.5 / x, np.float32(1.5) / a)
+    check(x > 0.25, a > np.float32(0.25))
