@@ -16,7 +16,7 @@ from .array import Array
 from .dtypes import BOOL, float_for, promote, promote_scalar
 from .nodes import CoopMapNode, MapNode, Operand
 from .ops_table import OPS
-from .runtime import launch
+from .runtime import EXIT_HOOKS, launch
 from .shapes import broadcast_shapes, broadcast_strides, coalesce, row_major
 
 __all__ = ["apply", "common_device", "result_type"]
@@ -148,6 +148,7 @@ SPLAT_MIN = 1 << 16
 #: the most bytes of constant arrays kept
 SPLAT_BYTES = 32 << 20
 _splats: dict[tuple, Array] = {}
+EXIT_HOOKS.append(_splats.clear)
 
 
 def _splat(device, value: Any, ty: Type, shape: tuple[int, ...]) -> Array:

@@ -7,6 +7,7 @@ best available backend, made on first use. Standard library only.
 
 from __future__ import annotations
 
+import atexit
 import weakref
 from typing import Any, Callable
 
@@ -21,6 +22,25 @@ __all__ = ["default_device", "set_default_device", "as_device", "DeviceBuffer", 
            "cached_kernels"]
 
 _default: Backend | None = None
+#: backends this module started (the default and those named by string): closed at exit
+_started: list[Backend] = []
+#: caches of arrays to drop at exit (elementwise's constant arrays), before the backends close
+EXIT_HOOKS: list = []
+
+
+@atexit.register
+def _release() -> None:
+    """Drop cached arrays and close the backends started here while the interpreter is whole (a wasmtime
+    store collected during its teardown reports errors)."""
+    global _default
+    for hook in EXIT_HOOKS:
+        hook()
+    _pools.clear()
+    for backend in _started:
+        backend.close()
+    _started.clear()
+    _by_name.clear()
+    _default = None
 
 
 def set_default_device(device: Backend | str | None) -> None:
@@ -36,6 +56,7 @@ def default_device() -> Backend:
     if _default is None:
         from ..registry import init_backend
         _default = init_backend()
+        _started.append(_default)
     return _default
 
 
@@ -58,6 +79,7 @@ def _named(name: str, get_backend) -> Backend:
     backend = _by_name.get(name)
     if backend is None or backend._closed:
         backend = _by_name[name] = get_backend(name)
+        _started.append(backend)
     return backend
 
 
