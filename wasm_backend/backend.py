@@ -20,8 +20,9 @@ Threads: natively the memory is shared and, on ``threads`` threads (the launchin
 * a SIMD lane-mode launch of at least ``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
   cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``);
 * a GEMM/BatchedGEMM item of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds (16M) runs its
-  blocked kernel over one range of rows per thread (``env.parallel_gemm``: each thread's packing scratch taken
-  from the arena for the call; without room, the module runs it in one call).
+  kernel over one range of rows per thread, and a BatchedGEMM of smaller items adding up to it over ranges of
+  items (``env.parallel_gemm``: each range's packing scratch taken from the arena once per launch; without
+  room, the module runs it in one call).
 
 ``device_info()["parallel_dispatches"]`` counts the three, ``["parallel_worker_chunks"]`` the chunks worker
 threads ran. A failure or a KeyboardInterrupt stops the chunks of a launch between two chunks, and the
@@ -368,11 +369,12 @@ class WasmBackend(Backend):
         self._runner.parallel_call(instance, SIMD_CHUNK, ranges)
 
     def _parallel_gemm(self, instance, compiled, index: int, a: int, b: int, c: int) -> int:
-        """``env.parallel_gemm``: run GEMM ``index``'s driver over one range of rows per thread, each with packing
-        scratch of its own from the arena (taken once per launch, for every batch item; released after the
-        launch); 1 when there is no room for it (the module then runs the driver in one call), else 0."""
-        export, rows, step, slot_bytes = compiled.parallel_gemms[index]
-        ranges = gemm_row_ranges(rows, self._runner.threads, step)
+        """``env.parallel_gemm``: run GEMM ``index``'s export over one range (of rows, GEMV outputs or batch items)
+        per thread, each with packing scratch of its own from the arena (taken once per launch, for every batch
+        item; released after the launch); 1 when there is no room for it (the module then runs it in one
+        call), else 0."""
+        export, count, step, slot_bytes = compiled.parallel_gemms[index]
+        ranges = gemm_row_ranges(count, self._runner.threads, step)
         scratch = self._gemm_scratch.get(index)
         if scratch is None:
             try:

@@ -133,9 +133,12 @@ def test_gemv_on_threads_gives_the_bits_of_one_thread(backends, monkeypatch, m, 
     assert len(results) == 1
 
 
-def test_batched_gemm_on_threads_takes_scratch_once_and_gives_it_back(backends, monkeypatch):
-    monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", 1 << 12)
-    batch, m, n, k = 5, 40, 24, 16
+@pytest.mark.parametrize("threshold,cut", [(1 << 12, "rows"), (1 << 16, "items")])
+def test_batched_gemm_on_threads_takes_scratch_once_and_gives_it_back(backends, monkeypatch, threshold, cut):
+    """Items at the threshold: each item's rows over the threads (one dispatch per item); items under it whose
+    total reaches it: whole items over the threads (one dispatch)."""
+    monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", threshold)
+    batch, m, n, k = 5, 40, 24, 16 if cut == "rows" else 17  # not the other case's program (compiled, cached)
     rng = np.random.default_rng(9)
     arrays = {"c": np.zeros(batch * m * n, np.float32), "a": rng.standard_normal(batch * m * k).astype(np.float32),
               "b": rng.standard_normal(batch * k * n).astype(np.float32)}
@@ -149,9 +152,10 @@ def test_batched_gemm_on_threads_takes_scratch_once_and_gives_it_back(backends, 
         monkeypatch.setattr(backend._memory, "scratch", lambda size, what: taken.append(what) or scratch(size, what))
         out, _ = launch(backend, "BatchedGEMM", arrays, batch=batch, m=m, n=n, k=k)
         monkeypatch.undo()
-        monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", 1 << 12)
+        monkeypatch.setattr("wasm_backend.lowering.coop_gemm.PARALLEL_GEMM_THRESHOLD", threshold)
         after = backend.device_info()
-        assert after["parallel_dispatches"] - before["parallel_dispatches"] == (batch if threads > 1 else 0)
+        dispatches = (batch if cut == "rows" else 1) if threads > 1 else 0
+        assert after["parallel_dispatches"] - before["parallel_dispatches"] == dispatches
         assert taken.count("GEMM packing scratch") == (1 if threads > 1 else 0), taken
         assert backend._memory.arena.free_bytes == free, "scratch left taken after the launch"
         results.add(out.tobytes())

@@ -9,11 +9,12 @@ sized at compile time from the largest GEMM of the program (``cooperative_rule(.
 a user's buffer or pool, and never grown at run time.
 
 A module compiled for several threads imports ``env.parallel_gemm(instruction, a, b, c) -> status``: for a
-GEMM of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds the host runs the exported driver
-over row ranges (multiples of the register tile's rows, or of a GEMV's block step) on its threads, each
-with scratch of its own taken from the arena for the call; it answers 1 when it has no scratch to give,
-and the module then runs the driver in one call. Every element of C is computed by the same code on
-whichever thread computes its row, so the bits do not depend on the thread count.
+GEMM item of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds the host runs the exported
+driver over row ranges (multiples of the register tile's rows, or of a GEMV's block step) on its threads;
+for a BatchedGEMM whose items are smaller but add up to the threshold, over ranges of whole items. Each
+range gets scratch of its own taken from the arena (once per launch); the host answers 1 when it has no
+scratch to give, and the module then runs it in one call. Every element of C is computed by the same code
+on whichever thread computes it, so the bits do not depend on the thread count.
 
 Types: F32 and F64 (f32x4 / f64x2). Element sums are in the element type with one rounding per product
 (relaxed_madd, fused where the engine has FMA) or two (mul, add); the contract's bound holds for both.
@@ -31,7 +32,7 @@ from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, ge
 from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule
 
-__all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_outputs",
+__all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_parallel",
            "gemm_scratch_bytes"]
 
 I32 = ValType.I32
@@ -60,7 +61,7 @@ def gemm_kernel_name(index: int) -> str:
     return f"gemm_kernel_{index}"
 
 
-def gemm_outputs(instr) -> tuple[int, int]:
+def _outputs(instr) -> tuple[int, int]:
     """(the rows of C the driver's ``lo .. hi`` range over, the step range starts are multiples of): for a GEMV
     shape (m or n is 1) the outputs of ``coop_gemm_vector``, else C's rows in whole register tiles."""
     shape = gemm_shape(instr)
@@ -70,10 +71,23 @@ def gemm_outputs(instr) -> tuple[int, int]:
     return shape.m, row_step(DEFAULT_TILING)
 
 
+def gemm_parallel(instr) -> tuple[str, int, int] | None:
+    """How the GEMM ``instr`` is cut over threads: ``("rows", outputs, step)`` (each batch item's rows or GEMV
+    outputs, when an item has at least PARALLEL_GEMM_THRESHOLD multiply-adds), ``("items", batch, 1)`` (whole
+    items, when only their total reaches it), or None (one thread)."""
+    items, _ = _items(instr)
+    per_item = instr.m * instr.n * instr.k
+    outputs, step = _outputs(instr)
+    if per_item >= PARALLEL_GEMM_THRESHOLD and outputs > step:
+        return "rows", outputs, step
+    if items > 1 and per_item * items >= PARALLEL_GEMM_THRESHOLD:
+        return "items", items, 1
+    return None
+
+
 def parallel_gemm_wanted(parallel: bool, instr) -> bool:
     """Whether the GEMM ``instr`` of a module compiled for several threads may call ``env.parallel_gemm``."""
-    outputs, step = gemm_outputs(instr)
-    return parallel and outputs > step and instr.m * instr.n * instr.k >= PARALLEL_GEMM_THRESHOLD
+    return parallel and gemm_parallel(instr) is not None
 
 
 def _items(instr) -> tuple[int, tuple[int, int, int]]:
@@ -101,37 +115,61 @@ def _driver(m, name: str, shape: GemmShape, export: bool) -> int:
     return build_gemv_driver(m, name, shape, plan, relaxed=DEFAULT_TILING.relaxed, export=export)
 
 
+def _items_function(m, name: str, driver: int, outputs: int, strides: tuple[int, int, int], size: int,
+                    export: bool) -> int:
+    """``name(a, b, c, scratch, lo, hi)``: the driver over all of its rows for batch items ``lo .. hi``."""
+    fb, e = m.define(name, (I32,) * 6, (), export=export)
+    a, b, c, scratch, lo, hi = range(6)
+    item = fb.add_local(I32)
+    e.get(lo).set(item)
+
+    def one_item() -> None:
+        for pointer, stride in zip((a, b, c), strides):
+            e.get(pointer).get(item).i32(stride * size).op("i32.mul").op("i32.add")
+        e.get(scratch).i32(0).i32(outputs).call(driver)
+
+    e.while_below(item, hi, 1, one_item, labels=("items_done", "items"))
+    return fb.index
+
+
 def _build(cc: CoopContext) -> None:
     instr = cc.instr
     ty = instr.ty
     m = cc.m
-    parallel = "parallel_gemm" in m.imports and parallel_gemm_wanted(True, instr)
-    driver = _driver(m, gemm_kernel_name(cc.index), gemm_shape(instr), parallel)
-    outputs = gemm_outputs(instr)[0]
+    cut = gemm_parallel(instr) if "parallel_gemm" in m.imports else None
+    mode = cut[0] if cut else None
+    name = gemm_kernel_name(cc.index)
+    driver = _driver(m, name if mode == "rows" else f"{name}_item", gemm_shape(instr), mode == "rows")
+    outputs = _outputs(instr)[0]
+    items, strides = _items(instr)
+    all_items = _items_function(m, name if mode == "items" else f"{name}_items", driver, outputs, strides,
+                                ty.size_bytes(), mode == "items")
     extents = {array.name: array.elements for array in array_operands(instr)}
     a, b, c = (cc.array(name, ty, extents[name]) for name in ("a", "b", "c"))
     e = cc.e
     scratch = cc.local(I32)
     cc.launch_base()
     e.i32(cc.launch.coop_scratch).op("i32.add").set(scratch)
-    items, strides = _items(instr)
-    item = cc.local(I32)
-    e.i32(0).set(item)
+    if mode == "rows":  # item by item, each item's rows over the threads
+        item, count = cc.local(I32), cc.local(I32)
+        e.i32(0).set(item)
+        e.i32(items).set(count)
 
-    def one_item() -> None:
-        if parallel:
+        def one_item() -> None:
             e.i32(cc.index).get(a).get(b).get(c).call(m.host("parallel_gemm"))
             with e.if_():  # 1: the host had no scratch for its threads
                 e.get(a).get(b).get(c).get(scratch).i32(0).i32(outputs).call(driver)
-        else:
-            e.get(a).get(b).get(c).get(scratch).i32(0).i32(outputs).call(driver)
-        for pointer, stride in zip((a, b, c), strides):
-            if stride:
+            for pointer, stride in zip((a, b, c), strides):
                 e.get(pointer).i32(stride * ty.size_bytes()).op("i32.add").set(pointer)
 
-    count = cc.local(I32)
-    e.i32(items).set(count)
-    e.while_below(item, count, 1, one_item, labels=("items_done", "items"))
+        e.while_below(item, count, 1, one_item, labels=("items_done", "items"))
+        e.i32(COOP_OK)
+        return
+    if mode == "items":  # whole items over the threads
+        e.i32(cc.index).get(a).get(b).get(c).call(m.host("parallel_gemm")).op("i32.eqz")
+        with e.if_():
+            e.i32(COOP_OK).op("return")
+    e.get(a).get(b).get(c).get(scratch).i32(0).i32(items).call(all_items)
     e.i32(COOP_OK)
 
 

@@ -42,7 +42,7 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
 )
 from .coop_context import CoopContext
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
-from .coop_gemm import gemm_kernel_name, gemm_outputs, gemm_scratch_bytes, parallel_gemm_wanted
+from .coop_gemm import gemm_kernel_name, gemm_parallel, gemm_scratch_bytes, parallel_gemm_wanted
 from .coop_map import map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported
 from .coop_reduce import parallel_reduce_wanted, reduce_kernel_name
 from .lane_context import STOP_TRAPPED
@@ -78,8 +78,8 @@ class CompiledProgram:
     parallel_reduces: dict = field(default_factory=dict)
     #: whether the SIMD function may call ``env.parallel_lanes`` (it then exports ``simd_chunk``)
     parallel_lanes: bool = False
-    #: instruction index -> (driver export, rows or outputs, range step, scratch bytes per thread) of the GEMMs
-    #: that may call ``env.parallel_gemm``
+    #: instruction index -> (export, the count its ``lo .. hi`` range over: rows, GEMV outputs or batch items,
+    #: range step, scratch bytes per thread) of the GEMMs that may call ``env.parallel_gemm``
     parallel_gemms: dict = field(default_factory=dict)
 
 
@@ -123,7 +123,7 @@ def _parallel_reduces(program, parallel: bool) -> dict[int, str]:
 
 
 def _parallel_gemms(program, parallel: bool) -> dict[int, tuple[str, int, int, int]]:
-    return {index: (gemm_kernel_name(index), *gemm_outputs(instr), gemm_scratch_bytes(instr))
+    return {index: (gemm_kernel_name(index), *gemm_parallel(instr)[1:], gemm_scratch_bytes(instr))
             for index, instr in enumerate(program.instructions)
             if instr.INFO.name in ("GEMM", "BatchedGEMM") and parallel_gemm_wanted(parallel, instr)}
 
