@@ -16,7 +16,11 @@ from atlas_web.isa.types import Type
 __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
-UNSUPPORTED: dict[str, str] = {}
+_NO_KERNEL = "no wasm kernel yet (issue 10; it has no default expansion): runs on cpu"
+UNSUPPORTED = {
+    "MixedPrecisionGEMM": _NO_KERNEL,
+    "QuantizedGEMM": _NO_KERNEL,
+}
 
 
 def backend_documentation() -> BackendDocumentation:

@@ -77,9 +77,12 @@ def _ulps() -> dict[tuple[str, str], float]:
 
 
 #: rows the WGSL generator has no kernel for yet, and why
+_NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    "GEMM": "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu",
-    "BatchedGEMM": "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu",
+    "GEMM": _NO_KERNEL,
+    "BatchedGEMM": _NO_KERNEL,
+    "MixedPrecisionGEMM": _NO_KERNEL,
+    "QuantizedGEMM": _NO_KERNEL,
 }
 
 #: the types the WGSL generator has no representation for, and why

@@ -399,26 +399,38 @@ _row("LayerScale", 0x93, "layerscale", [_addr("output", GADDR, W, "rows*n"), _ad
 #: the stored shape of A (k x m when transposed) and of B (n x k when transposed)
 _A_SHAPE = "k if trans_a else m, m if trans_a else k"
 _B_SHAPE = "n if trans_b else k, k if trans_b else n"
-_GEMM_SCALARS = (Operand("alpha", K.FLOAT, T.TY), Operand("beta", K.FLOAT, T.TY), Operand("trans_a", K.FLAG),
-                 Operand("trans_b", K.FLAG), Operand("lda", K.UINT, 32), Operand("ldb", K.UINT, 32),
-                 Operand("ldc", K.UINT, 32))
-_GEMM_DEFAULTS = {"alpha": 1.0, "beta": 0.0, "trans_a": False, "trans_b": False, "lda": 0, "ldb": 0, "ldc": 0}
+_SHAPE = (Operand("m", K.UINT, 32), Operand("n", K.UINT, 32), Operand("k", K.UINT, 32))
+_LAYOUT = (Operand("trans_a", K.FLAG), Operand("trans_b", K.FLAG), Operand("lda", K.UINT, 32),
+           Operand("ldb", K.UINT, 32), Operand("ldc", K.UINT, 32))
+_LAYOUT_DEFAULTS = {"trans_a": False, "trans_b": False, "lda": 0, "ldb": 0, "ldc": 0}
+_GEMM_DEFAULTS = {"alpha": 1.0, "beta": 0.0, **_LAYOUT_DEFAULTS}
 #: a leading dimension is 0 (packed) or at least the stored row's length
 _GEMM_REQUIRES = (Requirement("lda", "lda == 0 or lda >= (m if trans_a else k)", "lda is shorter than a row of a"),
                   Requirement("ldb", "ldb == 0 or ldb >= (k if trans_b else n)", "ldb is shorter than a row of b"),
                   Requirement("ldc", "ldc == 0 or ldc >= n", "ldc is shorter than a row of c"))
 _GEMM_MEANING = ("C = alpha*op(A)@op(B) + beta*C, op(X) = X or its transpose; A m x k (stored k x m when trans_a), "
                  "B k x n (n x k when trans_b), C m x n; beta == 0 does not read C")
-_row("GEMM", 0x94, "gemm", [_addr("c", GADDR, RW, "matrix(m, n, ldc)"), _addr("a", GADDR, R, f"matrix({_A_SHAPE}, lda)"),
-                            _addr("b", GADDR, R, f"matrix({_B_SHAPE}, ldb)"), Operand("m", K.UINT, 32),
-                            Operand("n", K.UINT, 32), Operand("k", K.UINT, 32), *_GEMM_SCALARS],
+
+
+def _matrices(c_element: object, ab_element: object, c_memory: Access = RW) -> list[Operand]:
+    """c, a and b of one matrix product, with their extents and element types."""
+    return [_addr("c", GADDR, c_memory, "matrix(m, n, ldc)", c_element),
+            _addr("a", GADDR, R, f"matrix({_A_SHAPE}, lda)", ab_element),
+            _addr("b", GADDR, R, f"matrix({_B_SHAPE}, ldb)", ab_element)]
+
+
+def _scaling(storage: object) -> tuple[Operand, Operand]:
+    return Operand("alpha", K.FLOAT, storage), Operand("beta", K.FLOAT, storage)
+
+
+_row("GEMM", 0x94, "gemm", [*_matrices(T.TY, T.TY), *_SHAPE, *_scaling(T.TY), *_LAYOUT],
      frozenset({Type.F32, Type.F64}), CO, "matrix", "once per launch: " + _GEMM_MEANING,
      default_type=Type.F32, defaults=_GEMM_DEFAULTS, requires=_GEMM_REQUIRES)
 _row("BatchedGEMM", 0x95, "bgemm",
      [_addr("c", GADDR, RW, "matrices(batch, stride_c, m, n, ldc)"),
       _addr("a", GADDR, R, f"matrices(batch, stride_a, {_A_SHAPE}, lda)"),
       _addr("b", GADDR, R, f"matrices(batch, stride_b, {_B_SHAPE}, ldb)"), Operand("batch", K.UINT, 32),
-      Operand("m", K.UINT, 32), Operand("n", K.UINT, 32), Operand("k", K.UINT, 32), *_GEMM_SCALARS,
+      *_SHAPE, *_scaling(T.TY), *_LAYOUT,
       Operand("stride_a", K.UINT, 32), Operand("stride_b", K.UINT, 32), Operand("stride_c", K.UINT, 32)],
      frozenset({Type.F32, Type.F64}), CO, "matrix",
      "once per launch, for each item i < batch (X_i starts stride_x elements after X_{i-1}; 0: rows*ld, packed): "
@@ -426,6 +438,18 @@ _row("BatchedGEMM", 0x95, "bgemm",
      default_type=Type.F32, defaults={**_GEMM_DEFAULTS, "stride_a": 0, "stride_b": 0, "stride_c": 0},
      requires=(*_GEMM_REQUIRES, Requirement("stride_c", "batch <= 1 or stride_c == 0 or stride_c >= matrix(m, n, ldc)",
                                             "the items of c would overlap")))
+_row("MixedPrecisionGEMM", 0x96, "mpgemm", [*_matrices(Type.F32, T.TY), *_SHAPE, *_scaling(Type.F32), *_LAYOUT],
+     frozenset({Type.F16, Type.BF16}), CO, "matrix",
+     "once per launch: GEMM with A and B of type ty (f16, bf16), accumulated in at least f32, C and alpha, beta f32: "
+     + _GEMM_MEANING, default_type=Type.F16, defaults=_GEMM_DEFAULTS, requires=_GEMM_REQUIRES)
+_row("QuantizedGEMM", 0x97, "qgemm",
+     [*_matrices(T.TY, Type.I8, W), Operand("a_scale", K.FLOAT, Type.F32), Operand("b_scale", K.FLOAT, Type.F32),
+      Operand("c_scale", K.FLOAT, Type.F32), *_SHAPE, *_LAYOUT],
+     frozenset({Type.I8, Type.F32}), CO, "matrix",
+     "once per launch: acc = op(A)@op(B) of i8 A and B summed in i32 (wrapping); C of type ty: f32: f32(acc) * "
+     "(a_scale*b_scale); i8: f32(acc) * (a_scale*b_scale/c_scale) rounded half to even and saturated (NaN: 0), "
+     "each step rounded to f32 (docs/semantics.md, Matrix kernels)",
+     default_type=Type.I8, defaults=_LAYOUT_DEFAULTS, requires=_GEMM_REQUIRES)
 
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))

@@ -1,4 +1,5 @@
-"""Executor rules of the matrix kernels (rows of category "matrix"): GEMM and BatchedGEMM.
+"""Executor rules of the matrix kernels (rows of category "matrix"): GEMM, BatchedGEMM, MixedPrecisionGEMM and
+QuantizedGEMM.
 
 The executable form of docs/semantics.md, "Matrix kernels". Row-major; a matrix
 operand covers the elements its extent in the opcode table names
@@ -7,9 +8,11 @@ elements from its start (ld 0: packed, the row length). Each output element is
 
     alpha * sum_l op(A)[i, l] * op(B)[l, j] + beta * C[i, j]
 
-computed in float64 and rounded once to f32 for F32 (each product of two f32 is
-exact there, so the only error before that rounding is float64 summation's), and
-with float64 arithmetic for F64. The sums use ``np.einsum`` (no BLAS: its loops
+computed in float64 and rounded once to f32 for an f32 C (each product of two
+f32, f16 or bf16 values is exact there, so the only error before that rounding
+is float64 summation's: MixedPrecisionGEMM is this with f16/bf16 A and B), and
+with float64 arithmetic for F64. QuantizedGEMM is exact integer arithmetic and
+f32 steps (``quantized_values``). The sums use ``np.einsum`` (no BLAS: its loops
 multiply every pair, so ``0 * inf`` is NaN as IEEE says, where some BLAS skip a
 zero). beta == 0 does not read C (a NaN there does not propagate); k == 0 gives
 ``beta * C``. Only the m x n elements of C are written (the padding between rows
@@ -20,13 +23,15 @@ over their whole extents, in operand order, before anything is written, by
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..isa.types import Type
 from .exec_address import scatter
 from .exec_cooperative import CheckedArray, CooperativeStep, checked_arrays
 
-__all__ = ["MATRIX_RULES", "gemm_values", "matrix_view"]
+__all__ = ["MATRIX_RULES", "gemm_values", "quantized_values", "matrix_view"]
 
 #: rows of einsum's contraction: one GEMM item (i x l times l x j)
 _PRODUCT = "il,lj->ij"
@@ -49,7 +54,8 @@ def _operand(flat: np.ndarray, rows: int, cols: int, ld: int, start: int, transp
 
 def gemm_values(ty: Type, alpha: float, beta: float, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
     """alpha * a @ b + beta * c for an m x k ``a`` and a k x n ``b`` (``c``: m x n, or None when beta == 0), as
-    the rule computes it: in float64, rounded once to f32 for F32. Returns the m x n result in ``ty``'s dtype."""
+    the rule computes it: in float64, rounded once to ``ty`` (the type of C: F32 or F64). Returns the m x n result
+    in ``ty``'s dtype."""
     dtype = np.float32 if ty is Type.F32 else np.float64
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     if a64.shape[1] == 0:   # k == 0: beta * C (alpha times an empty sum is not formed: alpha = inf gives no NaN)
@@ -61,31 +67,58 @@ def gemm_values(ty: Type, alpha: float, beta: float, a: np.ndarray, b: np.ndarra
     return result.astype(dtype)
 
 
-def _gemm_item(instr, arrays: dict[str, np.ndarray], item: int, strides: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """One GEMM item: (the element indices of C it writes, its values)."""
+def quantized_values(ty: Type, a_scale: float, b_scale: float, c_scale: float, a: np.ndarray,
+                     b: np.ndarray) -> np.ndarray:
+    """QuantizedGEMM's C for i8 ``a`` (m x k) and ``b`` (k x n): the exact integer sums wrapped to i32, converted
+    to f32 (nearest even), times f32(a_scale * b_scale) (F32 C), or times f32(that / c_scale), rounded half to
+    even and saturated to -128..127 with NaN giving 0 (I8 C); every step rounded to f32."""
+    exact = np.einsum(_PRODUCT, a.astype(np.int64), b.astype(np.int64))
+    accumulated = (exact & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        scale = np.float32(a_scale) * np.float32(b_scale)
+        if ty is Type.F32:
+            return accumulated * scale
+        scaled = accumulated * (scale / np.float32(c_scale))
+        rounded = np.rint(scaled)
+    rounded[np.isnan(rounded)] = 0
+    return np.clip(rounded, -128, 127).astype(np.int8)
+
+
+#: the product of one item: (instr, op(A), op(B), read C, C's type) -> C's new values
+Product = Callable[[object, np.ndarray, np.ndarray, Callable[[], np.ndarray], Type], np.ndarray]
+
+
+def _float_product(instr, a: np.ndarray, b: np.ndarray, read_c: Callable[[], np.ndarray], c_ty: Type) -> np.ndarray:
+    return gemm_values(c_ty, instr.alpha, instr.beta, a, b, read_c() if instr.beta != 0 else None)
+
+
+def _quantized_product(instr, a: np.ndarray, b: np.ndarray, read_c: Callable[[], np.ndarray], c_ty: Type) -> np.ndarray:
+    return quantized_values(c_ty, instr.a_scale, instr.b_scale, instr.c_scale, a, b)
+
+
+def _item(instr, product: Product, arrays: dict[str, np.ndarray], item: int, strides: dict[str, int],
+          c_ty: Type) -> tuple[np.ndarray, np.ndarray]:
+    """One product: (the element indices of C it writes, its values)."""
     m, n, k = instr.m, instr.n, instr.k
     a = _operand(arrays["a"], m, k, instr.lda, item * strides["a"], instr.trans_a)
     b = _operand(arrays["b"], k, n, instr.ldb, item * strides["b"], instr.trans_b)
     ldc = instr.ldc or n
     index = item * strides["c"] + np.arange(m, dtype=np.int64)[:, None] * ldc + np.arange(n, dtype=np.int64)
-    c = arrays["c"][index] if instr.beta != 0 else None
-    return index.reshape(-1), gemm_values(instr.ty, instr.alpha, instr.beta, a, b, c).reshape(-1)
+    return index.reshape(-1), product(instr, a, b, lambda: arrays["c"][index], c_ty).reshape(-1)
 
 
 def _packed_stride(rows: int, cols: int, ld: int) -> int:
     return rows * (ld or cols)
 
 
-def _strides(instr, batched: bool) -> dict[str, int]:
-    """The element distance between consecutive items of each matrix (0 for one GEMM; stride 0: packed)."""
-    if not batched:
-        return {"a": 0, "b": 0, "c": 0}
+def _strides(instr) -> dict[str, int]:
+    """The element distance between consecutive items of each matrix (stride 0 or no batch field: packed)."""
     m, n, k = instr.m, instr.n, instr.k
     a_rows, a_cols = (k, m) if instr.trans_a else (m, k)
     b_rows, b_cols = (n, k) if instr.trans_b else (k, n)
-    return {"a": instr.stride_a or _packed_stride(a_rows, a_cols, instr.lda),
-            "b": instr.stride_b or _packed_stride(b_rows, b_cols, instr.ldb),
-            "c": instr.stride_c or _packed_stride(m, n, instr.ldc)}
+    return {"a": getattr(instr, "stride_a", 0) or _packed_stride(a_rows, a_cols, instr.lda),
+            "b": getattr(instr, "stride_b", 0) or _packed_stride(b_rows, b_cols, instr.ldb),
+            "c": getattr(instr, "stride_c", 0) or _packed_stride(m, n, instr.ldc)}
 
 
 def _write(array: CheckedArray, index: np.ndarray, values: np.ndarray) -> None:
@@ -94,25 +127,22 @@ def _write(array: CheckedArray, index: np.ndarray, values: np.ndarray) -> None:
     scatter(array.data, array.offset + size * index, array.array.ty, values)
 
 
-def _run_gemm(step: CooperativeStep, batched: bool) -> None:
-    instr = step.instr
-    checked = checked_arrays(step)
-    items = instr.batch if batched else 1
-    if instr.m == 0 or instr.n == 0 or items == 0:
-        return
-    arrays = {name: array.read() for name, array in checked.items()}   # copies: C is written after all reads
-    strides = _strides(instr, batched)
-    results = [_gemm_item(instr, arrays, item, strides) for item in range(items)]
-    for index, values in results:
-        _write(checked["c"], index, values)
+def _rule(product: Product) -> Callable[[CooperativeStep], None]:
+    """The executor rule of a matrix row whose items ``product`` computes (``batch`` items where the row has that
+    field, else one)."""
+    def run(step: CooperativeStep) -> None:
+        instr = step.instr
+        checked = checked_arrays(step)
+        items = getattr(instr, "batch", 1)
+        if instr.m == 0 or instr.n == 0 or items == 0:
+            return
+        arrays = {name: array.read() for name, array in checked.items()}   # copies: C is written after all reads
+        strides, c_ty = _strides(instr), checked["c"].array.ty
+        results = [_item(instr, product, arrays, item, strides, c_ty) for item in range(items)]
+        for index, values in results:
+            _write(checked["c"], index, values)
+    return run
 
 
-def _gemm(step: CooperativeStep) -> None:
-    _run_gemm(step, batched=False)
-
-
-def _batched_gemm(step: CooperativeStep) -> None:
-    _run_gemm(step, batched=True)
-
-
-MATRIX_RULES = {"GEMM": _gemm, "BatchedGEMM": _batched_gemm}
+MATRIX_RULES = {"GEMM": _rule(_float_product), "BatchedGEMM": _rule(_float_product),
+                "MixedPrecisionGEMM": _rule(_float_product), "QuantizedGEMM": _rule(_quantized_product)}

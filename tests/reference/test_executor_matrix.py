@@ -12,23 +12,32 @@ import pytest
 
 from atlas_web import TrapCode
 from atlas_web.isa import Address, Type, array_operands
-from atlas_web.isa.instructions import BatchedGEMM, GEMM
+from atlas_web.isa.instructions import GEMM, BatchedGEMM, MixedPrecisionGEMM, QuantizedGEMM
 from atlas_web.reference import CpuBackend
 
 from .executor_helpers import pointer, prog, r, run, trap_of
 
-COVERS = [(name, ty) for name in ("GEMM", "BatchedGEMM") for ty in (Type.F32, Type.F64)]
+COVERS = [(name, ty) for name in ("GEMM", "BatchedGEMM") for ty in (Type.F32, Type.F64)] + [
+    ("MixedPrecisionGEMM", Type.F16), ("MixedPrecisionGEMM", Type.BF16), ("QuantizedGEMM", Type.I8),
+    ("QuantizedGEMM", Type.F32)]
 
-_FORMAT = {Type.F32: "f", Type.F64: "d"}
+_FORMAT = {Type.F32: "f", Type.F64: "d", Type.F16: "e", Type.I8: "b"}
 
 
 def _pack(ty: Type, values) -> bytes:
+    if ty is Type.BF16:   # the high half of the f32 (the values are bf16 already)
+        return b"".join(struct.pack("<f", v)[2:] for v in values)
     return struct.pack(f"<{len(values)}{_FORMAT[ty]}", *values)
 
 
 def _unpack(ty: Type, data) -> list[float]:
     data = bytes(data)
     return list(struct.unpack(f"<{len(data) // ty.size_bytes()}{_FORMAT[ty]}", data))
+
+
+def _bf16(value: float) -> float:
+    """``value`` cut to bf16 (its f32's high half: exact for the small values made here)."""
+    return struct.unpack("<f", b"\0\0" + struct.pack("<f", value)[2:])[0]
 
 
 def _round(ty: Type, value: float) -> float:
@@ -145,3 +154,62 @@ def test_a_short_array_traps_before_anything_is_written():
     registers = {r(1 + k): (Type.U64, pointer(h)) for k, h in enumerate((c, a, b))}
     assert trap_of(backend, program, 1, registers=registers) == (TrapCode.OUT_OF_BOUNDS, 0, -1)
     assert _unpack(ty, backend.copy_from_buffer(c)) == [7.0] * 6
+
+
+@pytest.mark.parametrize("ty", [Type.F16, Type.BF16], ids=lambda t: t.name)
+def test_mixed_precision_gemm_matches_the_triple_loop_in_f32(ty):
+    rng = random.Random(9)
+    backend = CpuBackend()
+    m, n, k = 5, 3, 7
+    cut = _bf16 if ty is Type.BF16 else (lambda v: struct.unpack("<e", struct.pack("<e", v))[0])
+    a = [cut(rng.uniform(-4, 4)) for _ in range(k * m)]     # stored k x m (trans_a)
+    b = [cut(rng.uniform(-4, 4)) for _ in range(k * n)]
+    c = _values(Type.F32, m * n, rng)
+    handles = [_buffer(backend, t, values) for t, values in ((Type.F32, c), (ty, a), (ty, b))]
+    run(backend, prog(MixedPrecisionGEMM(c=Address.BufferOffset(handles[0]), a=Address.BufferOffset(handles[1]),
+                                         b=Address.BufferOffset(handles[2]), m=m, n=n, k=k, alpha=0.5, beta=2.0,
+                                         trans_a=True, ty=ty)), 1)
+    want = list(c)
+    _loop_gemm(Type.F32, a, b, want, m, n, k, 0.5, 2.0, True, False, 0, 0, 0)
+    assert _unpack(Type.F32, backend.copy_from_buffer(handles[0])) == want
+
+
+def _requantized(acc: int, a_scale: float, b_scale: float, c_scale: float | None) -> float:
+    """docs/semantics.md's QuantizedGEMM steps, one by one in Python: acc wrapped to i32, each step rounded to
+    f32; an i8 C rounds half to even (Python's round) and saturates, NaN giving 0."""
+    f32 = lambda v: _round(Type.F32, v)  # noqa: E731
+    acc = (acc + 2 ** 31) % 2 ** 32 - 2 ** 31
+    scale = f32(f32(a_scale) * f32(b_scale))
+    if c_scale is None:
+        return f32(f32(float(acc)) * scale)
+    try:
+        multiplier = f32(scale / f32(c_scale))
+    except ZeroDivisionError:
+        multiplier = math.copysign(math.inf, scale) if scale else math.nan
+    value = f32(f32(float(acc)) * multiplier)
+    if math.isnan(value):
+        return 0
+    if math.isinf(value):
+        return 127 if value > 0 else -128
+    return max(-128, min(127, round(value)))
+
+
+@pytest.mark.parametrize("ty", [Type.I8, Type.F32], ids=lambda t: t.name)
+@pytest.mark.parametrize("scales", [(0.5, 1.0, 1.0), (0.02, 0.03, 0.011), (1.0, 1.0, 0.0), (1e-3, 3e-3, 7.0)])
+def test_quantized_gemm_matches_the_integer_triple_loop(ty, scales):
+    rng = random.Random(13)
+    backend = CpuBackend()
+    m, n, k, ldb = 4, 5, 9, 11
+    a = [rng.randint(-128, 127) for _ in range(m * k)]
+    b = [rng.randint(-128, 127) for _ in range((n - 1) * ldb + k)]   # stored n x k (trans_b), rows 11 apart
+    a[0:k] = [-128] * k                                               # a row of large sums
+    c = [0] * (m * n) if ty is Type.I8 else [0.0] * (m * n)
+    handles = [_buffer(backend, t, values) for t, values in ((ty, c), (Type.I8, a), (Type.I8, b))]
+    run(backend, prog(QuantizedGEMM(c=Address.BufferOffset(handles[0]), a=Address.BufferOffset(handles[1]),
+                                    b=Address.BufferOffset(handles[2]), a_scale=scales[0], b_scale=scales[1],
+                                    c_scale=scales[2], m=m, n=n, k=k, trans_b=True, ldb=ldb, ty=ty)), 1)
+    sums = [sum(a[i * k + l] * b[j * ldb + l] for l in range(k)) for i in range(m) for j in range(n)]
+    want = [_requantized(acc, scales[0], scales[1], scales[2] if ty is Type.I8 else None) for acc in sums]
+    assert _unpack(ty, backend.copy_from_buffer(handles[0])) == want
+    if scales == (0.5, 1.0, 1.0):   # odd sums halve to ties (to even), large ones saturate
+        assert any(acc % 2 for acc in sums) and any(abs(acc) > 256 for acc in sums)
