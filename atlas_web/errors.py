@@ -117,20 +117,23 @@ _TRAP_MEANINGS: dict[TrapCode, str] = {
 class AtlasTrap(AtlasError):
     """A launch stopped at run time: ``code`` (TrapCode), ``instruction_index`` and ``lane``.
 
-    ``detail`` (the message's end) says what went wrong; without one, the code's meaning.
+    ``detail`` (the message's end) says what went wrong; without one, the code's meaning. ``record``:
+    the numbers it was worded from (``atlas_web.trap_report.TrapRecord``), or None.
 
     ``lane`` is the global lane id, or -1 for a cooperative instruction, which
     runs once per launch.
     """
 
-    def __init__(self, code: TrapCode, instruction_index: int, lane: int, detail: str = "") -> None:
+    def __init__(self, code: TrapCode, instruction_index: int, lane: int, detail: str = "",
+                 record: object = None) -> None:
         self.code = TrapCode(code)
         self.instruction_index = instruction_index
         self.lane = lane
         self.detail = detail
+        self.record = record
         who = "the cooperative step" if lane < 0 else f"lane {lane}"
         super().__init__(f"trap {self.code.name} at instruction {instruction_index} in {who}: "
                          f"{detail or self.code.meaning}")
 
     def __reduce__(self):
-        return (type(self), (self.code, self.instruction_index, self.lane, self.detail))
+        return (type(self), (self.code, self.instruction_index, self.lane, self.detail, self.record))

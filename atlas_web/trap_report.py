@@ -36,7 +36,7 @@ from .isa.opcodes import OperandKind
 from .verify_operands import instruction_text
 
 __all__ = ["TrapRecord", "SHARED_MEMORY", "RECORD_NUMBERS", "NO_OPERAND", "trap", "trap_detail",
-           "budget_detail", "program_trap", "operand_position", "with_operand"]
+           "budget_detail", "program_trap", "operand_position", "with_operand", "moved"]
 
 #: the handle number of the block's shared memory in a record
 SHARED_MEMORY = 0xFFFFFFFF
@@ -178,12 +178,20 @@ def trap(code: TrapCode | int, index: int, lane: int, instr: Any, record: TrapRe
     """The AtlasTrap of ``code`` at instruction ``index`` (``instr``, an Instruction) in global lane
     ``lane`` (-1: the cooperative step) with ``record``'s numbers (``budget``: the launch's, for
     BUDGET_EXCEEDED; ``free``: the bytes free, for POOL_EXHAUSTED). The record stays on the trap as
-    ``record`` (an expansion re-words it for the instruction it expands)."""
+    ``record`` (an expansion re-words it for the instruction it expands: ``moved``)."""
     code = TrapCode(code)
-    raised = AtlasTrap(code, index, lane, trap_detail(instr, code, record, budget=budget, free=free))
-    raised.record = record
-    raised.host_numbers = {"budget": budget, "free": free}
-    return raised
+    return AtlasTrap(code, index, lane, trap_detail(instr, code, record, budget=budget, free=free), record)
+
+
+def moved(raised: AtlasTrap, ran: Any, index: int, instr: Any, operand: str | None) -> AtlasTrap:
+    """``raised`` (a trap of instruction ``ran``) as the trap of instruction ``index`` (``instr``) it stands
+    for: its record naming ``instr``'s ``operand`` (None: no operand), or, without a record, the same
+    words after the instruction's text."""
+    if raised.record is None:
+        what = raised.detail.removeprefix(f"{instruction_text(ran)}: ")
+        return AtlasTrap(raised.code, index, raised.lane, f"{instruction_text(instr)}: {what}")
+    record = with_operand(raised.record, instr, operand) if operand else raised.record._replace(operand=NO_OPERAND)
+    return trap(raised.code, index, raised.lane, instr, record)
 
 
 def program_trap(program: Any, code: TrapCode | int, index: int, lane: int, numbers=None, *,

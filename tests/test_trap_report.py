@@ -246,6 +246,15 @@ def test_an_exhausted_pool_says_the_size_asked_and_what_is_free(name):
     assert free < 4000000
 
 
+def test_a_trap_keeps_its_record_through_pickling():
+    """A trap crossing a process (a worker, Dask) keeps its numbers, so it can still be re-worded."""
+    import pickle
+    instr = Program.from_text("ldg.u32 r1, [r2 + 0]").instructions[0]
+    raised = trap(TrapCode.OUT_OF_BOUNDS, 0, 3, instr, TrapRecord(0, 2, 60, 4, 16))
+    again = pickle.loads(pickle.dumps(raised))
+    assert (str(again), again.record) == (str(raised), TrapRecord(0, 2, 60, 4, 16))
+
+
 def test_a_record_without_an_operand_falls_back_to_the_codes_meaning():
     """A record naming no operand (a backend that could not say which) still words the code's meaning."""
     instr = Program.from_text("ldg.u32 r1, [r2 + 0]").instructions[0]

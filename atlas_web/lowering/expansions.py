@@ -33,7 +33,7 @@ from ..isa.instructions import INSTRUCTION_CLASSES
 from ..isa.opcodes import ExecKind, OpcodeInfo
 from ..isa.registers import FIRST_SPECIAL_REGISTER
 from ..program import Program
-from ..trap_report import NO_OPERAND, trap as report_trap, with_operand
+from ..trap_report import moved
 
 __all__ = ["Expansion", "ExpandedProgram", "EXPANSIONS", "default_expansion", "expansion_supported",
            "expand_program", "original_traps", "run_expanded", "shifted"]
@@ -112,13 +112,8 @@ class ExpandedProgram:
         """``trap`` (raised by ``program``) as the source program's: its instruction index and text, and
         its numbers (a bounds check's are those of the operand it checks), worded by the one trap report."""
         index = self.origin[trap.instruction_index]
-        instr = self.source.instructions[index]
-        record = getattr(trap, "record", None)
-        if record is not None:
-            operand = self.checks.get(trap.instruction_index)
-            record = with_operand(record, instr, operand) if operand else record._replace(operand=NO_OPERAND)
-        numbers = getattr(trap, "host_numbers", None) or {}
-        return report_trap(trap.code, index, trap.lane, instr, record, **numbers)
+        return moved(trap, self.program.instructions[trap.instruction_index], index, self.source.instructions[index],
+                     self.checks.get(trap.instruction_index))
 
 
 #: (program digest, has_kernel) -> ExpandedProgram or None; ``last``: ((program object, has_kernel), result)

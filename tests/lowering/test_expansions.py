@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas_web import trap_report
-from atlas_web import AtlasTrap, Program, ProgramError, TrapCode, UnsupportedOperation
+from atlas_web import Program, ProgramError, TrapCode, UnsupportedOperation, trap_report
 from atlas_web.isa import (
     BRA, EXIT, MOV_IMM, Address, BinaryMapOperation, LayerScale, ParallelMapBinary, ParallelReduce,
     ReduceOperation, Register, Type,
@@ -47,9 +46,11 @@ def test_layer_scale_becomes_checks_then_one_binary_map_per_row():
 
 def test_traps_map_back_to_the_source_instruction():
     expanded = expand_program(_program(), _no_kernel)
-    trap = expanded.original_trap(AtlasTrap(TrapCode.OUT_OF_BOUNDS, 5, -1, "ParallelMapBinary: OUT_OF_BOUNDS"))
+    ran = expanded.program.instructions[5]
+    trap = expanded.original_trap(trap_report.trap(TrapCode.OUT_OF_BOUNDS, 5, -1, ran))
     assert (trap.code, trap.instruction_index, trap.lane) == (TrapCode.OUT_OF_BOUNDS, 1, -1)
-    assert "layerscale.f16 [buf2 + 8]" in str(trap) and "pmap2" not in str(trap)
+    assert str(trap) == ("trap OUT_OF_BOUNDS at instruction 1 in the cooperative step: layerscale.f16 [buf2 + 8], "
+                         "[r4 + 4], [buf3 + 0], 5, 3: " + TrapCode.OUT_OF_BOUNDS.meaning)
     # a bounds check's numbers name the operand of the source instruction it checks (the second: input)
     checked = trap_report.trap(TrapCode.OUT_OF_BOUNDS, 2, -1, expanded.program.instructions[2],
                                trap_report.TrapRecord(0, 4, 4, 30, 16))
