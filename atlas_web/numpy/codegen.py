@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, LaunchConfig
 from ..program import Program
-from .nodes import CoopMapNode, CoopReduceNode, DotNode, MapNode, Operand, ReduceNode
+from .nodes import CoopMapNode, CoopReduceNode, DotNode, GemmNode, MapNode, Operand, ReduceNode
 from .ops_table import OPS
 from .shapes import size_of
 
@@ -236,6 +236,17 @@ def _coop_map_kernel(node: CoopMapNode) -> Kernel:
     return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
 
 
+def _gemm_kernel(node: GemmNode) -> Kernel:
+    t, m, n, k = node.ty.suffix, node.m, node.n, node.k
+    if node.batch == 1:
+        text = f"gemm.{t} [r3 + 0], [r1 + 0], [r2 + 0], {m}, {n}, {k}, 1.0, 0.0, false, false, 0, 0, 0"
+    else:  # leading dimensions and strides 0: packed
+        text = (f"bgemm.{t} [r3 + 0], [r1 + 0], [r2 + 0], {node.batch}, {m}, {n}, {k}, 1.0, 0.0, false, false, "
+                "0, 0, 0, 0, 0, 0")
+    presets = (("pointer", 0, Type.U64), ("pointer", 1, Type.U64), ("pointer", -1, Type.U64))
+    return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
+
+
 #: numpy reduction name -> ParallelReduce operation spelling
 _COOP_REDUCE = {"sum": "sum", "prod": "product", "max": "max", "min": "min"}
 
@@ -246,7 +257,7 @@ def _coop_reduce_kernel(node: CoopReduceNode) -> Kernel:
     return Kernel(Program.from_text(text), LaunchConfig(), (("pointer", 0, Type.U64), ("pointer", -1, Type.U64)))
 
 
-_GENERATORS = {MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, CoopMapNode: _coop_map_kernel,
+_GENERATORS = {MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, GemmNode: _gemm_kernel, CoopMapNode: _coop_map_kernel,
                CoopReduceNode: _coop_reduce_kernel}
 
 

@@ -1,7 +1,9 @@
 """``matmul`` (the ``@`` operator) and ``dot`` as in NumPy: 1-D operands are promoted to a row or a
-column and the added axis removed; leading axes broadcast as batches. Runs one per-lane program in which
-each lane sums one output element over k in index order (the GEMM instruction row will take over where
-a backend has it). Operands are converted to their promoted dtype first. Standard library only.
+column and the added axis removed; leading axes broadcast as batches. Float32/float64 products run the
+GEMM instruction (BatchedGEMM for equal batch shapes; a batch of A with a 2-D B is one GEMM of more rows);
+where a backend has no GEMM kernel yet, or for other dtypes and broadcast batches, a per-lane program in
+which each lane sums one output element over k in index order. Operands are converted to their promoted
+dtype first. Standard library only.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from ..errors import ArrayError
 from .array import Array
 from .creation import asarray
 from .elementwise import common_device, result_type
-from .nodes import DotNode
+from ..isa.types import Type
+from .nodes import DotNode, GemmNode
 from .runtime import launch
-from .shapes import broadcast_shapes, coalesce, row_major
+from .shapes import broadcast_shapes, coalesce, row_major, size_of
 
 __all__ = ["matmul", "dot"]
 
@@ -49,13 +52,31 @@ def matmul(a: Any, b: Any) -> Array:
         a_strides = _elements(a2, batch) + (a_own[-2], 0)
         b_strides = _elements(b2, batch) + (0, b_own[-1])
         dims, (sa, sb) = coalesce(shape, [a_strides, b_strides])
-        node = DotNode(dims, k, sa, sb, a_own[-1], b_own[-2], ty)
-        launch(what, node, a.device, [(a.buffer, 0), (b.buffer, 0)], (out.buffer, 0))
+        per_lane = DotNode(dims, k, sa, sb, a_own[-1], b_own[-2], ty)
+        gemm = _gemm(a2, b2, batch, m, n, k, ty)
+        node, fallback = (gemm, per_lane) if gemm is not None else (per_lane, None)
+        launch(what, node, a.device, [(a.buffer, 0), (b.buffer, 0)], (out.buffer, 0), fallback)
     if a.ndim == 1:
         out = out.reshape(shape[:-2] + shape[-1:])
     if b.ndim == 1:
         out = out.reshape(out.shape[:-1])
     return out
+
+
+#: types the GEMM rows take
+_GEMM_TYPES = (Type.F32, Type.F64)
+
+
+def _gemm(a: Array, b: Array, batch: tuple[int, ...], m: int, n: int, k: int, ty: Type) -> GemmNode | None:
+    """The GEMM (or BatchedGEMM) computing ``a @ b`` where one does: a 2-D ``b`` (any batch of ``a`` is
+    more rows of one GEMM) or equal batch shapes; None for other types or broadcast batches."""
+    if ty not in _GEMM_TYPES:
+        return None
+    if b.ndim == 2:
+        return GemmNode(1, size_of(batch) * m, n, k, ty)
+    if a.shape[:-2] == b.shape[:-2]:
+        return GemmNode(size_of(batch), m, n, k, ty)
+    return None
 
 
 def _elements(x: Array, batch: tuple[int, ...]) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..isa.types import Type
 
-__all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "CoopMapNode", "CoopReduceNode", "Preset"]
+__all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "GemmNode", "CoopMapNode", "CoopReduceNode", "Preset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,18 @@ class DotNode:
     b_strides: tuple[int, ...]
     a_k: int
     b_k: int
+    ty: Type
+
+
+@dataclass(frozen=True, slots=True)
+class GemmNode:
+    """The GEMM instruction (``batch`` 1) or BatchedGEMM over packed row-major operands: ``batch`` items of
+    an m x k A times a k x n B into C (alpha 1, beta 0)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
     ty: Type
 
 

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 import atlas_web.numpy as anp
-from atlas_web import ArrayError
+from atlas_web import ArrayError, Type
 
-from .helpers import check
+from .helpers import check, has
 
 RNG = np.random.default_rng(10)
 
 
 @pytest.mark.parametrize("sa, sb", [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((6,), (6,)),
-                                    ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)), ((3, 0), (0, 2))])
+                                    ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)), ((3, 0), (0, 2))])
 def test_matmul_like_numpy(device, sa, sb):
     a, b = RNG.normal(size=sa).astype(np.float32), RNG.normal(size=sb).astype(np.float32)
     check(anp.array(a, device=device) @ anp.array(b, device=device), a @ b, rtol=1e-5, atol=1e-5)
@@ -37,3 +37,20 @@ def test_matmul_errors(device):
         x @ x
     with pytest.raises(ArrayError, match="at least 1 dimension"):
         anp.matmul(x, anp.array(2.0, device=device))
+
+
+@pytest.mark.parametrize("ty", [Type.F32, Type.F64])
+def test_float_matmul_runs_the_gemm_instruction_where_the_device_has_it(device, ty):
+    from atlas_web.numpy.nodes import GemmNode
+    from atlas_web.numpy.runtime import _refused, kernel_for
+    if not has(device, ty):
+        return  # no arrays of this type here (float64 on WebGPU): test_creation checks the refusal
+    a = RNG.normal(size=(2, 3, 4)).astype(ty.name.lower().replace("f", "float"))
+    b = RNG.normal(size=(2, 4, 5)).astype(a.dtype)
+    x, y = anp.array(a, device=device), anp.array(b, device=device)
+    check(x @ y, a @ b, rtol=1e-5, atol=1e-5)
+    check(x @ y[0], a @ b[0], rtol=1e-5, atol=1e-5)
+    for node in (GemmNode(2, 3, 5, 4, ty), GemmNode(1, 6, 5, 4, ty)):  # batched, and the batch as rows
+        assert kernel_for(node).program.instructions[0].INFO.name in ("GEMM", "BatchedGEMM")
+        refused = (type(device), node) in _refused
+        assert refused == (not device.supports(kernel_for(node).program.instructions[0], ty))
