@@ -45,10 +45,7 @@ from atlas_web.errors import (
 from atlas_web.exclusive import closes, exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import source_bytes, target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
-from atlas_web.isa.enums import ReduceOperation
-from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
-from atlas_web.isa.operations import OPERATION_ENUMS
-from atlas_web.lowering.expansions import expansion_supported
+from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.types import Type
 from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from atlas_web.pipeline import CompilePipeline, PipelineProgram
@@ -66,7 +63,7 @@ from .thread_policy import (
 from .lowering.coop_reduce import PARTIAL_BYTES
 from .lowering.simd_function import LANES_PER_RANGE_STEP, SIMD_CHUNK
 from .lowering import (
-    COOPERATIVE_RULES, COOPERATIVE_SUPPORT, compile_program, lane_supported, map_operation_supported,
+    COOPERATIVE_RULES, compile_program, cooperative_operation_supported, op_supported,
 )
 from .lowering.launch_layout import LaunchLayout
 from .lowering.rules import BACKEND_NAME
@@ -400,22 +397,14 @@ class WasmBackend(Backend):
         return _has_kernel(info)
 
     def supports_op(self, info: OpcodeInfo, ty: Type | None) -> bool:
-        """Whether the rule tables compile ``info`` for ``ty`` (cooperative instructions: for some operation)."""
-        if info.kind is ExecKind.COOPERATIVE:
-            if info.name not in COOPERATIVE_RULES:
-                return expansion_supported(info, ty, self.supports_op, self.supports_operation)
-            enum = OPERATION_ENUMS.get(info.name)
-            if enum is None:  # a cooperative instruction without an operation: its rule takes every type it has
-                return ty is None if not info.types else ty in info.types
-            return ty in info.types and any(self.supports_operation(op, ty) for op in enum)
-        return (ty is None if not info.types else ty in info.types) and lane_supported(info.name, ty)
+        """Whether the rule tables compile ``info`` for ``ty``: a lane rule, the registered cooperative rule's own
+        support (for some operation), or the default expansion (``lowering.rules.op_supported``)."""
+        return op_supported(info, ty)
 
     def supports_operation(self, operation: object, ty: Type) -> bool:
         """Whether the cooperative ``operation`` (a MapOperation, BinaryMapOperation or ReduceOperation
-        member) compiles for ``ty``."""
-        if isinstance(operation, ReduceOperation):
-            return ty in COOPERATIVE_SUPPORT.get(operation, ())
-        return map_operation_supported(operation, ty)
+        member) compiles for ``ty``: as the rule of the instruction carrying it answers."""
+        return cooperative_operation_supported(operation, ty)
 
     def ulp_tolerance(self, op: object, ty: Type) -> float:
         """The measured largest error in ulps of ``op`` on ``ty`` against the reference (0: bit-exact)."""

@@ -8,10 +8,6 @@ Support comes from the lowering's rule tables, accuracy from the measured table 
 from __future__ import annotations
 
 from atlas_web.docs_backends import BackendDocumentation
-from atlas_web.isa.enums import ReduceOperation
-from atlas_web.lowering.expansions import expansion_supported
-from atlas_web.isa.opcodes import ExecKind, OpcodeInfo
-from atlas_web.isa.types import Type
 
 __all__ = ["backend_documentation", "UNSUPPORTED"]
 
@@ -25,20 +21,8 @@ UNSUPPORTED = {
 
 def backend_documentation() -> BackendDocumentation:
     """The wasm backend's entry, from its rule tables and measured ulp table."""
-    from .lowering import COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lane_supported, map_operation_supported
+    from .lowering import cooperative_operation_supported, op_supported
     from .ulp_table import MEASURED_ULPS
-
-    def supports(info: OpcodeInfo, ty: Type | None) -> bool:
-        if info.kind is ExecKind.COOPERATIVE:
-            if info.name not in COOPERATIVE_RULES:
-                return expansion_supported(info, ty, supports, supports_operation)
-            return (ty is None) == (not info.types)
-        return (ty is None if not info.types else ty in info.types) and lane_supported(info.name, ty)
-
-    def supports_operation(operation: object, ty: Type) -> bool:
-        if isinstance(operation, ReduceOperation):
-            return ty in COOPERATIVE_SUPPORT.get(operation, ())
-        return map_operation_supported(operation, ty)
 
     notes = (
         "Compiled to WebAssembly with SIMD128 and run by wasmtime (natively) or the browser's engine. Lane code "
@@ -66,5 +50,5 @@ def backend_documentation() -> BackendDocumentation:
         "with m or n equal to 1 run a GEMV kernel (dot products or row-streaming axpy). Natively, a GEMM of "
         "2**24 multiply-adds or more splits its rows over the threads, bit-identical to one thread.",
     )
-    return BackendDocumentation("wasm", "w", supports, supports_operation, dict(MEASURED_ULPS), notes,
+    return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)

@@ -12,13 +12,15 @@ connects ``wasm_backend.mathlib``).
 
 from __future__ import annotations
 
-from .coop_map import map_operation_supported
 from .math_seam import MATH_FUNCTIONS, MathFunction, math_function_for, register_math_function
 from .program_module import CompiledProgram, check_supported, compile_program
-from .rules import COOPERATIVE_RULES, COOPERATIVE_SUPPORT, WASM_LANE_RULES, lane_supported
+from .rules import (
+    COOPERATIVE_RULES, WASM_LANE_RULES, cooperative_operation_supported, cooperative_supported, lane_supported,
+    op_supported,
+)
 
 __all__ = [
-    "CompiledProgram", "compile_program", "check_supported", "lane_supported", "map_operation_supported",
-    "WASM_LANE_RULES", "COOPERATIVE_RULES", "COOPERATIVE_SUPPORT", "MathFunction", "MATH_FUNCTIONS",
+    "CompiledProgram", "compile_program", "check_supported", "lane_supported", "cooperative_supported",
+    "cooperative_operation_supported", "op_supported", "WASM_LANE_RULES", "COOPERATIVE_RULES", "MathFunction", "MATH_FUNCTIONS",
     "register_math_function", "math_function_for",
 ]

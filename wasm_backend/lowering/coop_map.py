@@ -30,7 +30,7 @@ from ..thread_policy import parallel_map_threshold
 from .coop_context import COOP_OK, CoopContext
 from .coop_ops import SCALAR_OPS, SHAPES, VECTOR_OPS, decode_halves, encode_halves, load_scalar, store_scalar
 from .math_seam import math_function_for
-from .rules import cooperative_rule, support_operation
+from .rules import cooperative_rule
 from .typemap import type_info
 
 __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
@@ -57,10 +57,6 @@ def map_kernel_elements_per_chunk(ty: Type) -> int:
 def parallel_map_wanted(m, count: int, operation: object) -> bool:
     """Whether a map of ``operation`` over ``count`` elements in module ``m`` may go to ``env.parallel_map``."""
     return "parallel_map" in m.imports and count >= parallel_map_threshold(operation)
-
-
-for _op in (*MAP_OPERATIONS, *BINARY_OPERATIONS):
-    support_operation(_op, COOPERATIVE_OPERATION_TYPES[_op])
 
 
 def map_operation_supported(operation: object, ty: Type) -> bool:
@@ -280,11 +276,14 @@ def _build_map(cc: CoopContext, binary: bool) -> None:
     e.i32(COOP_OK)
 
 
-@cooperative_rule("ParallelMap")
+_MATH_MISSING = "needs a function of the math library (wasm_backend.mathlib), which is not registered"
+
+
+@cooperative_rule("ParallelMap", operations=map_operation_supported, why=_MATH_MISSING)
 def build_parallel_map(cc: CoopContext) -> None:
     _build_map(cc, False)
 
 
-@cooperative_rule("ParallelMapBinary")
+@cooperative_rule("ParallelMapBinary", operations=map_operation_supported, why=_MATH_MISSING)
 def build_parallel_map_binary(cc: CoopContext) -> None:
     _build_map(cc, True)

@@ -49,7 +49,7 @@ from .coop_context import COOP_OK, CoopContext
 from .coop_map import KernelContext
 from .coop_ops import SCALAR_OPS, SHAPES, VECTOR_OPS, decode_halves, load_scalar, splat_constant
 from .module_context import HOST_IMPORTS
-from .rules import cooperative_rule, support_operation
+from .rules import cooperative_rule
 from .typemap import type_info
 
 __all__ = ["REDUCE_KINDS", "PARTIAL_BYTES", "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted"]
@@ -64,8 +64,12 @@ PARTIAL_BYTES = 8
 # env.parallel_reduce(instruction, src, count) -> partials address (0: none, fold in one thread)
 HOST_IMPORTS.setdefault("parallel_reduce", ((I32, I32, I32), (I32,)))
 
-for _op in REDUCE_KINDS:
-    support_operation(_op, COOPERATIVE_OPERATION_TYPES[_op])
+
+
+def reduce_operation_supported(operation: object, ty: Type) -> bool:
+    """Whether ParallelReduce ``operation`` compiles for ``ty``: every type the operation accepts."""
+    return ty in COOPERATIVE_OPERATION_TYPES.get(operation, ())
+
 
 _EXTRACT = {"i8x16": ("i8x16.extract_lane_u", 16), "i16x8": ("i16x8.extract_lane_u", 8),
             "i32x4": ("i32x4.extract_lane", 4), "i64x2": ("i64x2.extract_lane", 2),
@@ -484,7 +488,7 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None
         e.get(total)
 
 
-@cooperative_rule("ParallelReduce")
+@cooperative_rule("ParallelReduce", operations=reduce_operation_supported)
 def build_parallel_reduce(cc: CoopContext) -> None:
     instr = cc.instr
     ty, count, kind = instr.ty, instr.count, REDUCE_KINDS[instr.operation]

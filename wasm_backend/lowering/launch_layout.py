@@ -5,7 +5,7 @@ bytes), the result slots of the cooperative instructions that write a register (
 scratch lane record (programs whose lanes never suspend but need a record), shared memory (one
 block's worth, or every block's when cooperative stages must keep it), the lane records (one
 per lane of the launch, for programs whose lanes suspend) and the scratch of the cooperative steps (the
-largest ``rules.COOPERATIVE_SCRATCH`` need among them: GEMM's packed panels; its contents do not outlive a
+largest ``scratch`` need of their ``rules.CooperativeRule``: GEMM's packed panels; its contents do not outlive a
 step). The host allocates ``total`` bytes; the
 lane records and per-block shared memory are zeroed by the module's ``launch`` function.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .lane_state import LaneState
-from .rules import COOPERATIVE_SCRATCH
+from .rules import COOPERATIVE_RULES
 
 __all__ = ["LaunchLayout", "plan_launch_area"]
 
@@ -65,8 +65,9 @@ def plan_launch_area(info, state: LaneState, config) -> LaunchLayout:
         out.records_bytes = state.record_size * config.total_threads
         offset = _align(offset + out.records_bytes)
     instructions = info.program.instructions
-    needs = [COOPERATIVE_SCRATCH[instructions[index].INFO.name](instructions[index])
-             for index in state.plan.cooperative_steps if instructions[index].INFO.name in COOPERATIVE_SCRATCH]
+    rules = ((COOPERATIVE_RULES[instructions[index].INFO.name], instructions[index])
+             for index in state.plan.cooperative_steps)
+    needs = [rule.scratch(instr) for rule, instr in rules if rule.scratch is not None]
     if needs:
         out.coop_scratch = offset
         out.coop_scratch_bytes = max(needs)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from atlas_web.errors import UnsupportedOperation
 from atlas_web.isa.opcodes import ExecKind
 from atlas_web.lowering.plan import LoweringPlan, plan_program
 from atlas_web.lowering.stages import ResumeKind
@@ -43,13 +42,13 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
 from .coop_context import CoopContext
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
 from .coop_gemm import gemm_kernel_name, gemm_parallel, gemm_scratch_bytes, parallel_gemm_wanted
-from .coop_map import map_kernel_elements_per_chunk, map_kernel_name, map_operation_supported
+from .coop_map import map_kernel_elements_per_chunk, map_kernel_name
 from .coop_reduce import parallel_reduce_wanted, reduce_kernel_name
 from .lane_context import STOP_TRAPPED
 from .lane_state import RECORD_ENDED, LaneState, plan_lane_state
 from .launch_layout import LaunchLayout, plan_launch_area
 from .module_context import ModuleContext
-from .rules import BACKEND_NAME, COOPERATIVE_RULES, COOPERATIVE_SUPPORT, lookup_lane_rule, lane_supported
+from .rules import BACKEND_NAME, COOPERATIVE_RULES, check_cooperative, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
 from .simd_function import SIMD_CHUNK, build_simd_function
 from .simd_lanes import SIMD_DONE
@@ -84,24 +83,14 @@ class CompiledProgram:
 
 
 def check_supported(program) -> None:
-    """Raise UnsupportedOperation for the first instruction (type, operation) without a rule."""
+    """Raise UnsupportedOperation for the first instruction (type, operation) without a rule (cooperative
+    instructions: as their registered rule answers, ``rules.check_cooperative``)."""
     for instr in program.instructions:
         info = instr.INFO
-        if info.kind is not ExecKind.COOPERATIVE:
-            if not lane_supported(info.name, instr.type):
-                lookup_lane_rule(info.name, instr.type)
-            continue
-        if info.name not in COOPERATIVE_RULES:
-            raise UnsupportedOperation(info.name, instr.type, BACKEND_NAME, "no cooperative rule")
-        operation = getattr(instr, "operation", None)
-        if operation is None:
-            continue
-        supported = (map_operation_supported(operation, instr.ty) if info.name != "ParallelReduce"
-                     else instr.ty in COOPERATIVE_SUPPORT.get(operation, ()))
-        if not supported:
-            raise UnsupportedOperation(f"{info.name}.{operation.name}", instr.ty, BACKEND_NAME,
-                                       "needs a function of the math library (wasm_backend.mathlib), "
-                                       "which is not registered")
+        if info.kind is ExecKind.COOPERATIVE:
+            check_cooperative(instr)
+        elif not lane_supported(info.name, instr.type):
+            lookup_lane_rule(info.name, instr.type)
 
 
 _MAPS = ("ParallelMap", "ParallelMapBinary")
@@ -170,7 +159,7 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     coops = {}
     for index in sorted(plan.cooperative_steps):
         cc = CoopContext(m, state, launch, config, index)
-        COOPERATIVE_RULES[program.instructions[index].INFO.name](cc)
+        COOPERATIVE_RULES[program.instructions[index].INFO.name].build(cc)
         coops[index] = cc.fb.index
     stage = _build_stage(m, plan, state, launch, config, segments)
     simd = build_simd_function(m, plan, state, config)
