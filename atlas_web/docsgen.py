@@ -118,6 +118,7 @@ _TRAP_TEXT: dict[TrapCode, str] = {
     TrapCode.BUDGET_EXCEEDED: "a lane took more backward jumps than its budget (a runaway loop)",
     TrapCode.INVALID_CLASS: "an Atlas class id of 96 or more",
     TrapCode.POOL_EXHAUSTED: "PoolAlloc could not allocate",
+    TrapCode.INVALID_SPARSE: "SparseGEMM's CSR row pointers decrease, or a column index it uses is k or more",
 }
 
 #: the text-assembly spelling of each address mode's fields, shown beside its example

@@ -94,6 +94,7 @@ class TrapCode(enum.IntEnum):
     BUDGET_EXCEEDED = 6
     INVALID_CLASS = 7
     POOL_EXHAUSTED = 8
+    INVALID_SPARSE = 9
 
     @property
     def meaning(self) -> str:
@@ -111,6 +112,7 @@ _TRAP_MEANINGS: dict[TrapCode, str] = {
     TrapCode.BUDGET_EXCEEDED: "more backward jumps than the lane's execution budget allows (a runaway loop?)",
     TrapCode.INVALID_CLASS: "an Atlas class id of 96 or more",
     TrapCode.POOL_EXHAUSTED: "a pool the backend could not allocate",
+    TrapCode.INVALID_SPARSE: "a sparse (CSR) matrix whose row pointers decrease or whose column index is k or more",
 }
 
 

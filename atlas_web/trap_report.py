@@ -138,6 +138,15 @@ def _invalid_class(instr: Any, record: TrapRecord) -> str:
     return f"{name} = {record.value}: {TrapCode.INVALID_CLASS.meaning}"
 
 
+def _invalid_sparse(instr: Any, record: TrapRecord) -> str:
+    """``extent`` is the element's index, ``value`` its value and ``limit`` what it broke (the previous row
+    pointer, or k for a column index)."""
+    name, _ = _operand(instr, record)
+    if name == "a_ptr":
+        return f"a_ptr[{record.extent}] = {record.value} is below a_ptr[{record.extent - 1}] = {record.limit}"
+    return f"{name}[{record.extent}] = {record.value} is not below k = {record.limit}"
+
+
 def _pool_exhausted(instr: Any, record: TrapRecord, free: int | None) -> str:
     left = "" if free is None else f"; {free} bytes are free"
     return f"a pool of {record.value} bytes asked{left}"
@@ -170,6 +179,7 @@ _WORDING = {
     TrapCode.OUT_OF_BOUNDS: _out_of_bounds, TrapCode.MISALIGNED: _misaligned,
     TrapCode.INVALID_HANDLE: _invalid_handle, TrapCode.DIVISION_BY_ZERO: _division_by_zero,
     TrapCode.INTEGER_OVERFLOW: _overflow, TrapCode.INVALID_CLASS: _invalid_class,
+    TrapCode.INVALID_SPARSE: _invalid_sparse,
 }
 
 

@@ -70,6 +70,8 @@ def scan_addresses(program) -> tuple[tuple[StaticAccess, ...], bool]:
             continue
         for array in array_operands(instr):
             describe = STATIC_ADDRESS_SPACES.get(array.address.__class__)
+            if array.elements is None:   # an extent read from memory (a CSR count): the step checks it
+                continue
             if describe is None:
                 pointers = pointers or array.space == "global"
                 continue

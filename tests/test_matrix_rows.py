@@ -140,7 +140,7 @@ def test_the_extent_language_has_conditions_and_matrix_functions(expression, fie
         pass
     instr = Fields()
     instr.__dict__.update(fields)
-    evaluate, names = compile_extent(expression)
+    evaluate, names, _ = compile_extent(expression)
     assert evaluate(instr) == value and names == frozenset(n for n in fields if n in expression)
 
 
@@ -154,3 +154,29 @@ def test_a_requirement_naming_no_shape_of_the_row_is_refused_when_the_row_is_mad
     from atlas_web.isa.extents import Requirement
     with pytest.raises(ProgramError, match="requirement on 'm': condition 'q > 0' names q"):
         gemm_row(requires=(Requirement("m", "q > 0", "why"),))
+
+
+def test_a_csr_extent_is_read_at_launch_and_left_out_of_the_static_bounds():
+    from atlas_web.isa.instructions import SparseGEMM
+    instr = SparseGEMM(c=Address.BufferOffset(2), a_values=Address.BufferOffset(3), a_indices=Address.BufferOffset(4),
+                       a_ptr=Address.BufferOffset(5), b=Address.BufferOffset(6), m=3, n=4, k=5, ldb=6)
+    assert {a.name: a.elements for a in array_operands(instr)} == {
+        "c": 12, "a_values": None, "a_indices": None, "a_ptr": 4, "b": 4 * 6 + 4}
+    pointers = {"a_ptr": [0, 2, 2, 7]}
+    loaded = array_operands(instr, lambda name, index: pointers[name][index])
+    assert [(a.name, a.elements, a.nbytes) for a in loaded][1:3] == [("a_values", 7, 28), ("a_indices", 7, 28)]
+    assert [acc.path for acc in verify(Program([instr])).static_accesses] == ["c", "a_ptr", "b"]
+
+
+def test_an_extent_may_read_only_an_integer_array_with_an_extent_of_its_own():
+    from atlas_web.isa.opcodes import Access, Operand, OperandKind, TypeRule
+
+    def array(name, extent, element):
+        return Operand(name, OperandKind.ADDR, "global", memory=Access.READ, extent=extent, element=element)
+
+    shape = Operand("m", OperandKind.UINT, 32)
+    gemm_row(operands=(array("counts", "m", Type.U32), array("values", "counts[0]", TypeRule.TY), shape))
+    for counts in (array("counts", "m", TypeRule.TY), array("counts", "m", Type.F32),
+                   array("counts", "values[0]", Type.U32)):
+        with pytest.raises(ProgramError, match=r"reads an element of (counts|values), not an integer array operand"):
+            gemm_row(operands=(counts, array("values", "counts[0]", TypeRule.TY), shape))

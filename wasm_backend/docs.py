@@ -16,6 +16,7 @@ _NO_KERNEL = "no wasm kernel yet (issue 10; it has no default expansion): runs o
 UNSUPPORTED = {
     "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
+    "SparseGEMM": _NO_KERNEL,
 }
 
 

@@ -83,6 +83,7 @@ UNSUPPORTED = {
     "BatchedGEMM": _NO_KERNEL,
     "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
+    "SparseGEMM": _NO_KERNEL,
 }
 
 #: the types the WGSL generator has no representation for, and why

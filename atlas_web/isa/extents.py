@@ -14,7 +14,11 @@ read as 0 or 1) operands, ``+``, ``-``, ``*``, parentheses, ``x if c else y``,
 comparisons, ``and``/``or``/``not`` and the functions of ``FUNCTIONS``: ``max``,
 ``min``, and the extent of a row-major matrix with a leading dimension,
 ``matrix(rows, cols, ld)``, or of ``count`` of them ``stride`` elements apart,
-``matrices(count, stride, rows, cols, ld)`` (ld 0 and stride 0 mean packed).
+``matrices(count, stride, rows, cols, ld)`` (ld 0 and stride 0 mean packed),
+and an element of another array operand of the row, ``a_ptr[m]`` (a CSR
+matrix's value count): such an extent is known only at launch, where the
+step reads it (:func:`array_operands` with a ``load``); the verifier's static
+bounds leave it out.
 Anything else raises ProgramError when the row is made (never at run time).
 The same language states a row's ``requires`` conditions (checked by the
 verifier, :func:`unmet_requirements`).
@@ -25,12 +29,13 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..errors import ProgramError
 from .types import Type
 
 __all__ = ["ArrayOperand", "array_operands", "extent_elements", "compile_extent", "element_type", "FUNCTIONS",
+           "CompiledExtent", "Load", "reads_at_launch",
            "matrix_extent", "matrices_extent", "Requirement", "unmet_requirements"]
 
 
@@ -62,10 +67,30 @@ _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt:
             ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
+#: reads element ``index`` of array operand ``name`` of the instruction at launch: (name, index) -> int
+Load = Callable[[str, int], int]
+
+
+class CompiledExtent(NamedTuple):
+    """An extent expression ready to evaluate: ``evaluate(instr, load=None) -> int``, the field names it reads
+    and the array operands it reads an element of (``a_ptr[m]``: known only at launch, through ``load``)."""
+
+    evaluate: Callable[..., int]
+    names: frozenset[str]
+    loads: frozenset[str]
+
+
+class _NeedsLaunch(Exception):
+    """An extent read from memory was evaluated without a ``load``."""
+
+
+def _no_load(name: str, index: int) -> int:
+    raise _NeedsLaunch(name)
+
+
 @functools.lru_cache(maxsize=None)
-def compile_extent(expression: str) -> tuple[Callable[[object], int], frozenset[str]]:
-    """``(evaluate(instr) -> int, the field names it reads)`` of an extent expression (or a condition: its
-    value is then 0 or 1).
+def compile_extent(expression: str) -> CompiledExtent:
+    """The CompiledExtent of an extent expression (or a condition: its value is then 0 or 1).
 
     Raises ProgramError for an expression outside the language of the module docstring.
     """
@@ -74,42 +99,53 @@ def compile_extent(expression: str) -> tuple[Callable[[object], int], frozenset[
     except SyntaxError:
         raise ProgramError(f"extent {expression!r} is not an expression") from None
     names: set[str] = set()
+    loads: set[str] = set()
 
-    def build(node: ast.AST) -> Callable[[object], int]:
+    def build(node: ast.AST) -> Callable[[object, Load], int]:
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0:
             value = node.value
-            return lambda instr: value
+            return lambda instr, load: value
         if isinstance(node, ast.Name):
             name = node.id
             names.add(name)
-            return lambda instr: int(getattr(instr, name))
+            return lambda instr, load: int(getattr(instr, name))
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            array, index = node.value.id, build(node.slice)
+            loads.add(array)
+            return lambda instr, load: load(array, index(instr, load))
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             op, left, right = _BINARY[type(node.op)], build(node.left), build(node.right)
-            return lambda instr: op(left(instr), right(instr))
+            return lambda instr, load: op(left(instr, load), right(instr, load))
         if isinstance(node, ast.IfExp):
             test, body, orelse = build(node.test), build(node.body), build(node.orelse)
-            return lambda instr: body(instr) if test(instr) else orelse(instr)
+            return lambda instr, load: body(instr, load) if test(instr, load) else orelse(instr, load)
         if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
             terms = [build(node.left)] + [build(c) for c in node.comparators]
             ops = [_COMPARE[type(op)] for op in node.ops]
-            return lambda instr: int(all(op(a(instr), b(instr)) for op, a, b in zip(ops, terms, terms[1:])))
+            return lambda instr, load: int(all(op(a(instr, load), b(instr, load))
+                                               for op, a, b in zip(ops, terms, terms[1:])))
         if isinstance(node, ast.BoolOp):
             parts = [build(v) for v in node.values]
             if isinstance(node.op, ast.And):
-                return lambda instr: int(all(p(instr) for p in parts))
-            return lambda instr: int(any(p(instr) for p in parts))
+                return lambda instr, load: int(all(p(instr, load) for p in parts))
+            return lambda instr, load: int(any(p(instr, load) for p in parts))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             operand = build(node.operand)
-            return lambda instr: int(not operand(instr))
+            return lambda instr, load: int(not operand(instr, load))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
                 and not node.keywords and len(node.args) == FUNCTIONS[node.func.id][0]):
             function, args = FUNCTIONS[node.func.id][1], [build(a) for a in node.args]
-            return lambda instr: function(*(a(instr) for a in args))
+            return lambda instr, load: function(*(a(instr, load) for a in args))
         raise ProgramError(f"extent {expression!r}: only integers, field names, + - *, comparisons, and/or/not, "
-                           f"'x if c else y' and the calls {', '.join(f'{n}/{a}' for n, (a, _) in FUNCTIONS.items())} "
-                           "are allowed")
+                           f"'x if c else y', an array operand's element 'array[index]' and the calls "
+                           f"{', '.join(f'{n}/{a}' for n, (a, _) in FUNCTIONS.items())} are allowed")
 
-    return build(tree), frozenset(names)
+    tree_function = build(tree)
+
+    def evaluate(instr, load: Load | None = None) -> int:
+        return tree_function(instr, load or _no_load)
+
+    return CompiledExtent(evaluate, frozenset(names), frozenset(loads))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +164,7 @@ def unmet_requirements(instr) -> list[str]:
     values of the fields the condition reads (empty when all hold)."""
     out = []
     for req in instr.INFO.requires:
-        evaluate, names = compile_extent(req.condition)
+        evaluate, names, _ = compile_extent(req.condition)
         if not evaluate(instr):
             values = ", ".join(f"{n}={int(getattr(instr, n))}" for n in sorted(names))
             out.append(f"operand {req.operand!r}: {req.why} (needs {req.condition}; {values})")
@@ -150,35 +186,46 @@ class ArrayOperand:
     name: str
     address: object
     ty: Type
-    elements: int
+    #: None: the extent reads another array's element, known only at launch
+    elements: int | None
     access: object
     space: str
 
     @property
-    def nbytes(self) -> int:
-        """The bytes the array covers: ``elements`` × the size of ``ty``."""
-        return self.elements * self.ty.size_bytes()
+    def nbytes(self) -> int | None:
+        """The bytes the array covers: ``elements`` × the size of ``ty`` (None: known only at launch)."""
+        return None if self.elements is None else self.elements * self.ty.size_bytes()
 
 
-def extent_elements(instr, operand_name: str) -> int:
-    """How many elements operand ``operand_name`` of ``instr`` covers (its extent, evaluated).
+def extent_elements(instr, operand_name: str, load: Load | None = None) -> int | None:
+    """How many elements operand ``operand_name`` of ``instr`` covers (its extent, evaluated); None when the
+    extent reads an array's element (``a_ptr[m]``) and no ``load`` is given (known only at launch).
 
     Raises KeyError when the instruction has no such operand, ProgramError when it is not an address
     or its extent is negative."""
     operand = instr.INFO.operand(operand_name)
     if operand.extent is None:
         raise ProgramError(f"{instr.INFO.name}: operand {operand_name!r} is not an address operand")
-    elements = compile_extent(operand.extent)[0](instr)
+    try:
+        elements = compile_extent(operand.extent).evaluate(instr, load)
+    except _NeedsLaunch:
+        return None
     if elements < 0:
         raise ProgramError(f"{instr.INFO.name}: operand {operand_name!r}: extent {operand.extent} = {elements} "
                            "is negative")
     return elements
 
 
-def array_operands(instr) -> tuple[ArrayOperand, ...]:
-    """Every address operand of ``instr`` as an ArrayOperand, in operand order.
+def reads_at_launch(operand) -> bool:
+    """Whether an address operand's extent reads another array's element (known only at launch)."""
+    return bool(compile_extent(operand.extent).loads)
+
+
+def array_operands(instr, load: Load | None = None) -> tuple[ArrayOperand, ...]:
+    """Every address operand of ``instr`` as an ArrayOperand, in operand order; ``elements`` is None for an
+    extent known only at launch when no ``load`` is given.
 
     Raises ProgramError when an extent evaluates negative (an extent with ``-``)."""
     return tuple(ArrayOperand(op.name, getattr(instr, op.name), element_type(instr, op.element),
-                              extent_elements(instr, op.name), op.memory, op.rule)
+                              extent_elements(instr, op.name, load), op.memory, op.rule)
                  for op in instr.INFO.address_operands)

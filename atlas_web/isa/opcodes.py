@@ -175,10 +175,16 @@ def _check_names(info: OpcodeInfo, what: str, expression: str) -> None:
     """Refuse an extent or condition (``what`` names it) that is not an expression (compile_extent) over the
     row's shape (UINT) and flag (FLAG) operands."""
     shapes = {o.name for o in info.operands if o.kind in (OperandKind.UINT, OperandKind.FLAG)}
-    unknown = compile_extent(expression)[1] - shapes
+    compiled = compile_extent(expression)
+    unknown = compiled.names - shapes
     if unknown:
         raise ProgramError(f"{what} {expression!r} names {', '.join(sorted(unknown))}, "
                            f"not a shape (UINT) or flag operand of the row")
+    counts = {o.name for o in info.operands if o.kind is OperandKind.ADDR and isinstance(o.element, Type)
+              and not o.element.is_float() and not compile_extent(o.extent).loads}
+    if compiled.loads - counts:
+        raise ProgramError(f"{what} {expression!r} reads an element of {', '.join(sorted(compiled.loads - counts))}, "
+                           "not an integer array operand of the row with an extent of its own")
 
 
 def float_storage(op: Operand, ty: Type | None) -> Type:
@@ -450,6 +456,19 @@ _row("QuantizedGEMM", 0x97, "qgemm",
      "(a_scale*b_scale); i8: f32(acc) * (a_scale*b_scale/c_scale) rounded half to even and saturated (NaN: 0), "
      "each step rounded to f32 (docs/semantics.md, Matrix kernels)",
      default_type=Type.I8, defaults=_LAYOUT_DEFAULTS, requires=_GEMM_REQUIRES)
+
+_row("SparseGEMM", 0x98, "spgemm",
+     [_addr("c", GADDR, RW, "matrix(m, n, ldc)"), _addr("a_values", GADDR, R, "a_ptr[m]"),
+      _addr("a_indices", GADDR, R, "a_ptr[m]", Type.U32), _addr("a_ptr", GADDR, R, "m + 1", Type.U32),
+      _addr("b", GADDR, R, "matrix(k, n, ldb)"), *_SHAPE, *_scaling(T.TY), Operand("ldb", K.UINT, 32),
+      Operand("ldc", K.UINT, 32)],
+     frozenset({Type.F32, Type.F64}), CO, "matrix",
+     "once per launch: C = alpha*A@B + beta*C with A m x k in CSR (row i: a_values[e] at column a_indices[e] for "
+     "a_ptr[i] <= e < a_ptr[i+1]; a_values and a_indices hold a_ptr[m] elements, read at launch); a_ptr "
+     "decreasing or a used column index >= k traps INVALID_SPARSE",
+     default_type=Type.F32, defaults={"alpha": 1.0, "beta": 0.0, "ldb": 0, "ldc": 0},
+     requires=(Requirement("ldb", "ldb == 0 or ldb >= n", "ldb is shorter than a row of b"), _GEMM_REQUIRES[2]),
+     effects={"traps": {TrapCode.INVALID_SPARSE}})
 
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))

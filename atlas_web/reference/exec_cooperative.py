@@ -66,13 +66,22 @@ class CheckedArray:
 
 def checked_arrays(step: CooperativeStep) -> dict[str, CheckedArray]:
     """Every array operand of the step's instruction (the table's extents), checked over its whole range in
-    operand order (handle, bounds, alignment of the start): operand name -> CheckedArray. Traps (AtlasTrap,
-    lane -1) at the first failing operand."""
-    out = {}
-    for array in array_operands(step.instr):
-        span, = check_access(step, resolve_global(step, array.name), array.nbytes, array.ty.alignment())
-        out[array.name] = CheckedArray(array, span.data, int(span.offsets[0]))
-    return out
+    operand order (handle, bounds, alignment of the start): operand name -> CheckedArray. An array whose
+    extent reads another array's element (a CSR count, ``a_ptr[m]``) is checked after the others, in operand
+    order, with that element read from the checked array. Traps (AtlasTrap, lane -1) at the first failing
+    operand."""
+    out: dict[str, CheckedArray] = {}
+
+    def load(name: str, index: int) -> int:
+        return int(out[name].read()[index])
+
+    for at_launch in (False, True):
+        for array in array_operands(step.instr, load if at_launch else None):
+            if array.name in out or array.elements is None:   # checked, or known only in the second pass
+                continue
+            span, = check_access(step, resolve_global(step, array.name), array.nbytes, array.ty.alignment())
+            out[array.name] = CheckedArray(array, span.data, int(span.offsets[0]))
+    return {op.name: out[op.name] for op in step.instr.INFO.address_operands}
 
 
 def _parallel_map(step: CooperativeStep) -> None:

@@ -27,7 +27,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import TrapCode
 from ..isa.types import Type
+from ..trap_report import TrapRecord, operand_position, trap
 from .exec_address import scatter
 from .exec_cooperative import CheckedArray, CooperativeStep, checked_arrays
 
@@ -144,5 +146,46 @@ def _rule(product: Product) -> Callable[[CooperativeStep], None]:
     return run
 
 
+def _sparse_gemm(step: CooperativeStep) -> None:
+    """SparseGEMM: the arrays checked (a_values and a_indices over a_ptr[m] elements), then the CSR (a_ptr
+    non-decreasing, every used column index below k: else INVALID_SPARSE naming the first bad element), then
+    C = alpha * A @ B + beta * C in float64 per element (an empty row's sum is 0: alpha is not multiplied in),
+    rounded once to the type."""
+    instr = step.instr
+    checked = checked_arrays(step)
+    m, n, k = instr.m, instr.n, instr.k
+    pointers = checked["a_ptr"].read().astype(np.int64)
+    drops = np.flatnonzero(pointers[1:] < pointers[:-1])
+    if drops.size:
+        i = int(drops[0]) + 1
+        raise _sparse_trap(step, "a_ptr", i, pointers[i], pointers[i - 1])
+    first, count = int(pointers[0]), int(pointers[m])
+    columns = checked["a_indices"].read().astype(np.int64)
+    bad = np.flatnonzero(columns[first:count] >= k)
+    if bad.size:
+        e = first + int(bad[0])
+        raise _sparse_trap(step, "a_indices", e, columns[e], k)
+    if m == 0 or n == 0:
+        return
+    ldc = instr.ldc or n
+    index = np.arange(m, dtype=np.int64)[:, None] * ldc + np.arange(n, dtype=np.int64)
+    b = matrix_view(checked["b"].read(), k, n, instr.ldb).astype(np.float64)
+    values = checked["a_values"].read().astype(np.float64)
+    rows = np.repeat(np.arange(m), np.diff(pointers))
+    sums = np.zeros((m, n))
+    np.add.at(sums, rows, values[first:count, None] * b[columns[first:count]])
+    result = np.where((np.diff(pointers) > 0)[:, None], np.float64(instr.alpha) * sums, 0.0)
+    if instr.beta != 0:
+        result = result + np.float64(instr.beta) * checked["c"].read()[index].astype(np.float64)
+    _write(checked["c"], index.reshape(-1), result.reshape(-1).astype(np.float32 if instr.ty is Type.F32
+                                                                      else np.float64))
+
+
+def _sparse_trap(step: CooperativeStep, operand: str, index: int, value, limit) -> Exception:
+    record = TrapRecord(operand_position(step.instr, operand), 0, int(value), index, int(limit))
+    return trap(TrapCode.INVALID_SPARSE, step.plan.index, -1, step.instr, record)
+
+
 MATRIX_RULES = {"GEMM": _rule(_float_product), "BatchedGEMM": _rule(_float_product),
-                "MixedPrecisionGEMM": _rule(_float_product), "QuantizedGEMM": _rule(_quantized_product)}
+                "MixedPrecisionGEMM": _rule(_float_product), "QuantizedGEMM": _rule(_quantized_product),
+                "SparseGEMM": _sparse_gemm}

@@ -1,6 +1,8 @@
-"""The reference's matrix kernels (GEMM, BatchedGEMM) against a plain Python triple loop written here: transposes,
+"""The reference's matrix kernels against plain Python loops written here: GEMM and BatchedGEMM (transposes,
 leading dimensions with padding that must stay unchanged, batch strides, alpha/beta, beta == 0 not reading C,
-k == 0, IEEE NaN/inf, and the array checks (all before any write, lane -1)."""
+k == 0, IEEE NaN/inf), MixedPrecisionGEMM, QuantizedGEMM (integer sums, ties to even, saturation), SparseGEMM
+(CSR with empty rows, repeated columns, unused leading entries; bad CSR traps); and the array checks (all before
+any write, lane -1)."""
 
 from __future__ import annotations
 
@@ -10,18 +12,18 @@ import struct
 
 import pytest
 
-from atlas_web import TrapCode
+from atlas_web import AtlasTrap, TrapCode
 from atlas_web.isa import Address, Type, array_operands
-from atlas_web.isa.instructions import GEMM, BatchedGEMM, MixedPrecisionGEMM, QuantizedGEMM
+from atlas_web.isa.instructions import GEMM, BatchedGEMM, MixedPrecisionGEMM, QuantizedGEMM, SparseGEMM
 from atlas_web.reference import CpuBackend
 
 from .executor_helpers import pointer, prog, r, run, trap_of
 
 COVERS = [(name, ty) for name in ("GEMM", "BatchedGEMM") for ty in (Type.F32, Type.F64)] + [
     ("MixedPrecisionGEMM", Type.F16), ("MixedPrecisionGEMM", Type.BF16), ("QuantizedGEMM", Type.I8),
-    ("QuantizedGEMM", Type.F32)]
+    ("QuantizedGEMM", Type.F32), ("SparseGEMM", Type.F32), ("SparseGEMM", Type.F64)]
 
-_FORMAT = {Type.F32: "f", Type.F64: "d", Type.F16: "e", Type.I8: "b"}
+_FORMAT = {Type.F32: "f", Type.F64: "d", Type.F16: "e", Type.I8: "b", Type.U32: "I"}
 
 
 def _pack(ty: Type, values) -> bytes:
@@ -213,3 +215,60 @@ def test_quantized_gemm_matches_the_integer_triple_loop(ty, scales):
     assert _unpack(ty, backend.copy_from_buffer(handles[0])) == want
     if scales == (0.5, 1.0, 1.0):   # odd sums halve to ties (to even), large ones saturate
         assert any(acc % 2 for acc in sums) and any(abs(acc) > 256 for acc in sums)
+
+
+def _csr(rng, m, k, density, first=0):
+    """A random CSR matrix: (a_ptr, a_indices, a_values) with empty rows, repeated and unsorted columns, and
+    ``first`` unused entries before a_ptr[0]."""
+    ptr, indices = [first], [rng.randrange(k) for _ in range(first)] if k else []
+    for _ in range(m):
+        count = 0 if rng.random() < 0.3 or k == 0 else rng.randint(0, max(1, int(density * k) + 2))
+        indices += [rng.randrange(k) for _ in range(count)]
+        ptr.append(ptr[-1] + count)
+    return ptr, indices, [_round(Type.F32, rng.uniform(-4, 4)) for _ in indices]
+
+
+@pytest.mark.parametrize("ty", [Type.F32, Type.F64], ids=lambda t: t.name)
+@pytest.mark.parametrize("m, n, k, first, ldb, ldc, alpha, beta", [
+    (5, 3, 7, 0, 0, 0, 1.0, 0.0), (9, 4, 6, 3, 6, 5, -1.5, 0.5), (1, 1, 1, 0, 0, 0, 2.0, 1.0), (3, 2, 0, 0, 0, 0, 9.0, 0.5)])
+def test_sparse_gemm_matches_the_triple_loop_over_its_rows(ty, m, n, k, first, ldb, ldc, alpha, beta):
+    rng = random.Random(m * 100 + k)
+    backend = CpuBackend()
+    ptr, indices, values = _csr(rng, m, k, 0.4, first)
+    b = _values(ty, (k - 1) * (ldb or n) + n if k else 0, rng)
+    c = _values(ty, (m - 1) * (ldc or n) + n, rng)
+    handles = [_buffer(backend, t, v) for t, v in ((ty, c), (ty, values), (Type.U32, indices), (Type.U32, ptr), (ty, b))]
+    names = ("c", "a_values", "a_indices", "a_ptr", "b")
+    run(backend, prog(SparseGEMM(**{n_: Address.BufferOffset(h) for n_, h in zip(names, handles)}, m=m, n=n, k=k,
+                                 alpha=alpha, beta=beta, ldb=ldb, ldc=ldc, ty=ty)), 1)
+    want = list(c)
+    for i in range(m):
+        for j in range(n):
+            entries = range(ptr[i], ptr[i + 1])
+            total = math.fsum(values[e] * b[indices[e] * (ldb or n) + j] for e in entries)
+            value = alpha * total if entries else 0.0
+            if beta != 0:
+                value += beta * c[i * (ldc or n) + j]
+            want[i * (ldc or n) + j] = _round(ty, value)
+    got = _unpack(ty, backend.copy_from_buffer(handles[0]))
+    assert all(abs(g - w) <= 1e-12 * (1 + abs(w)) for g, w in zip(got, want)) and (ty is Type.F64 or got == want)
+
+
+@pytest.mark.parametrize("ptr, indices, want", [
+    ([0, 2, 1, 3], [0, 1, 2], (TrapCode.INVALID_SPARSE, "a_ptr[2] = 1 is below a_ptr[1] = 2")),
+    ([0, 1, 2, 3], [0, 4, 9], (TrapCode.INVALID_SPARSE, "a_indices[1] = 4 is not below k = 4")),
+    ([0, 1, 2, 5], [0, 1, 2], (TrapCode.OUT_OF_BOUNDS, "a_values: 20 bytes at offset 0 of handle")),
+    ([0, 1, 2], [0, 1, 2], (TrapCode.OUT_OF_BOUNDS, "a_ptr: 16 bytes at offset 0 of handle")),
+])
+def test_bad_csr_traps_naming_its_first_bad_element_and_leaves_c_unchanged(ptr, indices, want):
+    backend, ty = CpuBackend(), Type.F32
+    c = _buffer(backend, ty, [7.0] * 6)
+    arrays = (c, _buffer(backend, ty, [1.0, 2.0, 3.0, 4.0]), _buffer(backend, Type.U32, indices),
+              _buffer(backend, Type.U32, ptr), _buffer(backend, ty, [1.0] * 8))
+    names = ("c", "a_values", "a_indices", "a_ptr", "b")
+    addresses = {name: Address.RegisterIndirect(r(1 + k), 0) for k, name in enumerate(names)}
+    registers = {r(1 + k): (Type.U64, pointer(h)) for k, h in enumerate(arrays)}
+    with pytest.raises(AtlasTrap) as caught:
+        run(backend, prog(SparseGEMM(**addresses, m=3, n=2, k=4, beta=1.0)), 1, registers=registers)
+    assert (caught.value.code, caught.value.lane) == (want[0], -1) and want[1] in str(caught.value)
+    assert _unpack(ty, backend.copy_from_buffer(c)) == [7.0] * 6
