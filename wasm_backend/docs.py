@@ -45,7 +45,7 @@ def backend_documentation() -> BackendDocumentation:
         "outside it the same core on operands scaled by exact powers of two, with subnormal results rounded "
         "once to the subnormal grid.",
         "GEMM and BatchedGEMM (F32, F64) run a blocked kernel (`coop_gemm_kernel`): A and B packed into "
-        "per-launch scratch, cache blocks of 256 deep x 64 rows, a 4x16 register tile of f32x4 accumulators "
+        "per-launch scratch, cache blocks of 256 deep x 64 rows, a 4x16 register tile of f32x4 accumulators (F64: 4x8) "
         "with `relaxed_madd` (one rounding per product where the engine fuses: wasmtime and V8 with FMA; two "
         "elsewhere), the sums of each element in depth order within a block, blocks added in order. Shapes "
         "with m or n equal to 1 run a GEMV kernel (dot products or row-streaming axpy). Natively, a GEMM of "

@@ -27,7 +27,9 @@ from atlas_web.isa.extents import array_operands
 from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import DEFAULT_TILING, ELEMENTS, GemmShape, build_gemm_driver, row_step, scratch_bytes
+from .coop_gemm_kernel import (
+    DEFAULT_TILING, ELEMENTS, TILINGS, GemmShape, build_gemm_driver, row_step, scratch_bytes,
+)
 from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes
 from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule
@@ -68,7 +70,7 @@ def _outputs(instr) -> tuple[int, int]:
     plan = gemv_plan(shape)
     if plan is not None:
         return plan.outputs, gemv_output_step(shape, plan)
-    return shape.m, row_step(DEFAULT_TILING)
+    return shape.m, row_step(TILINGS[shape.ty])
 
 
 def gemm_parallel(instr) -> tuple[str, int, int] | None:

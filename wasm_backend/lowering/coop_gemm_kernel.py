@@ -34,8 +34,8 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 
-__all__ = ["Element", "ELEMENTS", "Tiling", "DEFAULT_TILING", "GemmShape", "scratch_bytes", "build_gemm_driver",
-           "row_step"]
+__all__ = ["Element", "ELEMENTS", "Tiling", "DEFAULT_TILING", "TILINGS", "GemmShape", "scratch_bytes",
+           "build_gemm_driver", "row_step"]
 
 I32, V128 = ValType.I32, ValType.V128
 
@@ -83,6 +83,8 @@ class Tiling:
 #: over 1 or 4: 28 vs 24; kc 128..384 and mc 32..128 within noise. wasmtime (Cranelift) copies registers
 #: around its destructive FMA form and gets 13-15 for every tile in the full GEMM (24 in the micro-kernel alone)
 DEFAULT_TILING = Tiling()
+#: the tiling of each element type: F64 with half the columns (f64x2: the same 16 accumulators)
+TILINGS = {Type.F32: DEFAULT_TILING, Type.F64: Tiling(nr=8)}
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,10 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def scratch_bytes(shape: GemmShape, tiling: Tiling = DEFAULT_TILING) -> int:
-    """Bytes of scratch one driver call needs (packed B block, packed A block, one tile), 16-byte multiple."""
+def scratch_bytes(shape: GemmShape, tiling: Tiling | None = None) -> int:
+    """Bytes of scratch one driver call needs (packed B block, packed A block, one tile), 16-byte multiple
+    (``tiling`` None: the type's, ``TILINGS``)."""
+    tiling = tiling or TILINGS[shape.ty]
     size = ELEMENTS[shape.ty].size
     depth = max(1, min(tiling.kc, shape.k))
     pb = depth * _round_up(max(1, min(tiling.nc, shape.n)), tiling.nr) * size
@@ -121,7 +125,7 @@ def _packed_a_bytes(shape: GemmShape, tiling: Tiling) -> int:
     return _round_up(depth * _round_up(max(1, min(tiling.mc, shape.m)), tiling.mr) * ELEMENTS[shape.ty].size, 16) + 16
 
 
-def row_step(tiling: Tiling = DEFAULT_TILING) -> int:
+def row_step(tiling: Tiling) -> int:
     """Row ranges given to threads start at multiples of this (whole register tiles)."""
     return tiling.mr
 
@@ -358,13 +362,13 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int) -> int:
 
 
 # ---- driver --------------------------------------------------------------------------------------------------
-def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling = DEFAULT_TILING, *,
+def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling | None = None, *,
                       export: bool = False) -> int:
     """Define ``name(a, b, c, scratch, lo, hi)``: the GEMM of ``shape`` over rows ``lo .. hi`` of C (byte
     addresses of element 0 of A, B, C and of ``scratch_bytes(shape, tiling)`` bytes of 16-byte aligned scratch
-    memory). Returns its function index (``export``: exported under ``name``)."""
+    memory; ``tiling`` None: the type's). Returns its function index (``export``: exported under ``name``)."""
     el = ELEMENTS[shape.ty]
-    t = tiling
+    t = tiling or TILINGS[shape.ty]
     size = el.size
     # element (i, p) of A at a + i*rs_a + p*cs_a; element (j, p) of B (column j, depth p) at b + j*rs_b + p*cs_b
     rs_a, cs_a = (size, shape.lda * size) if shape.trans_a else (shape.lda * size, size)
