@@ -14,7 +14,6 @@ __all__ = ["backend_documentation", "UNSUPPORTED"]
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
 _NO_KERNEL = "no wasm kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,
 }
@@ -48,7 +47,8 @@ def backend_documentation() -> BackendDocumentation:
         "per-launch scratch, cache blocks of 256 deep x 64 rows, a 4x16 register tile of f32x4 accumulators (F64: 4x8) "
         "with `relaxed_madd` (one rounding per product where the engine fuses: wasmtime and V8 with FMA; two "
         "elsewhere), the sums of each element in depth order within a block, blocks added in order. Shapes "
-        "with m or n equal to 1 run a GEMV kernel (dot products or row-streaming axpy). Natively, a GEMM of "
+        "with m or n equal to 1 run a GEMV kernel (dot products or row-streaming axpy). MixedPrecisionGEMM "
+        "converts its F16/BF16 A and B to f32 (exactly) while packing and runs the F32 kernel. Natively, a GEMM of "
         "2**24 multiply-adds or more splits its rows over the threads, bit-identical to one thread.",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,

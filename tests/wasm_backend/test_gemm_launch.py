@@ -175,3 +175,22 @@ def test_k_zero_gives_beta_times_c_whatever_alpha(backends):
         assert np.array_equal(out, c * np.float32(0.5), equal_nan=True)
         out, _ = launch(backends[1], "GEMM", {"c": c, "a": empty, "b": empty}, m=m, n=n, k=0, alpha=-1.0, beta=0.0)
         assert not out.any() and not np.signbit(out).any()
+
+
+@pytest.mark.parametrize("m,n,k,trans_a,trans_b", [(T.mr + 1, T.nr + 3, T.kc + 1, False, True),
+                                                   (T.mc + 3, 5, 9, True, False), (1, 40, 7, False, False)])
+def test_mixed_precision_f16_inputs_around_the_blocks(backends, m, n, k, trans_a, trans_b):
+    """F16 A and B converted while packed (also a GEMV shape: the blocked kernel takes it), f32 C."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(m * k).astype(np.float16)
+    b = rng.standard_normal(k * n).astype(np.float16)
+    c = rng.standard_normal(m * n).astype(np.float32)
+    out, guards = launch(backends[1], "MixedPrecisionGEMM", {"c": c, "a": a, "b": b}, m=m, n=n, k=k, beta=0.5,
+                         trans_a=trans_a, trans_b=trans_b, ty=Type.F16)
+    assert all(guard == GUARD for guard in guards)
+    am = a.astype(np.float64).reshape((k, m) if trans_a else (m, k))
+    bm = b.astype(np.float64).reshape((n, k) if trans_b else (k, n))
+    am, bm = (am.T if trans_a else am), (bm.T if trans_b else bm)
+    expected = am @ bm + 0.5 * c.astype(np.float64).reshape(m, n)
+    bound = _gamma(k) * (np.abs(am) @ np.abs(bm) + 0.5 * np.abs(c.astype(np.float64).reshape(m, n)))
+    assert np.all(np.abs(out.reshape(m, n) - expected) <= bound)

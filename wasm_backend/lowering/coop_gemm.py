@@ -1,4 +1,4 @@
-"""GEMM and BatchedGEMM: the cooperative rules, on the blocked kernel of ``coop_gemm_kernel``.
+"""GEMM, BatchedGEMM and MixedPrecisionGEMM: the cooperative rules, on the kernels of ``coop_gemm_kernel``.
 
 The cooperative function checks A, B and C over their extents (the table's, ``array_operands``: handle,
 bounds, alignment, in operand order) and runs the kernel's driver ``gemm_kernel_<index>(a, b, c, scratch,
@@ -16,13 +16,15 @@ range gets scratch of its own taken from the arena (once per launch); the host a
 scratch to give, and the module then runs it in one call. Every element of C is computed by the same code
 on whichever thread computes it, so the bits do not depend on the thread count.
 
-Types: F32 and F64 (f32x4 / f64x2). Element sums are in the element type with one rounding per product
+Types: F32 and F64 (f32x4 / f64x2); MixedPrecisionGEMM's F16/BF16 A and B are converted to f32 (exactly)
+while packed, and run the F32 kernel. Element sums are in C's type with one rounding per product
 (relaxed_madd, fused where the engine has FMA) or two (mul, add); the contract's bound holds for both.
 """
 
 from __future__ import annotations
 
 from atlas_web.isa.extents import array_operands
+from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_GEMM_THRESHOLD
@@ -34,7 +36,7 @@ from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, ge
 from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule
 
-__all__ = ["GEMM_TYPES", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_parallel",
+__all__ = ["GEMM_TYPES", "GEMM_ROWS", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_parallel",
            "gemm_scratch_bytes"]
 
 I32 = ValType.I32
@@ -44,18 +46,24 @@ GEMM_TYPES = frozenset(ELEMENTS)
 HOST_IMPORTS.setdefault("parallel_gemm", ((I32,) * 4, (I32,)))
 
 
+def _element_types(instr) -> dict[str, Type]:
+    """The element type of each matrix operand (the table's: C's is the arithmetic's)."""
+    return {array.name: array.ty for array in array_operands(instr)}
+
+
 def gemm_shape(instr) -> GemmShape:
-    """The kernel's shape of a GEMM or BatchedGEMM instruction (leading dimensions 0 resolved to packed; alpha 0
-    when k is 0)."""
+    """The kernel's shape of a GEMM, BatchedGEMM or MixedPrecisionGEMM instruction (leading dimensions 0 resolved
+    to packed; alpha 0 when k is 0; A's and B's type as ``input_ty`` where it is not C's)."""
     m, n, k = instr.m, instr.n, instr.k
+    types = _element_types(instr)
     lda = instr.lda or (m if instr.trans_a else k)
     ldb = instr.ldb or (k if instr.trans_b else n)
     ldc = instr.ldc or n
     # k == 0: C = beta * C, as the reference: alpha times the empty sum is not formed (alpha = inf gives no NaN,
     # a negative alpha no -0), so the kernel's alpha * 0 is made +0 * 0
     alpha = float(instr.alpha) if k else 0.0
-    return GemmShape(instr.ty, m, n, k, bool(instr.trans_a), bool(instr.trans_b), lda, ldb, ldc, alpha,
-                     float(instr.beta))
+    return GemmShape(types["c"], m, n, k, bool(instr.trans_a), bool(instr.trans_b), lda, ldb, ldc, alpha,
+                     float(instr.beta), None if types["a"] is types["c"] else types["a"])
 
 
 def gemm_kernel_name(index: int) -> str:
@@ -93,15 +101,16 @@ def parallel_gemm_wanted(parallel: bool, instr) -> bool:
 
 
 def _items(instr) -> tuple[int, tuple[int, int, int]]:
-    """(batch items, element strides of A, B, C between items) of a GEMM (one item) or BatchedGEMM; a stride of
-    0 means packed: the stored rows times the leading dimension (the row's ``matrices`` extent)."""
+    """(batch items, BYTE strides of A, B, C between items) of a GEMM (one item) or BatchedGEMM; a stride of 0
+    means packed: the stored rows times the leading dimension (the row's ``matrices`` extent)."""
     if not hasattr(instr, "batch"):
         return 1, (0, 0, 0)
     shape = gemm_shape(instr)
     packed = ((shape.k if shape.trans_a else shape.m) * shape.lda, (shape.n if shape.trans_b else shape.k) * shape.ldb,
               shape.m * shape.ldc)
     strides = (instr.stride_a, instr.stride_b, instr.stride_c)
-    return instr.batch, tuple(stride or item for stride, item in zip(strides, packed))
+    sizes = (shape.input_size, shape.input_size, shape.ty.size_bytes())
+    return instr.batch, tuple((stride or item) * size for stride, item, size in zip(strides, packed, sizes))
 
 
 def gemm_scratch_bytes(instr) -> int:
@@ -117,8 +126,7 @@ def _driver(m, name: str, shape: GemmShape, export: bool) -> int:
     return build_gemv_driver(m, name, shape, plan, relaxed=DEFAULT_TILING.relaxed, export=export)
 
 
-def _items_function(m, name: str, driver: int, outputs: int, strides: tuple[int, int, int], size: int,
-                    export: bool) -> int:
+def _items_function(m, name: str, driver: int, outputs: int, strides: tuple[int, int, int], export: bool) -> int:
     """``name(a, b, c, scratch, lo, hi)``: the driver over all of its rows for batch items ``lo .. hi``."""
     fb, e = m.define(name, (I32,) * 6, (), export=export)
     a, b, c, scratch, lo, hi = range(6)
@@ -127,7 +135,7 @@ def _items_function(m, name: str, driver: int, outputs: int, strides: tuple[int,
 
     def one_item() -> None:
         for pointer, stride in zip((a, b, c), strides):
-            e.get(pointer).get(item).i32(stride * size).op("i32.mul").op("i32.add")
+            e.get(pointer).get(item).i32(stride).op("i32.mul").op("i32.add")
         e.get(scratch).i32(0).i32(outputs).call(driver)
 
     e.while_below(item, hi, 1, one_item, labels=("items_done", "items"))
@@ -136,7 +144,6 @@ def _items_function(m, name: str, driver: int, outputs: int, strides: tuple[int,
 
 def _build(cc: CoopContext) -> None:
     instr = cc.instr
-    ty = instr.ty
     m = cc.m
     cut = gemm_parallel(instr) if "parallel_gemm" in m.imports else None
     mode = cut[0] if cut else None
@@ -145,9 +152,9 @@ def _build(cc: CoopContext) -> None:
     outputs = _outputs(instr)[0]
     items, strides = _items(instr)
     all_items = _items_function(m, name if mode == "items" else f"{name}_items", driver, outputs, strides,
-                                ty.size_bytes(), mode == "items")
-    extents = {array.name: array.elements for array in array_operands(instr)}
-    a, b, c = (cc.array(name, ty, extents[name]) for name in ("a", "b", "c"))
+                                mode == "items")
+    arrays = {array.name: array for array in array_operands(instr)}
+    a, b, c = (cc.array(name, arrays[name].ty, arrays[name].elements) for name in ("a", "b", "c"))
     e = cc.e
     scratch = cc.local(I32)
     cc.launch_base()
@@ -162,7 +169,7 @@ def _build(cc: CoopContext) -> None:
             with e.if_():  # 1: the host had no scratch for its threads
                 e.get(a).get(b).get(c).get(scratch).i32(0).i32(outputs).call(driver)
             for pointer, stride in zip((a, b, c), strides):
-                e.get(pointer).i32(stride * ty.size_bytes()).op("i32.add").set(pointer)
+                e.get(pointer).i32(stride).op("i32.add").set(pointer)
 
         e.while_below(item, count, 1, one_item, labels=("items_done", "items"))
         e.i32(COOP_OK)
@@ -175,12 +182,8 @@ def _build(cc: CoopContext) -> None:
     e.i32(COOP_OK)
 
 
-@cooperative_rule("GEMM", scratch=gemm_scratch_bytes)
-def build_gemm(cc: CoopContext) -> None:
-    _build(cc)
-
-
-@cooperative_rule("BatchedGEMM", scratch=gemm_scratch_bytes)
-def build_batched_gemm(cc: CoopContext) -> None:
-    _build(cc)
+#: the rows this kernel runs (each may call ``env.parallel_gemm``) -> the types (of the row) it compiles for
+GEMM_ROWS = {"GEMM": GEMM_TYPES, "BatchedGEMM": GEMM_TYPES, "MixedPrecisionGEMM": (Type.F16, Type.BF16)}
+for _name, _types in GEMM_ROWS.items():
+    cooperative_rule(_name, _types, scratch=gemm_scratch_bytes)(_build)
 

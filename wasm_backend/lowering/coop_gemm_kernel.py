@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
+from .coop_ops import load_scalar
 
 __all__ = ["Element", "ELEMENTS", "Tiling", "DEFAULT_TILING", "TILINGS", "GemmShape", "scratch_bytes",
            "build_gemm_driver", "row_step"]
@@ -89,8 +90,9 @@ TILINGS = {Type.F32: DEFAULT_TILING, Type.F64: Tiling(nr=8)}
 
 @dataclass(frozen=True)
 class GemmShape:
-    """One GEMM's compile-time shape: element type, sizes, transposes, leading dimensions (elements, already
-    resolved from 0 = packed), alpha and beta."""
+    """One GEMM's compile-time shape: element type (of C and of the arithmetic), sizes, transposes, leading
+    dimensions (elements, already resolved from 0 = packed), alpha and beta; ``input_ty``: A's and B's element
+    type when it differs (F16/BF16 inputs of an F32 GEMM: converted, exactly, while packing)."""
 
     ty: Type
     m: int
@@ -103,6 +105,12 @@ class GemmShape:
     ldc: int
     alpha: float
     beta: float
+    input_ty: Type | None = None
+
+    @property
+    def input_size(self) -> int:
+        """Bytes of one element of A and B."""
+        return (self.input_ty or self.ty).size_bytes()
 
 
 def _round_up(value: int, step: int) -> int:
@@ -300,10 +308,19 @@ def macro_kernel(m, el: Element, t: Tiling) -> int:
 
 
 # ---- packing -------------------------------------------------------------------------------------------------
-def _packer(m, name: str, el: Element, width: int, rs: int, cs: int) -> int:
+def _packer(m, name: str, el: Element, width: int, rs: int, cs: int, input_ty: Type | None = None) -> int:
     """``name(src, dst, rows, depth)``: pack a rows x depth block (element (r, p) at ``src + r*rs + p*cs``,
     strides in bytes) as slivers of ``width`` rows: for each p, ``width`` consecutive values, the last sliver
-    padded with zeros. Whole slivers load with constant offsets (``v128`` copies when rows are contiguous)."""
+    padded with zeros. Whole slivers load with constant offsets (``v128`` copies when rows are contiguous).
+    ``input_ty`` (F16/BF16): the source's element type, each value converted to ``el``'s type (exact)."""
+
+    def load_element(e, offset: int) -> None:  # the address on the stack -> one value of el's type
+        if input_ty is None:
+            e.op(f"{el.scalar}.load", offset)
+            return
+        if offset:
+            e.i32(offset).op("i32.add")
+        load_scalar(m, e, input_ty)
 
     def build(fb, e) -> None:
         src, dst, rows, depth = range(4)
@@ -315,7 +332,7 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int) -> int:
             e.get(src).get(r0).i32(rs).op("i32.mul").op("i32.add").set(q)
 
             def copy_line() -> None:
-                if rs == el.size:
+                if rs == el.size and input_ty is None:
                     offset = 0
                     for chunk, load, store in ((16, "v128.load", "v128.store"), (8, "i64.load", "i64.store"),
                                                (4, "i32.load", "i32.store")):
@@ -324,7 +341,9 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int) -> int:
                             offset += chunk
                 else:
                     for r in range(width):
-                        e.get(dst).get(q).op(f"{el.scalar}.load", r * rs).op(f"{el.scalar}.store", r * el.size)
+                        e.get(dst).get(q)
+                        load_element(e, r * rs)
+                        e.op(f"{el.scalar}.store", r * el.size)
                 e.get(q).i32(cs).op("i32.add").set(q)
                 e.get(dst).i32(line).op("i32.add").set(dst)
 
@@ -338,7 +357,8 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int) -> int:
                 for r in range(width):
                     e.get(dst).get(valid).i32(r).op("i32.gt_u")
                     with e.if_(blocktype=el.valtype):
-                        e.get(q).op(f"{el.scalar}.load", r * rs)
+                        e.get(q)
+                        load_element(e, r * rs)
                         e.else_()
                         e.op(f"{el.scalar}.const", 0.0)
                     e.op(f"{el.scalar}.store", r * el.size)
@@ -369,12 +389,12 @@ def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling | None = No
     memory; ``tiling`` None: the type's). Returns its function index (``export``: exported under ``name``)."""
     el = ELEMENTS[shape.ty]
     t = tiling or TILINGS[shape.ty]
-    size = el.size
+    size, given = el.size, shape.input_size
     # element (i, p) of A at a + i*rs_a + p*cs_a; element (j, p) of B (column j, depth p) at b + j*rs_b + p*cs_b
-    rs_a, cs_a = (size, shape.lda * size) if shape.trans_a else (shape.lda * size, size)
-    rs_b, cs_b = (shape.ldb * size, size) if shape.trans_b else (size, shape.ldb * size)
-    pack_a = _packer(m, f"{name}_pack_a", el, t.mr, rs_a, cs_a)
-    pack_b = _packer(m, f"{name}_pack_b", el, t.nr, rs_b, cs_b)
+    rs_a, cs_a = (given, shape.lda * given) if shape.trans_a else (shape.lda * given, given)
+    rs_b, cs_b = (shape.ldb * given, given) if shape.trans_b else (given, shape.ldb * given)
+    pack_a = _packer(m, f"{name}_pack_a", el, t.mr, rs_a, cs_a, shape.input_ty)
+    pack_b = _packer(m, f"{name}_pack_b", el, t.nr, rs_b, cs_b, shape.input_ty)
     macro = macro_kernel(m, el, t)
     depth = max(1, min(t.kc, shape.k))
     pb_bytes = _round_up(depth * _round_up(max(1, min(t.nc, shape.n)), t.nr) * size, 16)

@@ -53,7 +53,10 @@ class GemvPlan:
 
 
 def gemv_plan(shape: GemmShape) -> GemvPlan | None:
-    """The GEMV plan of ``shape``, or None when neither m nor n is 1."""
+    """The GEMV plan of ``shape``, or None when neither m nor n is 1 (or A and B need converting: the blocked
+    kernel converts them once, while packing)."""
+    if shape.input_ty is not None:
+        return None
     size = ELEMENTS[shape.ty].size
     if shape.n == 1:  # C's column = A (m x k) times B's column
         vector_stride = size if shape.trans_b else shape.ldb * size
