@@ -15,14 +15,15 @@ MISALIGNED                the ADDR   the handle  byte offset                  th
 INVALID_HANDLE            operand    the handle  —                            1: a pool is required  —
 DIVISION_BY_ZERO          ``lhs``    —           the dividend (-1 operand:    —                      —
                                                  an extended type's, unsaid)
-INTEGER_OVERFLOW          ``lhs``    —           —                            —                      —
+INTEGER_OVERFLOW          —          —           —                            —                      —
 INVALID_CLASS             the reg    —           the operand read unsigned    —                      —
 POOL_EXHAUSTED            —          —           the size asked               —                      —
 BUDGET_EXCEEDED           —          —           —                            —                      —
 ========================  =========  ==========  ===========================  =====================  ===========
 
-``operand`` is the operand's position in the instruction's table row (-1: none); handle
-``SHARED_MEMORY`` names the block's shared memory. What no record can hold comes from the host that
+``operand`` is the operand's position in the instruction's table row (-1: none; PoolLoad and
+PoolStore name ``pool``); handle ``SHARED_MEMORY`` names the block's shared memory; a value's
+OUT_OF_BOUNDS (BoundMap's page or byte) has extent 0. What no record can hold comes from the host that
 raises: the launch's budget (BUDGET_EXCEEDED) and the bytes free for a pool (POOL_EXHAUSTED).
 Numbers are read modulo 2**64 and shown as the operand's type shows them. Standard library only.
 """
