@@ -17,7 +17,7 @@ from atlas_web.isa import Register, Type
 from atlas_web.launch import ExecutionParams
 
 from .case_tools import needs_of, text_program
-from .harness import Buffer, Case, Result
+from .harness import Buffer, Case, Result, case_handles
 
 __all__ = ["control_cases", "PresetCase", "preset_cases", "run_preset_case", "CONFIG"]
 
@@ -282,10 +282,11 @@ def run_preset_case(backend: Backend, case: PresetCase) -> Result:
         handles.append(int(h))
     trap = message = None
     params = ExecutionParams(case.config, registers=case.presets(handles), budget=case.budget)
+    program = case.program(handles)
     try:
-        backend.execute_program_with_params(case.program(handles), params)
+        backend.execute_program_with_params(program, params)
     except AtlasTrap as t:
-        trap, message = (int(t.code), t.instruction_index, t.lane), str(t)
+        trap, message = (int(t.code), t.instruction_index, t.lane), case_handles(str(t), handles, program)
     outputs = [bytes(backend.copy_from_buffer(h)[:len(buf.data)]) for h, buf in zip(handles, case.buffers)
                if buf.output]
     for h in handles:

@@ -55,7 +55,7 @@ class Result:
     trap_message: str | None = None
 
 
-def _case_handles(message: str, handles: list[int], program: Program) -> str:
+def case_handles(message: str, handles: list[int], program: Program) -> str:
     """``message`` with the case's buffer handles named by their place in the case, and a handle the
     program does not spell (a pool it allocated) as such: the numbers a backend gives differ with what
     it allocated before (tests/test_trap_report.py compares them on fresh backends)."""
@@ -79,7 +79,7 @@ def run_case(backend: Backend, case: Case) -> Result:
     try:
         backend.execute_program(program, case.config)
     except AtlasTrap as t:
-        trap, message = (int(t.code), t.instruction_index, t.lane), _case_handles(str(t), handles, program)
+        trap, message = (int(t.code), t.instruction_index, t.lane), case_handles(str(t), handles, program)
     outputs = []
     for h, buf in zip(handles, case.buffers):
         if buf.output:

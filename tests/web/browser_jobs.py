@@ -112,6 +112,7 @@ async def _run_job(backend: Any, job: dict) -> dict:
                                         ExecutionParams(config, registers=presets, budget=job["budget"]))
         except AtlasTrap as trap:
             result["trap"] = [int(trap.code), trap.instruction_index, trap.lane]
+            result["message"] = str(trap)
         except UnsupportedOperation:
             result["unsupported_raised"] = True
             return result

@@ -19,7 +19,7 @@ import pytest
 
 from atlas_web.reference import CpuBackend
 from tests.conformance import atlas_cases, control_cases, cooperative_cases, lane_cases, memory_cases, trap_cases
-from tests.conformance.harness import Result, compare, run_case
+from tests.conformance.harness import Result, case_handles, compare, run_case
 
 from . import browser_jobs
 from .conftest import run_python
@@ -90,6 +90,12 @@ def _problems(case, want: Result, got: dict) -> list[str]:
     if isinstance(case, cooperative_cases.CooperativeCase):
         tolerance = cooperative_cases.reduce_tolerance(case, tolerance)
     problems = compare(case, want, Result(got["outputs"], got["trap"]), tolerance)
+    if want.trap_message is not None and got.get("message") is not None:
+        # the one trap report: the message, numbers included, read in the page as natively
+        handles = browser_jobs.job_of(case)["handles"][:len(case.buffers)]
+        message = case_handles(got["message"], handles, case.program(browser_jobs.job_of(case)["handles"]))
+        if message != want.trap_message:
+            problems.append(f"trap message {message!r}, the reference's {want.trap_message!r}")
     if case.name in atlas_cases.RESONANCE_CASES:
         problems += atlas_cases.resonance_problems(case, want.resonance, got["resonance"])[:3]
     return problems
