@@ -5,6 +5,7 @@ For each size n (n x n times n x n, alpha 1, beta 0):
 * ``GEMM`` launched on ``WasmBackend(threads=1)`` and on ``WasmBackend()`` (the default thread count);
 * NumPy's ``a @ b`` (OpenBLAS) on one thread (``OPENBLAS_NUM_THREADS=1`` etc. set before NumPy loads, unless
   the caller set them);
+* with ``--mixed``: MixedPrecisionGEMM with the inputs rounded to float16 (f32 C), on one thread;
 * with ``--gemv N``: the GEMV shapes of an N x N matrix, ``A @ x`` (m = N, n = 1) and ``x @ A`` (m = 1, n = N),
   which the wasm backend runs on its bandwidth-bound GEMV kernel, against NumPy's same products;
 * with ``--node``: the same kernel module (``coop_gemm_kernel``'s driver, both micro-kernel forms) run by
@@ -56,17 +57,20 @@ def simd128_peak(ghz: float) -> float:
 
 
 class WasmGemm:
-    """An f32 GEMM program C = A @ B (A m x k, B k x n) on ``backend`` with its buffers."""
+    """A GEMM program C = A @ B (A m x k, B k x n; f32 C) on ``backend`` with its buffers: ``name`` GEMM (f32 A and
+    B) or MixedPrecisionGEMM (``ty`` F16: A and B given as float16)."""
 
-    def __init__(self, backend: WasmBackend, a: np.ndarray, b: np.ndarray) -> None:
+    def __init__(self, backend: WasmBackend, a: np.ndarray, b: np.ndarray, name: str = "GEMM",
+                 ty: Type = Type.F32) -> None:
         (m, k), n = a.shape, b.shape[1]
         self.backend = backend
-        self.handles = [backend.allocate_buffer(size * 4) for size in (m * n, m * k, k * n)]
+        self.handles = [backend.allocate_buffer(m * n * 4), backend.allocate_buffer(a.nbytes),
+                        backend.allocate_buffer(b.nbytes)]
         backend.copy_to_buffer(self.handles[1], a.tobytes())
         backend.copy_to_buffer(self.handles[2], b.tobytes())
         c, a_, b_ = (Address.BufferOffset(int(h), 0) for h in self.handles)
         builder = ProgramBuilder()
-        builder.add(INSTRUCTION_CLASSES["GEMM"](c=c, a=a_, b=b_, m=m, n=n, k=k, alpha=1.0, beta=0.0))
+        builder.add(INSTRUCTION_CLASSES[name](c=c, a=a_, b=b_, m=m, n=n, k=k, alpha=1.0, beta=0.0, ty=ty))
         builder.add(EXIT())
         self.program = builder.build()
         self.shape = (m, n)
@@ -155,6 +159,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--node", action="store_true", help="also time the kernel module in Node's V8")
     parser.add_argument("--gemv", type=int, default=0, help="also the GEMVs of an N x N matrix")
+    parser.add_argument("--mixed", action="store_true", help="also MixedPrecisionGEMM with f16 A and B (1 thread)")
     args = parser.parse_args()
     ghz = clock_ghz()
     peak = simd128_peak(ghz)
@@ -167,8 +172,11 @@ def main() -> None:
         a = rng.standard_normal((n, n)).astype(np.float32)
         b = rng.standard_normal((n, n)).astype(np.float32)
         wasm_one, wasm_many = WasmGemm(one, a, b), WasmGemm(many, a, b)
-        times = best_of({"wasmtime 1 thread": wasm_one, f"wasmtime {threads} threads": wasm_many,
-                         "NumPy": lambda: a @ b}, args.repeats)
+        sides = {"wasmtime 1 thread": wasm_one, f"wasmtime {threads} threads": wasm_many, "NumPy": lambda: a @ b}
+        if args.mixed:
+            sides["wasmtime f16 in, 1 thread"] = WasmGemm(one, a.astype(np.float16), b.astype(np.float16),
+                                                          "MixedPrecisionGEMM", Type.F16)
+        times = best_of(sides, args.repeats)
         expected = a.astype(np.float64) @ b.astype(np.float64)
         for gemm in (wasm_one, wasm_many):
             assert np.abs(gemm.result() - expected).max() <= 1e-5 * n * np.abs(a).max() * np.abs(b).max()
@@ -177,7 +185,7 @@ def main() -> None:
         flops = 2.0 * n ** 3
         for label, seconds in times.items():
             gflops = flops / seconds / 1e9
-            print(f"  {n:5d}  {label:<22} {seconds * 1e3:9.2f} ms  {gflops:6.1f} GFLOP/s  "
+            print(f"  {n:5d}  {label:<26} {seconds * 1e3:9.2f} ms  {gflops:6.1f} GFLOP/s  "
                   f"{gflops / peak:5.0%} of one core's peak  ratio to NumPy {times['NumPy'] / seconds:5.2f}")
     if args.gemv:
         gemv(args.gemv, one, many, threads, args.repeats)
@@ -198,7 +206,7 @@ def gemv(n: int, one: WasmBackend, many: WasmBackend, threads: int, repeats: int
         for side in sides.values():
             assert np.abs(side.result() - expected).max() <= 1e-4 * n
         for name, seconds in times.items():
-            print(f"  GEMV {label} n={n}  {name:<22} {seconds * 1e3:8.2f} ms  {n * n * 4 / seconds / 1e9:6.1f} GB/s  "
+            print(f"  GEMV {label} n={n}  {name:<26} {seconds * 1e3:8.2f} ms  {n * n * 4 / seconds / 1e9:6.1f} GB/s  "
                   f"ratio to NumPy {times['NumPy'] / seconds:5.2f}")
 
 
