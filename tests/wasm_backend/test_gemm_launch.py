@@ -8,11 +8,13 @@ the threads' arena scratch) leaving every user buffer alone, and batch strides.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from atlas_web import Address, LaunchConfig, ProgramBuilder
-from atlas_web.isa import EXIT, Type
+from atlas_web.isa import EXIT, MOV_IMM, Register, Type
 from atlas_web.isa.instructions import INSTRUCTION_CLASSES
 from wasm_backend.lowering.coop_gemm_kernel import DEFAULT_TILING
 from wasm_backend.thread_policy import PARALLEL_GEMM_THRESHOLD
@@ -194,3 +196,24 @@ def test_mixed_precision_f16_inputs_around_the_blocks(backends, m, n, k, trans_a
     expected = am @ bm + 0.5 * c.astype(np.float64).reshape(m, n)
     bound = _gamma(k) * (np.abs(am) @ np.abs(bm) + 0.5 * np.abs(c.astype(np.float64).reshape(m, n)))
     assert np.all(np.abs(out.reshape(m, n) - expected) <= bound)
+
+
+def test_operands_are_checked_in_operand_order_as_the_reference_checks_them(backends):
+    """C (the first operand) and A both too short: the trap is C's, on wasm as on the reference."""
+    from atlas_web import AtlasTrap
+    from atlas_web.reference import CpuBackend
+    messages = []
+    for backend in (CpuBackend(), backends[1]):
+        handles = {key: backend.allocate_buffer(size) for key, size in (("c", 8), ("a", 8), ("b", 64))}
+        builder = ProgramBuilder()  # addresses in registers: checked at run time, not by the verifier
+        for r, handle in enumerate(handles.values()):
+            builder.add(MOV_IMM(dst=Register(10 + r), value=int(handle) << 32, ty=Type.U64))
+        builder.add(INSTRUCTION_CLASSES["GEMM"](**{key: Address.RegisterIndirect(Register(10 + r), 0)
+                                                   for r, key in enumerate(handles)}, m=4, n=4, k=4))
+        builder.add(EXIT())
+        with pytest.raises(AtlasTrap) as trap:
+            backend.execute_program(builder.build(), LaunchConfig())
+        messages.append(re.sub(r"handle \d+", "handle H", str(trap.value)))  # the backends number handles apart
+        for handle in handles.values():
+            backend.free_buffer(handle)
+    assert messages[0] == messages[1] and ": c: " in messages[0], messages

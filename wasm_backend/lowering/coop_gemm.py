@@ -153,8 +153,9 @@ def _build(cc: CoopContext) -> None:
     items, strides = _items(instr)
     all_items = _items_function(m, name if mode == "items" else f"{name}_items", driver, outputs, strides,
                                 mode == "items")
-    arrays = {array.name: array for array in array_operands(instr)}
-    a, b, c = (cc.array(name, arrays[name].ty, arrays[name].elements) for name in ("a", "b", "c"))
+    # checked in operand order (c, a, b), as the reference checks them: the first bad one traps
+    checked = {array.name: cc.array(array.name, array.ty, array.elements) for array in array_operands(instr)}
+    a, b, c = checked["a"], checked["b"], checked["c"]
     e = cc.e
     scratch = cc.local(I32)
     cc.launch_base()
