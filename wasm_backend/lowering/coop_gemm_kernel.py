@@ -328,53 +328,49 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int, input_ty: T
         line = width * el.size
         e.i32(0).set(r0)
 
-        def whole_sliver() -> None:
+        def over_lines(copy_line, labels: tuple[str, str]) -> None:
+            """For each depth step of the sliver at r0: ``copy_line()`` (from q to dst), then advance both."""
             e.get(src).get(r0).i32(rs).op("i32.mul").op("i32.add").set(q)
 
-            def copy_line() -> None:
-                if rs == el.size and input_ty is None:
-                    offset = 0
-                    for chunk, load, store in ((16, "v128.load", "v128.store"), (8, "i64.load", "i64.store"),
-                                               (4, "i32.load", "i32.store")):
-                        while line - offset >= chunk:
-                            e.get(dst).get(q).op(load, offset).op(store, offset)
-                            offset += chunk
-                else:
-                    for r in range(width):
-                        e.get(dst).get(q)
-                        load_element(e, r * rs)
-                        e.op(f"{el.scalar}.store", r * el.size)
+            def step() -> None:
+                copy_line()
                 e.get(q).i32(cs).op("i32.add").set(q)
                 e.get(dst).i32(line).op("i32.add").set(dst)
 
             e.i32(0).set(p)
-            e.while_below(p, depth, 1, copy_line, labels=("whole_done", "whole"))
+            e.while_below(p, depth, 1, step, labels=labels)
 
-        def partial_sliver() -> None:
-            e.get(src).get(r0).i32(rs).op("i32.mul").op("i32.add").set(q)
+        def whole_line() -> None:
+            if rs == el.size and input_ty is None:
+                offset = 0
+                for chunk, load, store in ((16, "v128.load", "v128.store"), (8, "i64.load", "i64.store"),
+                                           (4, "i32.load", "i32.store")):
+                    while line - offset >= chunk:
+                        e.get(dst).get(q).op(load, offset).op(store, offset)
+                        offset += chunk
+                return
+            for r in range(width):
+                e.get(dst).get(q)
+                load_element(e, r * rs)
+                e.op(f"{el.scalar}.store", r * el.size)
 
-            def copy_line() -> None:
-                for r in range(width):
-                    e.get(dst).get(valid).i32(r).op("i32.gt_u")
-                    with e.if_(blocktype=el.valtype):
-                        e.get(q)
-                        load_element(e, r * rs)
-                        e.else_()
-                        e.op(f"{el.scalar}.const", 0.0)
-                    e.op(f"{el.scalar}.store", r * el.size)
-                e.get(q).i32(cs).op("i32.add").set(q)
-                e.get(dst).i32(line).op("i32.add").set(dst)
-
-            e.i32(0).set(p)
-            e.while_below(p, depth, 1, copy_line, labels=("part_done", "part"))
+        def partial_line() -> None:  # rows past ``valid`` are zeros
+            for r in range(width):
+                e.get(dst).get(valid).i32(r).op("i32.gt_u")
+                with e.if_(blocktype=el.valtype):
+                    e.get(q)
+                    load_element(e, r * rs)
+                    e.else_()
+                    e.op(f"{el.scalar}.const", 0.0)
+                e.op(f"{el.scalar}.store", r * el.size)
 
         def sliver() -> None:
             _min_into(e, valid, lambda: e.i32(width), lambda: e.get(rows).get(r0).op("i32.sub"))
             e.get(valid).i32(width).op("i32.eq")
             with e.if_():
-                whole_sliver()
+                over_lines(whole_line, ("whole_done", "whole"))
                 e.else_()
-                partial_sliver()
+                over_lines(partial_line, ("part_done", "part"))
 
         e.while_below(r0, rows, width, sliver, labels=("slivers_done", "slivers"))
 
