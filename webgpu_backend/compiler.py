@@ -21,13 +21,11 @@ from .wgsl import ShaderFeatures, StageShader, build_stage_shader
 from .wgsl.stage_shader import shared_backup_words, wide_register_file_base
 from .wgsl.lane_state import LaneStateLayout
 from .wgsl.runtime_layout import RuntimeLayout
-from .wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, check_program
+from .wgsl.kernels import KERNELS, Kernel
+from .wgsl.support import check_program
 
-__all__ = ["CompiledProgram", "CooperativePlan", "compile_program", "STEP_KINDS"]
+__all__ = ["CompiledProgram", "CooperativePlan", "compile_program"]
 
-#: cooperative instruction -> kind of step
-STEP_KINDS = {"ParallelMap": "map", "ParallelMapBinary": "binary", "ParallelReduce": "reduce",
-              "PoolAlloc": "pool_alloc", "PoolFree": "pool_free"}
 _STATIC_MODES = (Address.BufferOffset, Address.PoolOffset, Address.Class)
 #: launch shapes whose stage shaders a CompiledProgram keeps (a program launched over many shapes, e.g. one
 #: size per call in a notebook, would otherwise keep every shape's WGSL as long as it stays compiled)
@@ -41,14 +39,14 @@ def _shader_cache() -> ProgramCache:
 @dataclass(frozen=True)
 class CooperativePlan:
     """Cooperative instruction ``index`` (``instr``) whose lanes continue at resume point ``resume``:
-    its ``kind``, whether the host must act before it runs (``host``: pool steps, and kernels
+    its registered ``kernel`` (wgsl.kernels), whether the host must act before it runs (``host``: host steps, and kernels
     with register-based addresses, which read lane 0's registers), the virtual registers it
     reads (operand path -> vreg) and the one it writes with its uniform word (or None)."""
 
     index: int
     instr: object
     resume: int
-    kind: str
+    kernel: Kernel
     host: bool
     reads: dict[str, VirtualRegister]
     result: tuple[VirtualRegister, int] | None
@@ -114,16 +112,14 @@ def _cooperative_plans(plan, state: LaneStateLayout) -> dict[int, CooperativePla
             continue
         step = plan.cooperative_steps[rp.after]
         instr = plan.info.program.instructions[rp.after]
-        name = instr.INFO.name
+        kernel = KERNELS[instr.INFO.name]   # check_program refused a cooperative instruction without one
         registers = any(not isinstance(getattr(instr, o.name), _STATIC_MODES)
                         for o in instr.INFO.operands if o.kind.value == "addr")
         result = None
         if step.writes:
             vreg = step.writes[0][1]
             result = (vreg, state.uniform_words[("result", rp.after, vreg.id)])
-        out[rp.id] = CooperativePlan(rp.after, instr, rp.id, STEP_KINDS[name], name in HOST_STEPS or registers,
-                                     dict(step.reads), result)
-        assert name in HOST_STEPS or name in KERNEL_OPERATIONS
+        out[rp.id] = CooperativePlan(rp.after, instr, rp.id, kernel, kernel.host or registers, dict(step.reads), result)
     return out
 
 

@@ -14,13 +14,7 @@ from atlas_web.errors import ProgramError
 from atlas_web.launch import ExecutionParams, LaunchConfig
 from atlas_web.program import Program
 
-from .wgsl import KernelSpec, kernel_source
-
 __all__ = ["wgsl_listing"]
-
-#: cooperative step kind -> the kernels a launch of it dispatches (in order)
-_STEP_KERNELS: dict[str, tuple[str, ...]] = {"map": ("map",), "binary": ("binary",),
-                                             "reduce": ("reduce", "reduce_final")}
 
 
 def wgsl_listing(backend: Any, program: Program, config: LaunchConfig) -> str:
@@ -41,8 +35,7 @@ def wgsl_listing(backend: Any, program: Program, config: LaunchConfig) -> str:
             continue
         parts.append(f"// ---- stage {shader.stage}: lanes of program {compiled.digest[:16]}\n{shader.source}")
     for index, step in sorted(compiled.steps.items()):
-        for kind in _STEP_KERNELS.get(step.kind, ()):
-            spec = KernelSpec(kind, step.instr.operation, step.instr.ty)
+        for label, spec in step.kernel.listing(step.instr):
             parts.append(f"// ---- cooperative step {index} ({step.instr.INFO.name}.{step.instr.ty.name.lower()}): "
-                         f"{kind} kernel\n{kernel_source(spec, features)}")
+                         f"{label} kernel\n{spec.source(features)}")
     return "\n".join(parts) if parts else f"// program {compiled.digest[:16]} needs no shader"

@@ -33,13 +33,14 @@ from atlas_web.launch import LaunchConfig
 from atlas_web.trap_report import program_trap
 
 from .compiler import CompiledProgram, CooperativePlan
-from .host_steps import HostSteps, kernel_operands
+from atlas_web.isa.extents import array_operands
+
+from .host_steps import binding_roles, kernel_operands
 from .resources import BufferBinding, BufferUsage, DispatchCommand, as_layout, split_workgroups
-from .wgsl import FIRST_CHUNK_BINDING, KernelSpec, ShaderFeatures, kernel_layout, kernel_source
+from .wgsl import FIRST_CHUNK_BINDING, ShaderFeatures
 from .wgsl.emitter import ENGINE_LIMIT_TRAP
-from .wgsl.cooperative import (
-    ELEMENTS_PER_INVOCATION, MAX_GROUPS, SNAPSHOT_LAYOUT, SNAPSHOT_SOURCE, VECTOR_BINARY, WORKGROUP,
-)
+from .wgsl.cooperative import MAX_GROUPS, SNAPSHOT_LAYOUT, SNAPSHOT_SOURCE, WORKGROUP
+from .wgsl.kernels import DeviceLimits
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS
 from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_WORDS, TRAPS, pack_launch
@@ -47,11 +48,8 @@ from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED,
 __all__ = ["Launcher", "LaunchOutcome"]
 
 _STORAGE = BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST
-_VECTOR_TYPES = ("F32", "U32", "I32")
 #: the largest budget the u32 counters of the shaders hold
 _MAX_BUDGET = 0xFFFFFFFE
-#: kernel binding -> the array operand bound there (3-5: array<u32> views, 7-9: vec4 views)
-_ROLES = {3: "dst", 4: "src_a", 5: "src_b", 7: "dst", 8: "src_a", 9: "src_b"}
 #: recorded launches kept per launcher
 _MAX_RECORDS = 64
 #: stage and kernel pipelines kept per launcher (an evicted one is released: see Launcher._release)
@@ -119,7 +117,7 @@ class Launcher:
         self.bind_alignment = driver.limit("minStorageBufferOffsetAlignment")
         self._pipelines = ProgramCache(_MAX_PIPELINES, plain_keys=True,
                                        on_evict=lambda _key, pipeline: self._release(pipeline))
-        self.host = HostSteps(memory)
+        self.device = DeviceLimits(self.max_groups, self.bind_alignment)
         #: increases whenever a scratch buffer is replaced (recorded bind groups name the old one)
         self.generation = 0
         self._records = ProgramCache(_MAX_RECORDS, plain_keys=True)   # record key -> (ops, outcome)
@@ -206,101 +204,31 @@ class Launcher:
             bindings[FIRST_CHUNK_BINDING + k] = buffer
         return DispatchCommand(pipeline, bindings, split_workgroups(config.num_blocks, self.max_groups))
 
-    def _kernel_plan(self, step: CooperativePlan, operands: dict) -> tuple[list, dict]:
-        """The (kernel spec, role bindings, workgroups) of a cooperative step's dispatches and the
-        launch fields of its slot."""
-        instr = step.instr
-        kind, ty = step.kind, instr.ty
-        count = instr.count
-        size = ty.size_bytes()
-        offsets = {role: byte for role, (_, byte) in operands.items()}
-        aligned = all(byte % 16 == 0 for byte in offsets.values())
-        operation = instr.operation
-        vector = aligned and ty.name in _VECTOR_TYPES and (
-            (kind == "binary" and (operation in VECTOR_BINARY or (ty.name == "F32" and operation.name == "Div")))
-            or (kind == "reduce" and ty.name == "F32" and operation.name in ("Sum", "Product")))
-        bound, sources = self._binding_plan(operands, count * size)
-        fields = {"count": count}
-        if not bound:
-            fields.update(dst=offsets.get("dst", 0), src_a=offsets.get("src_a", 0), src_b=offsets.get("src_b", 0))
-        if kind in ("map", "binary") and vector:
-            # whole vec4s, then the tail kernel (the count % 4 elements left; it marks the step)
-            dispatches = [(KernelSpec(kind, operation, ty, False, bound, tail=True, sources=sources), _ROLES,
-                           (1, 1, 1))]
-            if count >= 4:
-                groups = -(-(count // 4) // WORKGROUP)
-                dispatches.insert(0, (KernelSpec(kind, operation, ty, True, bound, sources=sources), _ROLES,
-                                      split_workgroups(groups, self.max_groups)))
-            return dispatches, fields
-        if kind in ("map", "binary"):
-            if size >= 4:
-                invocations = count
-            else:
-                invocations = -(-((offsets["dst"] & 3) + count * size) // 4)
-            groups = max(1, -(-invocations // WORKGROUP))
-            spec = KernelSpec(kind, operation, ty, vector, bound, sources=sources)
-            return [(spec, _ROLES, split_workgroups(groups, self.max_groups))], fields
-        per_group = WORKGROUP * (4 * ELEMENTS_PER_INVOCATION if vector else 1)
-        groups = max(1, min(MAX_GROUPS, -(-count // per_group)))
-        fields["groups"] = groups
-        return [(KernelSpec("reduce", operation, ty, vector, bound), _ROLES, (groups, 1, 1)),
-                (KernelSpec("reduce_final", operation, ty), _ROLES, (1, 1, 1))], fields
-
-    def _binding_plan(self, operands: dict, nbytes: int) -> tuple[bool, tuple[str, str]]:
-        """(whether each array is bound at its own offset, KernelSpec.sources). Bound where every
-        offset meets the device's binding alignment: the shader then adds no base offset. A source
-        whose binding would alias a writable one (WebGPU forbids it) reads through that binding:
-        only at the same offset when bound, else with run-time offsets over whole chunks."""
-        if all(byte % self.bind_alignment == 0 and buffer.size - byte >= 16 for buffer, byte in operands.values()):
-            sources = self._sources(operands, -(-nbytes // 16) * 16, bound=True)
-            if sources is not None:
-                return True, sources
-        return False, self._sources(operands, nbytes, bound=False)
-
-    @staticmethod
-    def _sources(operands: dict, span: int, bound: bool) -> tuple[str, str] | None:
-        placed = [("dst", *operands["dst"])] if "dst" in operands else []
-        out = []
-        for role, key in (("a", "src_a"), ("b", "src_b")):
-            if key not in operands:
-                out.append("rw")
-                continue
-            buffer, byte = operands[key]
-            shared = [(name, at) for name, other, at in placed
-                      if other is buffer and (not bound or (at < byte + span and byte < at + span))]
-            if shared:
-                if bound and shared[0][1] != byte:
-                    return None
-                out.append(shared[0][0])
-                continue
-            writable = "dst" in operands and buffer is operands["dst"][0]
-            out.append("rw" if writable else "ro")
-            placed.append((role, buffer, byte))
-        return out[0], out[1]
-
-    def _kernel_commands(self, dispatches: list, step: CooperativePlan, operands: dict,
+    def _kernel_commands(self, dispatches, step: CooperativePlan, operands: dict,
                          slot: int) -> list[DispatchCommand]:
         launch = BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES)
+        arrays = array_operands(step.instr)
         # a bound array: its bytes rounded up to 16 (whole vec4s), within its chunk
-        span = max(16, -(-step.instr.count * step.instr.ty.size_bytes() // 16) * 16)
+        spans = {role: max(16, -(-array.nbytes // 16) * 16) for array, role in zip(arrays, binding_roles(arrays))}
+        scratch = {"partials": self.partials}
         commands = []
-        for spec, roles, workgroups in dispatches:
+        for dispatch in dispatches:
             # first in a submission the host knows that nothing trapped and where the lanes are
-            spec = dataclasses.replace(spec, guarded=slot > 0)
+            spec = dataclasses.replace(dispatch.shader, guarded=slot > 0)
             bindings = {0: launch, 1: self.rt}
-            for binding in kernel_layout(spec):
-                if binding in roles:
-                    buffer, byte = operands[roles[binding]]
-                    bindings[binding] = (BufferBinding(buffer, byte, min(buffer.size - byte, span))
+            for binding in spec.layout():
+                role = dispatch.bindings.get(binding)
+                if role in scratch:
+                    bindings[binding] = scratch[role]
+                elif role is not None:
+                    buffer, byte = operands[role]
+                    bindings[binding] = (BufferBinding(buffer, byte, min(buffer.size - byte, spans[role]))
                                          if spec.bound else buffer)
-                elif binding == 6:
-                    bindings[binding] = self.partials
-            commands.append(DispatchCommand(self._kernel(spec), bindings, workgroups))
+            commands.append(DispatchCommand(self._kernel(spec), bindings, dispatch.workgroups))
         return commands
 
-    def _kernel(self, spec: KernelSpec):
-        return self._pipeline(("kernel", spec, self.features), lambda: kernel_source(spec, self.features),
-                              kernel_layout(spec))
+    def _kernel(self, spec):
+        return self._pipeline(("kernel", spec, self.features), lambda: spec.source(self.features), spec.layout())
 
     # ---- the launch ----------------------------------------------------------------------------
     def _record_key(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int) -> tuple:
@@ -436,9 +364,9 @@ class Launcher:
                 step = compiled.steps[passing if passing is not None else reached - 1]
             lane0 = (yield from self._lane_zero(compiled, config, step)) if step.host else None
             stage = plan.stage_entered_at(step.resume)
-            if step.kind in ("pool_alloc", "pool_free"):
+            if step.kernel.host:
                 io.replayable = False
-                self.host.pool_step(step, lane0, self.rt, 4 * runtime.uniforms, self.driver)
+                step.kernel.run_host(step, lane0, self.memory, self.driver, self.rt, 4 * runtime.uniforms)
                 expect = 0   # nothing on the device records this step: the next stage runs unconditionally
             else:
                 operands = kernel_operands(self.memory, step, lane0)
@@ -463,26 +391,28 @@ class Launcher:
         return LaunchOutcome(runtime.resonance if resonance else None)
 
     def _add_kernel(self, add, step: CooperativePlan, operands: dict, fields: dict, runtime) -> None:
-        operands, snapshots = self._snapshots(step, operands)
-        dispatches, kernel_fields = self._kernel_plan(step, operands)
+        operands, snapshots = self._snapshots(step, operands) if step.kernel.snapshot_sources else (operands, [])
+        plan = step.kernel.plan(step.instr, operands, self.device)
         if step.result is not None:
             fields["result"] = runtime.uniforms + step.result[1]
-        add({**fields, **kernel_fields},
-            lambda slot: snapshots + self._kernel_commands(dispatches, step, operands, slot))
+        add({**fields, **plan.fields},
+            lambda slot: snapshots + self._kernel_commands(plan.dispatches, step, operands, slot))
 
     def _snapshots(self, step: CooperativePlan, operands: dict) -> tuple[dict, list[DispatchCommand]]:
         """Sources overlapping the destination at another offset, copied to scratch first: the
         operands the kernel reads instead, and the copy dispatches. Raises ExecutionFailed (scratch)."""
         if "dst" not in operands:
             return operands, []
-        nbytes = step.instr.count * step.instr.ty.size_bytes()
+        arrays = array_operands(step.instr)
+        extents = {role: array.nbytes for array, role in zip(arrays, binding_roles(arrays))}
         dst_buffer, dst = operands["dst"]
         out, commands = dict(operands), []
-        for role in ("src_a", "src_b"):
-            if role not in operands:
+        for role in operands:
+            if role == "dst":
                 continue
             buffer, byte = operands[role]
-            if buffer is not dst_buffer or byte == dst or byte >= dst + nbytes or dst >= byte + nbytes:
+            nbytes = extents[role]
+            if buffer is not dst_buffer or byte == dst or byte >= dst + extents["dst"] or dst >= byte + nbytes:
                 continue
             start = byte - byte % self.bind_alignment
             size = min(buffer.size, -(-(byte + nbytes) // 4) * 4) - start

@@ -17,7 +17,8 @@ from webgpu_backend.wgsl import (
 from atlas_web.lowering.expansions import EXPANSIONS
 from webgpu_backend.wgsl.library import FAMILY_HELPERS, HELPERS, HelperSet
 from webgpu_backend.docs import UNSUPPORTED
-from webgpu_backend.wgsl.support import HOST_STEPS, KERNEL_OPERATIONS, STRUCTURAL
+from webgpu_backend.wgsl.kernels import KERNELS
+from webgpu_backend.wgsl.support import STRUCTURAL
 
 
 def test_every_row_and_type_but_f64_is_supported_and_f64_never(webgpu):
@@ -26,7 +27,7 @@ def test_every_row_and_type_but_f64_is_supported_and_f64_never(webgpu):
         if info.name in UNSUPPORTED:
             assert not any(webgpu.supports_op(info, ty) for ty in info.types), info.name
             continue
-        assert (info.name in WGSL_LANE_RULES or info.name in STRUCTURAL | HOST_STEPS | set(KERNEL_OPERATIONS)
+        assert (info.name in WGSL_LANE_RULES or info.name in STRUCTURAL | set(KERNELS)
                 or info.name in EXPANSIONS)
         for ty in sorted(info.types, key=lambda t: t.code) or [None]:
             assert webgpu.supports_op(info, ty) == (ty is not Type.F64), (info.name, ty)

@@ -40,7 +40,7 @@ from .rules_float import finish
 from .rules_lane import literal
 from .rules_memory import load_value
 from .rules_word import sext, wrap
-from .runtime_layout import GUARD_WGSL, LAUNCH_STRUCT, REACHED, TRAPS
+from .runtime_layout import GUARD_WGSL, launch_struct, REACHED, TRAPS
 from .types import TYPE_MAP, WgslType
 
 __all__ = ["KernelSpec", "kernel_source", "KERNEL_LAYOUTS", "kernel_layout", "VECTOR_BINDINGS", "MAP_INSTRUCTIONS",
@@ -144,6 +144,14 @@ class KernelSpec:
     tail: bool = False
     sources: tuple[str, str] = ("rw", "rw")
 
+    def source(self, features: ShaderFeatures) -> str:
+        """The WGSL (``kernel_source``)."""
+        return kernel_source(self, features)
+
+    def layout(self) -> dict[int, str]:
+        """The bind group layout (``kernel_layout``)."""
+        return kernel_layout(self)
+
 
 def kernel_supported(operation: object, ty: Type) -> bool:
     """Whether a kernel exists for ``operation`` on ``ty`` (checked against the value rules)."""
@@ -179,7 +187,7 @@ def _relu_dword(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 
 # ---- shared pieces ------------------------------------------------------------------------------
 def _header(spec: KernelSpec, features: ShaderFeatures, layout: dict[int, str]) -> str:
-    lines = [features.enable_directives + LAUNCH_STRUCT,
+    lines = [features.enable_directives + launch_struct(),
              "@group(0) @binding(0) var<storage, read> launch: Launch;",
              "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
     for binding, (name, element) in _ARRAYS.items():

@@ -13,10 +13,11 @@ for every step and table size, and would turn ``zero`` into a constant the compi
     expect         the resume point (+1) the previous step must have reached for this one to run
                    (0: the first stage of a launch, which always runs)
     lanes          lanes of the launch
-    dst, src_a, src_b, count, result, groups
-                   cooperative kernels only: the arrays' byte offsets in their bound chunks, the
-                   element count, the rt word of a reduction's result, the partial sums' groups,
-                   and the value (resume point + 1) the kernel records as reached for its step
+    ...            the words the registered kernels declare (``Kernel.launch_fields``, e.g. the
+                   arrays' byte offsets, the element count, the rt word of a result), in order of
+                   registration, each name once
+    resume         cooperative kernels only: the value (resume point + 1) the kernel records as
+                   reached for its step
 
 ``rt`` words::
 
@@ -43,17 +44,20 @@ from dataclasses import dataclass
 from .rules_atlas import RES_WORDS
 
 __all__ = [
-    "LAUNCH_STRUCT", "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAPS", "REACHED", "NO_TRAP", "LANE_ENDED",
-    "LANE_TRAPPED", "RuntimeLayout", "LAUNCH_FIELDS", "pack_launch", "GUARD_WGSL", "TRAP_WORDS",
+    "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAPS", "REACHED", "NO_TRAP", "LANE_ENDED",
+    "LANE_TRAPPED", "RuntimeLayout", "launch_fields", "declare_launch_fields", "launch_struct", "pack_launch",
+    "GUARD_WGSL", "TRAP_WORDS",
 ]
 
 #: bytes of one dispatch's ``launch`` uniform slot (WebGPU's largest minUniformBufferOffsetAlignment)
 LAUNCH_SLOT_BYTES = 256
 #: dispatches (steps) one submission may hold
 MAX_STEPS = 60
-#: the fields of ``launch``, in order (all u32)
-LAUNCH_FIELDS = ("zero", "budget", "table_entries", "step", "expect", "lanes", "dst", "src_a", "src_b", "count",
-                 "result", "groups", "resume")
+#: the fields of ``launch`` every shader has, before the kernels' own and last (all u32)
+_COMMON_FIELDS = ("zero", "budget", "table_entries", "step", "expect", "lanes")
+_LAST_FIELDS = ("resume",)
+#: the fields the registered kernels declared, in order
+_KERNEL_FIELDS: list[str] = []
 
 TRAPS = 4
 REACHED = TRAPS + MAX_STEPS
@@ -65,7 +69,27 @@ TRAP_WORDS = 7
 LANE_ENDED = 0xFFFFFFFF
 LANE_TRAPPED = 0xFFFFFFFE
 
-LAUNCH_STRUCT = "struct Launch {\n" + "".join(f"    {name}: u32,\n" for name in LAUNCH_FIELDS) + "}"
+
+
+def declare_launch_fields(names) -> None:
+    """Add the ``launch`` words a kernel reads (names already declared are shared). Raises ValueError
+    when the record would not fit its slot."""
+    for name in names:
+        if name not in _KERNEL_FIELDS and name not in _COMMON_FIELDS + _LAST_FIELDS:
+            _KERNEL_FIELDS.append(name)
+    if 4 * len(launch_fields()) > LAUNCH_SLOT_BYTES:
+        raise ValueError(f"the launch record holds at most {LAUNCH_SLOT_BYTES // 4} words")
+
+
+def launch_fields() -> tuple[str, ...]:
+    """The fields of ``launch``, in order (all u32)."""
+    return _COMMON_FIELDS + tuple(_KERNEL_FIELDS) + _LAST_FIELDS
+
+
+def launch_struct() -> str:
+    """The WGSL ``struct Launch`` every shader declares."""
+    return "struct Launch {\n" + "".join(f"    {name}: u32,\n" for name in launch_fields()) + "}"
+
 
 #: whether this dispatch's step runs: first in its submission (the host checked), or the step
 #: before it neither trapped nor failed to reach it (``expect`` 0: it need not reach it)
@@ -75,10 +99,11 @@ GUARD_WGSL = (f"(launch.step == 0u || (atomicLoad(&rt[TRAPS + launch.step - 1u])
 
 def pack_launch(**fields: int) -> bytes:
     """The bytes of one ``launch`` slot (fields not given are 0), padded to LAUNCH_SLOT_BYTES."""
-    unknown = set(fields) - set(LAUNCH_FIELDS)
+    names = launch_fields()
+    unknown = set(fields).difference(names)
     if unknown:
         raise KeyError(f"unknown launch fields {sorted(unknown)}")
-    words = b"".join((fields.get(name, 0) & 0xFFFFFFFF).to_bytes(4, "little") for name in LAUNCH_FIELDS)
+    words = b"".join((fields.get(name, 0) & 0xFFFFFFFF).to_bytes(4, "little") for name in names)
     return words.ljust(LAUNCH_SLOT_BYTES, b"\0")
 
 

@@ -35,7 +35,7 @@ from .lane_context import LaneContext, ShaderResources, register_name, register_
 from .lane_state import LaneStateLayout, load_words, store_words, vreg_words
 from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
-from .runtime_layout import GUARD_WGSL, LAUNCH_STRUCT, RuntimeLayout
+from .runtime_layout import GUARD_WGSL, launch_struct, RuntimeLayout
 from .segments import NO_LABEL, render_segment
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
@@ -177,7 +177,7 @@ class _StageBuilder:
         segments = [render_segment(self.ctx, self.plan.segments[r]) for r in self.stage.segments]
         main = self.main()
         source = "\n\n".join(part for part in (
-            self.features.enable_directives + LAUNCH_STRUCT, self.bindings(), self.runtime.wgsl_constants(),
+            self.features.enable_directives + launch_struct(), self.bindings(), self.runtime.wgsl_constants(),
             self.constants(), self.module_vars(), _memory_accessors(self.chunks, self.resources.atomic_memory),
             _shared_accessors(self.resources.atomic_shared) if self.resources.shared or self.shared_spill else "",
             self.trap_at(), self.helpers.render(), *segments, main) if part)

@@ -1,7 +1,8 @@
 """What the WGSL generator supports, derived from its rule tables (never listed by hand).
 
 An instruction is supported for a type when its kind has a home (control flow and BarSync are
-structural; cooperative instructions have kernels or host steps; per-lane instructions have a
+structural; cooperative instructions have a registered kernel (``kernels``) or a default
+expansion; per-lane instructions have a
 lane rule) and, for typed computations, the type's family has a value rule. F64 has no WGSL type,
 so nothing is supported on it.
 """
@@ -9,24 +10,20 @@ so nothing is supported on it.
 from __future__ import annotations
 
 from atlas_web.isa.opcodes import STRUCTURAL_INSTRUCTIONS, ExecKind, OpcodeInfo
-from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES, OPERATION_ENUMS
+from atlas_web.isa.operations import operation_instruction
 from atlas_web.isa.types import Type
 from atlas_web.lowering.expansions import expansion_supported
 
-from .cooperative import kernel_supported
+from .kernels import KERNELS
 from .rules import WGSL_LANE_RULES, VALUE_RULES, unsupported
 from .rules_lane import TYPED_COMPUTATIONS
 from .rules_wide import WIDE_RULES
 from .types import TYPE_MAP
 
-__all__ = ["supports_instruction", "operation_supported", "has_kernel", "check_program", "STRUCTURAL", "HOST_STEPS", "KERNEL_OPERATIONS"]
+__all__ = ["supports_instruction", "operation_supported", "has_kernel", "check_program", "STRUCTURAL"]
 
 #: instructions that become control flow or the stage structure rather than a rule
 STRUCTURAL = STRUCTURAL_INSTRUCTIONS
-#: cooperative instructions the host carries out between dispatches
-HOST_STEPS = frozenset({"PoolAlloc", "PoolFree"})
-#: cooperative instructions run by kernels -> their operations (the table's operation enumerations)
-KERNEL_OPERATIONS = OPERATION_ENUMS
 
 
 def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
@@ -34,11 +31,11 @@ def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
     if ty is not None and ty not in TYPE_MAP:
         return False
     name = info.name
-    if name in STRUCTURAL or name in HOST_STEPS:
+    if name in STRUCTURAL:
         return True
-    if name in KERNEL_OPERATIONS:
-        return any(kernel_supported(op, ty) for op in KERNEL_OPERATIONS[name]
-                   if ty in COOPERATIVE_OPERATION_TYPES[op])
+    kernel = KERNELS.get(name)
+    if kernel is not None:
+        return any(kernel.supports(op, ty) for op in kernel.operations(ty))
     if info.kind is ExecKind.COOPERATIVE:   # no kernel here: its default expansion, where it has one
         return expansion_supported(info, ty, supports_instruction, operation_supported)
     if name not in WGSL_LANE_RULES:
@@ -53,12 +50,13 @@ def supports_instruction(info: OpcodeInfo, ty: Type | None) -> bool:
 def operation_supported(operation: object, ty: Type) -> bool:
     """Whether the cooperative ``operation`` (a MapOperation, BinaryMapOperation or ReduceOperation member)
     has a kernel for ``ty``."""
-    return ty in TYPE_MAP and ty in COOPERATIVE_OPERATION_TYPES[operation] and kernel_supported(operation, ty)
+    kernel = KERNELS.get(operation_instruction(operation))
+    return ty in TYPE_MAP and kernel is not None and operation in kernel.operations(ty) and kernel.supports(operation, ty)
 
 
 def has_kernel(info: OpcodeInfo) -> bool:
-    """Whether a kernel or a host step runs cooperative ``info`` (else its default expansion runs)."""
-    return info.name in KERNEL_OPERATIONS or info.name in HOST_STEPS
+    """Whether a registered kernel (or host step) runs cooperative ``info`` (else its default expansion runs)."""
+    return info.name in KERNELS
 
 
 def check_program(program) -> None:
@@ -69,8 +67,8 @@ def check_program(program) -> None:
             ty = getattr(instr, field)
             if ty not in TYPE_MAP:
                 raise unsupported(info.name, ty)
-        if info.kind is ExecKind.COOPERATIVE and info.name in KERNEL_OPERATIONS:
-            if not kernel_supported(instr.operation, instr.ty):
-                raise unsupported(f"{info.name}.{instr.operation.name}", instr.ty)
+        kernel = KERNELS.get(info.name)
+        if kernel is not None:
+            kernel.check(instr)
         elif not supports_instruction(info, instr.type):
             raise unsupported(info.name, instr.type)
