@@ -72,13 +72,13 @@ LANE_TRAPPED = 0xFFFFFFFE
 
 
 def declare_launch_fields(names) -> None:
-    """Add the ``launch`` words a kernel reads (names already declared are shared). Raises ValueError
-    when the record would not fit its slot."""
-    for name in names:
-        if name not in _KERNEL_FIELDS and name not in _COMMON_FIELDS + _LAST_FIELDS:
-            _KERNEL_FIELDS.append(name)
-    if 4 * len(launch_fields()) > LAUNCH_SLOT_BYTES:
-        raise ValueError(f"the launch record holds at most {LAUNCH_SLOT_BYTES // 4} words")
+    """Add the ``launch`` words a kernel reads (names already declared are shared). Raises ValueError,
+    declaring nothing, when the record would not fit its slot."""
+    new = [name for name in dict.fromkeys(names) if name not in launch_fields()]
+    if 4 * (len(launch_fields()) + len(new)) > LAUNCH_SLOT_BYTES:
+        raise ValueError(f"the launch record holds at most {LAUNCH_SLOT_BYTES // 4} words; "
+                         f"{len(launch_fields())} are declared, {len(new)} more asked for")
+    _KERNEL_FIELDS.extend(new)
 
 
 def launch_fields() -> tuple[str, ...]:
