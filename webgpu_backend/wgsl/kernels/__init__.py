@@ -35,7 +35,7 @@ How to add a kernel (say ``GEMM``):
    ``rt``). The shader marks its step as reached (``rt[REACHED + launch.step] = launch.resume``)
    in its last dispatch, and writes a register result at ``rt[launch.result]``.
 2. Add the module's name to ``_MODULES`` below (registration by import;
-   tests/webgpu_backend/test_kernels.py fails for a kernel module that is not imported).
+   tests/test_rule_modules.py fails for a kernel module that is not imported).
 3. Take the row off ``webgpu_backend.docs``' documented-unsupported list and regenerate
    docs/backends.md; the conformance suite then runs the row's cases on webgpu.
 
