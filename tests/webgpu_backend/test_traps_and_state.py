@@ -83,29 +83,6 @@ def test_the_earliest_trapping_stage_wins_and_the_backend_stays_usable(gpu_drive
         backend.close()
 
 
-def test_a_step_never_reads_the_trap_word_its_own_dispatch_writes():
-    """Each step records its traps in a word of its own and runs only if the step before it did not
-    trap: a workgroup that starts after another of the same dispatch trapped still runs, so the
-    lowest lane is reported however the device schedules workgroups (one shared trap word made
-    later workgroups skip the stage in Chromium)."""
-    from atlas_web.verify import verify
-    from webgpu_backend.compiler import compile_program
-    from webgpu_backend.wgsl import KernelSpec, ShaderFeatures, kernel_source
-    body = [MOV_IMM(dst=R(5), value=7, ty=U32), DIV(dst=R(3), lhs=R(5), rhs=R(5), ty=U32),
-            ParallelMap(dst_array=Address.BufferOffset(handle=2, offset=0),
-                        src_array=Address.BufferOffset(handle=2, offset=0), count=4, operation=MapOperation.Neg,
-                        ty=Type.I32),
-            DIV(dst=R(3), lhs=R(5), rhs=R(3), ty=U32)]
-    shaders = compile_program(verify(program(body)), {}).stage_shaders(CONFIG, ShaderFeatures(), 1)
-    kernel = kernel_source(KernelSpec("map", MapOperation.Neg, Type.I32), ShaderFeatures())
-    assert len(shaders) == 2
-    for source in (shaders[1].source, kernel):
-        source = source() if callable(source) else source
-        assert "atomicLoad(&rt[TRAPS + launch.step - 1u])" in source
-        assert "atomicLoad(&rt[TRAPS + launch.step])" not in source
-    first = shaders[0].source() if callable(shaders[0].source) else shaders[0].source
-    assert "atomicMin(&rt[TRAPS + launch.step], lane_id)" in first
-
 
 def test_resonance_sums_are_exact_and_reset_at_each_launch(gpu_driver):
     values = [1.5, -2.25, 1e-30, 3e38, 3e38, -7.0, float("inf")]
