@@ -44,6 +44,9 @@ NOTES = (
     "multiply f32 mantissas with the exponents added apart, so no partial over- or underflows; integer "
     "reductions wrap exactly. A source array that overlaps the destination at another offset is copied "
     "first, so ParallelMap/ParallelMapBinary read every value as it was before the instruction.",
+    "GEMM and BatchedGEMM (F32) run one tiled shader per shape (`wgsl/kernels/gemm.py`): 64 x 64 tiles of C per "
+    "workgroup of 16 x 16 invocations, each a 4 x 4 block in registers, 16-deep slices of op(A) and op(B) staged "
+    "in workgroup memory; f32 products and sums, each rounded (within the contract's bound).",
     "On Mesa's llvmpipe a lane may take at most 60000 backward jumps per dispatch (the engine ends longer "
     "loops silently); past that a launch raises `ExecutionFailed` instead of giving wrong results.",
 )
@@ -79,8 +82,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    "GEMM": _NO_KERNEL,
-    "BatchedGEMM": _NO_KERNEL,
     "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,

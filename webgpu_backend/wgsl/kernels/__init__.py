@@ -152,6 +152,6 @@ def kernel_for(name: str) -> Kernel | None:
 
 
 #: the kernel modules (each registers its kernels when imported)
-_MODULES = ("map", "binary_map", "reduce", "pools")
+_MODULES = ("map", "binary_map", "reduce", "pools", "gemm")
 for _module in _MODULES:
     importlib.import_module(f"{__name__}.{_module}")

@@ -4,7 +4,7 @@ Standard library only."""
 
 from __future__ import annotations
 
-__all__ = ["binding_plan", "ROLE_BINDINGS"]
+__all__ = ["binding_plan", "shared_sources", "ROLE_BINDINGS"]
 
 #: kernel binding -> the array operand role bound there (3-5: array<u32> views, 7-9: vec4 views)
 ROLE_BINDINGS = {3: "dst", 4: "src_a", 5: "src_b", 7: "dst", 8: "src_a", 9: "src_b"}
@@ -21,6 +21,12 @@ def binding_plan(operands: dict, nbytes: int, bind_alignment: int) -> tuple[bool
         if sources is not None:
             return True, sources
     return False, _sources(operands, nbytes, bound=False)
+
+
+def shared_sources(operands: dict) -> tuple[str, str]:
+    """KernelSpec.sources for arrays bound as whole chunks (run-time offsets): a source in the buffer of an
+    array placed before it reads through that array's binding."""
+    return _sources(operands, 0, bound=False)
 
 
 def _sources(operands: dict, span: int, bound: bool) -> tuple[str, str] | None:
