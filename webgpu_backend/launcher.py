@@ -39,7 +39,7 @@ from .host_steps import binding_roles, kernel_operands
 from .resources import BufferBinding, BufferUsage, DispatchCommand, as_layout, split_workgroups
 from .wgsl import FIRST_CHUNK_BINDING, ShaderFeatures
 from .wgsl.emitter import ENGINE_LIMIT_TRAP
-from .wgsl.cooperative import MAX_GROUPS, SNAPSHOT_LAYOUT, SNAPSHOT_SOURCE, WORKGROUP
+from .wgsl.kernels.shader import MAX_GROUPS, SNAPSHOT_LAYOUT, SNAPSHOT_SOURCE, WORKGROUP
 from .wgsl.kernels import DeviceLimits
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS

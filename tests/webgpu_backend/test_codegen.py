@@ -81,7 +81,7 @@ def test_every_kernel_source_passes_naga(gpu_driver, kind, enum):
 
 def test_kernel_variants_pass_naga(gpu_driver):
     """Vector bodies, tails, arrays bound at their offsets, unguarded kernels and the snapshot copy."""
-    from webgpu_backend.wgsl.cooperative import SNAPSHOT_SOURCE
+    from webgpu_backend.wgsl.kernels.shader import SNAPSHOT_SOURCE
     features = ShaderFeatures(shader_f16="shader-f16" in gpu_driver.features)
     variants = [KernelSpec("binary", BinaryMapOperation.Add, Type.F32, True, True, False),
                 KernelSpec("binary", BinaryMapOperation.Mul, Type.I32, True, False, True),

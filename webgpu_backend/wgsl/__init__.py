@@ -7,9 +7,8 @@ The same generator serves wgpu-py natively and ``navigator.gpu`` in the browser.
 - ``rules`` and ``rules_*``: rule tables keyed by instruction name (and type family),
   registered by decorators; a missing rule is UnsupportedOperation at compile time;
 - ``segments`` and ``stage_shader``: one compute shader per stage of the lowering plan;
-- ``cooperative``: the ParallelMap / ParallelMapBinary / ParallelReduce kernels' shaders;
 - ``kernels``: the registry of cooperative instructions' kernels (support, bindings, shaders,
-  dispatch plan), one module per kernel;
+  dispatch plan), one module per kernel, and ``kernels.shader``, what their WGSL shares;
 - ``accuracy``: the measured ulp error of every transcendental (benchmarks/wgsl_accuracy.py).
 
 Importing this package registers every rule.
@@ -21,7 +20,7 @@ from . import (  # noqa: F401  (registration by import)
     lib_double, lib_float, lib_int64, lib_math, lib_wide, rules_atlas, rules_convert, rules_dword, rules_float,
     rules_lane, rules_math, rules_memory, rules_word, kernels,
 )
-from .cooperative import KernelSpec, kernel_layout, kernel_source, kernel_supported
+from .kernels.shader import KernelSpec, kernel_layout, kernel_source, kernel_supported
 from .emitter import CodeWriter, ShaderFeatures
 from .rules import COMPARE_RULES, WGSL_LANE_RULES, VALUE_RULES, unsupported, value
 from .stage_shader import FIRST_CHUNK_BINDING, StageShader, build_stage_shader

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from atlas_web.isa.enums import BinaryMapOperation
 
-from ..cooperative import VECTOR_BINARY
 from . import register
 from .elementwise import VECTOR_TYPES, ElementwiseKernel
+from .shader import VECTOR_BINARY
 
 __all__ = ["BinaryMapKernel"]
 
