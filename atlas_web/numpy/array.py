@@ -86,6 +86,11 @@ class Array:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
+    def __iter__(self):
+        """The sub-arrays along the first axis (as NumPy iterates), each a copy."""
+        for i in range(len(self)):
+            yield self[i]
+
     def __repr__(self) -> str:
         return f"Array({self.tolist()!r}, dtype={self.dtype_name}, device={self.device.name})"
 
@@ -144,8 +149,7 @@ class Array:
 
     # ---- operators (atlas_web/numpy/elementwise.py) --------------------------------------------------
     def _ew(self, name: str, *args: Any) -> "Array":
-        from .elementwise import apply
-        return apply(name, *args)
+        return _elementwise.apply(name, *args)
 
     def __add__(self, other): return self._ew("add", self, other)
     def __radd__(self, other): return self._ew("add", other, self)
@@ -235,3 +239,7 @@ class Array:
     def argmin(self, axis=None, keepdims=False):
         from .reductions import argmin as f
         return f(self, axis, keepdims=keepdims)
+
+
+# the operators' module imports this one: bound on first use of atlas_web.numpy (its __init__ imports both)
+from . import elementwise as _elementwise  # noqa: E402

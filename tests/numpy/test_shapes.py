@@ -90,3 +90,14 @@ def test_indexing_errors(device):
         x[0, 0, 0, 0]
     with pytest.raises(ArrayError, match="only ints, slices"):
         x[[0, 1]]
+
+
+def test_iteration_walks_the_first_axis(device):
+    x = anp.array(A, device=device)
+    rows = list(x)
+    assert len(rows) == 2
+    for row, expected in zip(rows, A):
+        check(row, expected)
+    assert [v.item() for v in anp.array(np.int32([4, 5]), device=device)] == [4, 5]
+    with pytest.raises(TypeError, match="0-d"):
+        iter(anp.array(1.0, device=device)).__next__()
