@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..isa.types import Type
-from ..launch import DEFAULT_BUDGET, LaunchConfig
+from ..launch import LaunchConfig
 from ..program import Program
 from .nodes import CoopMapNode, CoopReduceNode, DotNode, GemmNode, MapNode, Operand, ReduceNode
 from .ops_table import OPS
@@ -257,7 +257,8 @@ def _coop_reduce_kernel(node: CoopReduceNode) -> Kernel:
     return Kernel(Program.from_text(text), LaunchConfig(), (("pointer", 0, Type.U64), ("pointer", -1, Type.U64)))
 
 
-_GENERATORS = {MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, GemmNode: _gemm_kernel, CoopMapNode: _coop_map_kernel,
+_GENERATORS = {MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, GemmNode: _gemm_kernel,
+               CoopMapNode: _coop_map_kernel,
                CoopReduceNode: _coop_reduce_kernel}
 
 

@@ -49,7 +49,8 @@ def view_of(shape: tuple[int, ...], key: Any, what: str) -> tuple[tuple[int, ...
         try:
             index = operator.index(item)
         except TypeError:
-            raise ArrayError(f"{what}: only ints, slices, ... and None are supported as indices, got {item!r}") from None
+            raise ArrayError(f"{what}: only ints, slices, ... and None are supported as indices, "
+                             f"got {item!r}") from None
         if not -size <= index < size:
             raise ArrayError(f"{what}: index {index} is out of range for axis {axis - 1} of size {size}")
         base += (index % size) * stride

@@ -154,7 +154,8 @@ def _params(kernel: Kernel, values: tuple) -> ExecutionParams:
     if params is None:
         if len(memo) >= 8:
             memo.pop(next(iter(memo)))
-        registers = {_REGISTERS[i + 1]: (ty, value) for i, ((_, _, ty), value) in enumerate(zip(kernel.presets, values))}
+        registers = {_REGISTERS[i + 1]: (ty, value)
+                     for i, ((_, _, ty), value) in enumerate(zip(kernel.presets, values))}
         params = memo[key] = ExecutionParams(kernel.config, registers, kernel.budget)
     return params
 
@@ -166,9 +167,9 @@ def launch(what: Callable[[], str] | str, node: object, device: Backend, operand
            fallback: object = None) -> None:
     """Run ``node`` on ``device``: ``operands[k]`` is a ``(DeviceBuffer, base element offset)`` or a
     Python scalar for input k, ``out`` the output's. When the device cannot compile ``node`` and a
-    ``fallback`` node is given, that runs instead (and from then on). ``what`` (or ``what()``, made only on
-    an error) names the operation. Raises UnsupportedOperation naming it where neither compiles, AtlasTrap or ExecutionFailed
-    from the launch."""
+    ``fallback`` node is given, that runs instead (and from then on on that kind of backend). ``what``
+    (or ``what()``, made only on an error) names the operation. Raises UnsupportedOperation naming it
+    where neither compiles, AtlasTrap or ExecutionFailed from the launch."""
     if fallback is not None and (type(device), node) in _refused:
         node, fallback = fallback, None
     kernel = kernel_for(node)
@@ -187,6 +188,7 @@ def launch(what: Callable[[], str] | str, node: object, device: Backend, operand
         device.execute_program_with_params(kernel.program, params)
     except UnsupportedOperation as error:
         if fallback is None:
-            raise UnsupportedOperation(what() if callable(what) else what, getattr(error, "ty", None), device.name, str(error)) from None
+            name = what() if callable(what) else what
+            raise UnsupportedOperation(name, getattr(error, "ty", None), device.name, str(error)) from None
         _refused.add((type(device), node))
         launch(what, fallback, device, operands, out)

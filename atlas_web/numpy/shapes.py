@@ -86,7 +86,8 @@ def normalize_axes(axis: object, ndim: int, what: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def coalesce(shape: tuple[int, ...], strides: Sequence[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+def coalesce(shape: tuple[int, ...],
+             strides: Sequence[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
     """``shape`` and the operands' ``strides`` with dimensions of size 1 dropped and neighbours merged
     where every operand steps through them as one (so a contiguous copy of any shape is one dimension).
     The iteration order of the elements is unchanged."""

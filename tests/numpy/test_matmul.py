@@ -13,8 +13,11 @@ from .helpers import check, has
 RNG = np.random.default_rng(10)
 
 
-@pytest.mark.parametrize("sa, sb", [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((6,), (6,)),
-                                    ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)), ((3, 0), (0, 2))])
+SHAPES = [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((6,), (6,)), ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
+          ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)), ((3, 0), (0, 2))]
+
+
+@pytest.mark.parametrize("sa, sb", SHAPES)
 def test_matmul_like_numpy(device, sa, sb):
     a, b = RNG.normal(size=sa).astype(np.float32), RNG.normal(size=sb).astype(np.float32)
     check(anp.array(a, device=device) @ anp.array(b, device=device), a @ b, rtol=1e-5, atol=1e-5)
@@ -33,7 +36,8 @@ def test_dot_and_mixed_types(device):
 
 def test_matmul_errors(device):
     x = anp.array(RNG.normal(size=(3, 4)).astype(np.float32), device=device)
-    with pytest.raises(ArrayError, match=r"matmul\(float32\[3, 4\], float32\[3, 4\]\): the inner sizes differ \(4 and 3\)"):
+    with pytest.raises(ArrayError,
+                       match=r"matmul\(float32\[3, 4\], float32\[3, 4\]\): the inner sizes differ \(4 and 3\)"):
         x @ x
     with pytest.raises(ArrayError, match="at least 1 dimension"):
         anp.matmul(x, anp.array(2.0, device=device))
