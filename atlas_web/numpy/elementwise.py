@@ -68,6 +68,8 @@ def _describe(args: tuple[Any, ...]) -> str:
 #: (operation, operand signature) -> the plan of a call (see ``_plan``).
 #: A warm call looks its plan up instead of promoting, broadcasting and building nodes again.
 _plans: dict[tuple, tuple] = {}
+#: the most plans kept (each is a few small tuples)
+MAX_PLANS = 4096
 
 
 def _signature(args: tuple[Any, ...]) -> tuple | None:
@@ -107,6 +109,8 @@ def apply(name: str, *args: Any) -> Array:
     if plan is None:
         plan = _plan(row, args, device)
         if key[1] is not None:
+            if len(_plans) >= MAX_PLANS:  # many shapes seen: start again rather than grow without end
+                _plans.clear()
             _plans[key] = plan
     shape, stored, is_bool, node, fallback, scalar = plan
     out = Array.empty(device, shape, stored, is_bool)

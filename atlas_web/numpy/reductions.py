@@ -15,7 +15,7 @@ from ..errors import ArrayError
 from ..isa.types import Type
 from .array import Array
 from .dtypes import as_dtype, sum_type
-from .elementwise import apply
+from .elementwise import MAX_PLANS, apply
 from .nodes import CoopReduceNode, ReduceNode
 from .runtime import launch
 from .shapes import coalesce, normalize_axes, row_major, size_of
@@ -41,6 +41,8 @@ def _reduce(op: str, a: Array, axis: Any, keepdims: bool, acc: Type, out_type: T
            out_type)
     plan = _plans.get(key)
     if plan is None:
+        if len(_plans) >= MAX_PLANS:
+            _plans.clear()
         plan = _plans[key] = _plan(op, a, axis, keepdims, acc, out_type, what)
     shape, node, fallback = plan
     out = Array.empty(a.device, shape, out_type, is_bool)
