@@ -27,11 +27,11 @@ PACKAGES = {
          "wasm_backend.lowering.math_seam:MATH_FUNCTIONS")),
     "webgpu_backend.wgsl": (
         "webgpu_backend/wgsl", ("rules_*.py", "lib_*.py", "kernels/*.py"),
-        ("lane_rule", "value_rule", "compare_rule", "wide_rule", "conversion", "helper", "helper_family"),
+        ("lane_rule", "value_rule", "compare_rule", "wide_rule", "conversion", "helper", "helper_family", "register"),
         ("webgpu_backend.wgsl.rules:WGSL_LANE_RULES", "webgpu_backend.wgsl.rules:VALUE_RULES",
          "webgpu_backend.wgsl.rules:COMPARE_RULES", "webgpu_backend.wgsl.rules_wide:WIDE_RULES",
          "webgpu_backend.wgsl.rules_convert:CONVERSIONS", "webgpu_backend.wgsl.library:HELPERS",
-         "webgpu_backend.wgsl.library:FAMILY_HELPERS")),
+         "webgpu_backend.wgsl.library:FAMILY_HELPERS", "webgpu_backend.wgsl.kernels:KERNELS")),
 }
 
 # Run in a fresh interpreter: import the package, note the modules it imported, then read the tables and
@@ -53,9 +53,11 @@ def walk(value, depth=0):
     elif isinstance(value, (tuple, list, set, frozenset)):
         for item in value:
             walk(item, depth + 1)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            walk(getattr(value, field.name), depth + 1)
+    elif not isinstance(value, (str, int, float, type)) and value is not None:
+        registered.add(type(value).__module__)  # a registered object (a WebGPU kernel) belongs to its class's module
+        if dataclasses.is_dataclass(value):
+            for field in dataclasses.fields(value):
+                walk(getattr(value, field.name), depth + 1)
 for table in tables:
     module, name = table.split(":")
     walk(getattr(importlib.import_module(module), name))
