@@ -45,3 +45,17 @@ def compiled_backends() -> dict[str, Backend]:
             continue
         out[status.name] = get_backend(status.name)
     return out
+
+
+def refuses_unsupported(backend: Backend, name: str, ty, run) -> bool:
+    """True, after checking that ``run(backend)`` raises UnsupportedOperation, when ``backend`` does not support
+    instruction ``name`` for ``ty`` (asked through supports(), never by the backend's name); False when it
+    does (the caller then compares it)."""
+    import pytest
+
+    from atlas_web import UnsupportedOperation
+    if backend.supports(name, ty):
+        return False
+    with pytest.raises(UnsupportedOperation):
+        run(backend)
+    return True
