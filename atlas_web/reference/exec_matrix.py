@@ -1,5 +1,6 @@
-"""Executor rules of the matrix kernels (rows of category "matrix"): GEMM, BatchedGEMM, MixedPrecisionGEMM and
-QuantizedGEMM.
+"""Executor rules of the matrix kernels (rows of category "matrix"): GEMM, BatchedGEMM, MixedPrecisionGEMM,
+QuantizedGEMM and SparseGEMM (CSR A: its value count read at launch, the CSR checked before C is written; bad
+CSR traps INVALID_SPARSE).
 
 The executable form of docs/semantics.md, "Matrix kernels". Row-major; a matrix
 operand covers the elements its extent in the opcode table names
