@@ -272,3 +272,12 @@ def test_bad_csr_traps_naming_its_first_bad_element_and_leaves_c_unchanged(ptr, 
         run(backend, prog(SparseGEMM(**addresses, m=3, n=2, k=4, beta=1.0)), 1, registers=registers)
     assert (caught.value.code, caught.value.lane) == (want[0], -1) and want[1] in str(caught.value)
     assert _unpack(ty, backend.copy_from_buffer(c)) == [7.0] * 6
+
+
+def test_zero_times_infinity_is_nan_even_where_nothing_else_is():
+    backend, ty = CpuBackend(), Type.F64
+    handles = [_buffer(backend, ty, values) for values in ([5.0, 5.0], [math.inf, 1.0], [0.0, 2.0, 1.0, 3.0])]
+    run(backend, prog(GEMM(c=Address.BufferOffset(handles[0]), a=Address.BufferOffset(handles[1]),
+                           b=Address.BufferOffset(handles[2]), m=1, n=2, k=2, ty=ty)), 1)
+    got = _unpack(ty, backend.copy_from_buffer(handles[0]))
+    assert math.isnan(got[0]) and got[1] == math.inf   # inf*0 + 1*1 (IEEE: NaN, no BLAS zero skipping); inf*2 + 3
