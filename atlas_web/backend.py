@@ -30,7 +30,7 @@ from .program import Program
 
 if TYPE_CHECKING:
     from .docs_backends import BackendDocumentation
-    from .pipeline import CompilePipeline
+    from .pipeline import CompilePipeline, PipelineProgram
 
 __all__ = [
     "Backend", "API_VERSION", "LaunchConfig", "ExecutionParams", "BufferHandle", "PoolHandle",
@@ -293,8 +293,11 @@ class Backend(abc.ABC):
         """
         program, expanded = _run_expanded(program, self._has_kernel)   # no kernel here: its default expansion
         try:  # as lowering.expansions.original_traps, without a context manager's cost on every launch
-            artifact, budget = self._prepare_launch(program, params)
-            self._launch(artifact, params, budget)
+            artifact, budget, compiled = self._prepare_launch(program, params)
+            try:
+                self._launch(artifact, params, budget)
+            except AtlasTrap as trap:  # a trap of the optimized program, as the program's (the source map)
+                raise compiled.original_trap(trap) from None
         except AtlasTrap as trap:
             if expanded is None:
                 raise
@@ -306,12 +309,14 @@ class Backend(abc.ABC):
         atlas_web/lowering/expansions.py). Default: every one (the reference runs its own rules)."""
         return True
 
-    def _prepare_launch(self, program: Any, params: ExecutionParams) -> tuple[Any, int]:
+    def _prepare_launch(self, program: Any, params: ExecutionParams) -> tuple[Any, int, "PipelineProgram"]:
         """The launch prologue every backend shares: argument types, the backend's launch limits
         (``_check_launch(config)``), the budget, the compile pipeline (cached verify -> optimization hook
-        -> lowering plan, ``self._pipeline``) with the preset register types, the backend's compiled form
-        (``_compile(compiled, config)``), then the static addresses against the live allocations
-        (``verify_launch``). Returns ``(what _compile returned, budget)``. Runs nothing; copies nothing.
+        at ``params.optimize`` or the backend's level -> lowering plan, ``self._pipeline``) with the preset
+        register types, the backend's compiled form (``_compile(compiled, config)``), then the static
+        addresses against the live allocations (``verify_launch``). Returns ``(what _compile returned,
+        budget, the PipelineProgram)``: its ``original_trap`` maps a trap of what runs back to ``program``.
+        Runs nothing; copies nothing.
 
         Raises ExecutionFailed (params not an ExecutionParams, a launch over the backend's limits),
         ProgramError (not a Program, does not verify, a static address outside its allocation) or
@@ -325,13 +330,15 @@ class Backend(abc.ABC):
         self._check_launch(config)
         budget = self.budget if params.budget is None else params.budget
         registers = params.registers
-        compiled = (self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()})
-                    if registers else self._pipeline.compile(program, _NO_PRESETS, ()))
+        optimize = params.optimize
+        compiled = (self._pipeline.compile(program, {reg: ty for reg, (ty, _value) in registers.items()},
+                                           optimize=optimize)
+                    if registers else self._pipeline.compile(program, _NO_PRESETS, (), optimize=optimize))
         artifact = self._compile(compiled, config)
         if compiled.info.static_accesses:
             from .verify import verify_launch
             verify_launch(compiled.info, config, self._allocation_table())
-        return artifact, budget
+        return artifact, budget, compiled
 
     def _check_launch(self, config: LaunchConfig) -> None:
         """Hook: raise ExecutionFailed for a launch shape over this backend's limits (default: none)."""

@@ -13,7 +13,7 @@ from .isa.types import Type
 
 __all__ = [
     "LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES", "check_budget",
-    "normalized_registers", "as_int", "UNIFORM_SPECIALS",
+    "normalized_registers", "as_int", "UNIFORM_SPECIALS", "OPTIMIZE_LEVELS", "check_optimize",
 ]
 
 #: lanes per block chosen by LaunchConfig.linear
@@ -150,6 +150,17 @@ def check_budget(budget: object, what: str) -> int:
 _KEPT_INTS = {ty: ty.int_range() for ty in Type if ty.is_integer() and ty.bits <= 64}
 
 
+#: the optimization levels (atlas_web.opt): 0 none, 1 one round of every pass, 2 rounds until nothing changes
+OPTIMIZE_LEVELS = (0, 1, 2)
+
+
+def check_optimize(level: object, what: str, error: type = ExecutionFailed) -> int:
+    """``level`` as one of OPTIMIZE_LEVELS; raises ``error`` (default ExecutionFailed) naming ``what``."""
+    if isinstance(level, bool) or level not in OPTIMIZE_LEVELS:
+        raise error(f"{what} must be an optimization level 0, 1 or 2, got {level!r}")
+    return level  # type: ignore[return-value]
+
+
 def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | float]]:
     """Preset registers checked and normalized like MOV_IMM immediates (wrapped or rounded to their
     type, NaN canonical); a new dict. Raises ProgramError naming the register."""
@@ -186,17 +197,22 @@ class ExecutionParams:
     treats them as defined with that type at entry. They are checked and
     normalized like MOV_IMM immediates and kept as a read-only copy. ``budget``
     overrides the backend's execution budget (backward branches per lane) for
-    this launch. Raises ExecutionFailed for a ``config`` that is not a
-    LaunchConfig or a bad ``budget``, ProgramError for a bad register preset.
+    this launch. ``optimize`` overrides the backend's optimization level (0, 1
+    or 2; atlas_web.opt) for this launch. Raises ExecutionFailed for a
+    ``config`` that is not a LaunchConfig, a bad ``budget`` or ``optimize``,
+    ProgramError for a bad register preset.
     """
 
     config: LaunchConfig
     registers: Mapping[Register, tuple[Type, int | float]] = field(default_factory=dict)
     budget: int | None = None
+    optimize: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, LaunchConfig):
             raise ExecutionFailed(f"ExecutionParams.config must be a LaunchConfig, got {type(self.config).__name__}")
         if self.budget is not None:
             check_budget(self.budget, "ExecutionParams.budget")
+        if self.optimize is not None:
+            check_optimize(self.optimize, "ExecutionParams.optimize")
         object.__setattr__(self, "registers", MappingProxyType(normalized_registers(self.registers)))

@@ -139,6 +139,14 @@ class Program:
             self._digest = hashlib.blake2b(self.to_bytes(), digest_size=32).hexdigest()
         return self._digest
 
+    def optimize(self, level: int = 1, **kwargs) -> "Program":
+        """This program optimized at ``level`` (1 or 2; 0: itself) by ``atlas_web.opt.ProgramOptimizer``:
+        the same results bit for bit and the same traps, in fewer or cheaper instructions (keyword
+        arguments go to the optimizer: ``target``, ``passes``). For the source map use
+        ``ProgramOptimizer(level).optimize(program)``. Raises ProgramError (does not verify)."""
+        from .opt import ProgramOptimizer
+        return ProgramOptimizer(level, **kwargs).optimize(self).program
+
     def verify(self, **kwargs):
         """Run the verifier (atlas_web.verify.verify); returns its ProgramInfo, raises ProgramError."""
         from .verify import verify

@@ -37,7 +37,7 @@ from .isa.opcodes import OperandKind
 from .verify_operands import instruction_text
 
 __all__ = ["TrapRecord", "SHARED_MEMORY", "RECORD_NUMBERS", "NO_OPERAND", "trap", "trap_detail",
-           "budget_detail", "program_trap", "operand_position", "with_operand", "moved"]
+           "budget_detail", "program_trap", "operand_position", "with_operand", "moved", "renumbered"]
 
 #: the handle number of the block's shared memory in a record
 SHARED_MEMORY = 0xFFFFFFFF
@@ -203,6 +203,14 @@ def moved(raised: AtlasTrap, ran: Any, index: int, instr: Any, operand: str | No
         return AtlasTrap(raised.code, index, raised.lane, f"{instruction_text(instr)}: {what}")
     record = with_operand(raised.record, instr, operand) if operand else raised.record._replace(operand=NO_OPERAND)
     return trap(raised.code, index, raised.lane, instr, record)
+
+
+def renumbered(raised: AtlasTrap, index: int) -> AtlasTrap:
+    """``raised`` at instruction ``index`` instead, its words and record kept: the trap of an optimized
+    program as the original's (atlas_web.opt changes no instruction that may trap, only where it stands)."""
+    if index == raised.instruction_index:
+        return raised
+    return AtlasTrap(raised.code, index, raised.lane, raised.detail, raised.record)
 
 
 def program_trap(program: Any, code: TrapCode | int, index: int, lane: int, numbers=None, *,

@@ -52,7 +52,8 @@ def test_the_plan_is_built_once_per_form():
 def test_the_optimization_hook_runs_and_its_source_map_names_the_original_instruction(no_optimizer):
     seen = []
 
-    def drop_first(program, info):
+    def drop_first(program, info, level, target):
+        assert level == 1 and target is None
         seen.append(program.digest())
         shorter = Program.from_text("\n".join(TEXT.strip().splitlines()[1:]).replace("r1", "r2"))
         return Optimized(shorter, shorter.verify(), (1, 2, 3))
@@ -67,7 +68,7 @@ def test_the_optimization_hook_runs_and_its_source_map_names_the_original_instru
 
 
 def test_an_optimizer_with_a_wrong_source_map_is_refused(no_optimizer):
-    register_optimizer(lambda program, info: Optimized(program, info, (0,)))
+    register_optimizer(lambda program, info, level, target: Optimized(program, info, (0,)))
     with pytest.raises(ValueError, match="source map"):
         CompilePipeline().compile(Program.from_text(TEXT), {})
 

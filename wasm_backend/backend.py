@@ -47,8 +47,8 @@ from atlas_web.host_bytes import source_bytes, target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
 from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.types import Type
-from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
-from atlas_web.pipeline import CompilePipeline, PipelineProgram
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget, check_optimize
+from atlas_web.pipeline import DEFAULT_OPTIMIZE, CompilePipeline, PipelineProgram
 from atlas_web.program import Program
 from atlas_web.trap_report import RECORD_NUMBERS, program_trap
 from atlas_web.registry import DeviceProbe
@@ -107,7 +107,8 @@ class WasmBackend(Backend):
     ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it per launch).
     ``memory_limit``: the most bytes the linear memory may grow to (default and ceiling 4 GiB).
     ``runner``: the runner name (default: the platform's, wasmtime natively). ``cache_size``: compiled
-    programs kept. ``threads``: threads large maps, reductions and SIMD launches run on, the launching
+    programs kept. ``optimize``: the optimization level of its programs (0, 1 or 2: atlas_web.opt;
+    ExecutionParams.optimize overrides it per launch). ``threads``: threads large maps, reductions and SIMD launches run on, the launching
     thread included (None: the host's CPU count, at most 8; 1: no worker threads). In the browser the
     threads are Web Workers over a shared memory; they need a cross-origin isolated page and Python in a
     worker, else the backend runs on one thread and ``device_info()["threads_reason"]`` says why. Raises
@@ -120,18 +121,20 @@ class WasmBackend(Backend):
     name = "wasm"
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None, runner: str | None = None,
-                 cache_size: int = 256, threads: int | None = None) -> None:
+                 cache_size: int = 256, threads: int | None = None, optimize: int = DEFAULT_OPTIMIZE) -> None:
         from .runners import create_runner, runner_name
         self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "WasmBackend budget")
+        check_optimize(optimize, "WasmBackend optimize")
         threads = _check_threads(threads)
         options = {"budgeted": False, "threads": threads} if runner_name(runner) == "wasmtime" else {"threads": threads}
         self._runner = create_runner(runner, **options)
         self._parallel_dispatches = 0
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
         self._memory = DeviceMemory(self._runner, limit)
-        self._pipeline = CompilePipeline(cache_size)  # verified programs and their lowering plans
-        # (digest, preset types, config) -> _Loaded; an evicted program's instance goes with its Store
+        # verified (and optimized) programs and their lowering plans
+        self._pipeline = CompilePipeline(cache_size, optimize=optimize, target=self)
+        # (digest, preset types, level, config) -> _Loaded; an evicted program's instance goes with its Store
         self._loaded = ProgramCache(cache_size, plain_keys=True)
         self._area_base: int | None = None
         self._area_size = 0
@@ -245,7 +248,7 @@ class WasmBackend(Backend):
         last = self._loaded.last   # ((PipelineProgram, LaunchConfig), _Loaded) of the last launch
         if last is not None and last[0][0] is compiled and (last[0][1] is config or last[0][1] == config):
             return last[1]
-        key = (compiled.digest, compiled.preset_key, config)
+        key = (compiled.digest, compiled.preset_key, compiled.level, config)
         loaded = self._loaded.get(key)
         if loaded is None:
             loaded = self._loaded.insert(key, self._load(compiled, config))

@@ -29,6 +29,6 @@ def wasm_listing(backend: Any, program: Program, config: LaunchConfig) -> str:
         raise ProgramError(f"generated_code needs a Program, got {type(program).__name__}")
     params = ExecutionParams(config)
     compiled = backend._pipeline.compile(program, {})
-    loaded = backend._loaded.get((compiled.digest, compiled.preset_key, params.config))
+    loaded = backend._loaded.get((compiled.digest, compiled.preset_key, compiled.level, params.config))
     wasm = loaded.compiled.wasm if loaded is not None else backend._module(compiled, params.config).wasm
     return f";; WebAssembly module for program {compiled.digest[:16]} ({len(wasm)} bytes)\n" + disassemble(wasm)

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from atlas_web.backend import Backend, resolve_op
-from atlas_web.errors import ExecutionFailed, InvalidBuffer
+from atlas_web.errors import AtlasTrap, ExecutionFailed, InvalidBuffer
 from atlas_web.exclusive import check_open, closes, exclusive_lock, one_thread_at_a_time
 from atlas_web.host_bytes import target_bytes
 from atlas_web.isa.addresses import BufferHandle, PoolHandle
@@ -23,8 +23,8 @@ from atlas_web.isa.floats import float_to_bits
 from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.operations import ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
-from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
-from atlas_web.pipeline import CompilePipeline, PipelineProgram
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget, check_optimize
+from atlas_web.pipeline import DEFAULT_OPTIMIZE, CompilePipeline, PipelineProgram
 from atlas_web.program import Program
 from atlas_web.registry import DeviceProbe
 
@@ -61,7 +61,9 @@ class WebGpuBackend(Backend):
     ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it).
     ``memory_limit``: optional cap in bytes on buffers and pools together. ``chunk_capacity`` /
     ``max_chunks``: the size of one storage chunk (default: the device's binding limit) and how
-    many may exist. Raises BackendUnavailable when no WebGPU device can be had.
+    many may exist. ``optimize``: the optimization level of its programs (0, 1 or 2: atlas_web.opt;
+    ExecutionParams.optimize overrides it per launch). Raises BackendUnavailable when no WebGPU device can
+    be had, ExecutionFailed for a bad ``budget`` or ``optimize``.
 
     Threads may share a backend: its methods take turns (``atlas_web.exclusive``), so each launch's
     trap and results are its own.
@@ -70,9 +72,11 @@ class WebGpuBackend(Backend):
     name = "webgpu"
 
     def __init__(self, *, driver: Any = None, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
-                 chunk_capacity: int | None = None, max_chunks: int | None = None) -> None:
+                 chunk_capacity: int | None = None, max_chunks: int | None = None,
+                 optimize: int = DEFAULT_OPTIMIZE) -> None:
         self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "WebGpuBackend budget")
+        check_optimize(optimize, "WebGpuBackend optimize")
         if driver is None:
             from .drivers import default_driver
             driver = default_driver()
@@ -89,7 +93,8 @@ class WebGpuBackend(Backend):
         self._memory = GpuMemory(driver, chunk_capacity=chunk_capacity, max_chunks=max_chunks,
                                  memory_limit=memory_limit)
         self._launcher = Launcher(driver, self._memory, self.features)
-        self._pipeline = CompilePipeline(_PROGRAM_CACHE_SIZE)  # verified programs, plans, CompiledPrograms
+        # verified (and optimized) programs, plans, CompiledPrograms
+        self._pipeline = CompilePipeline(_PROGRAM_CACHE_SIZE, optimize=optimize, target=self)
         self._resonance: list[float] | None = [0.0] * 96
         self._pending_resonance: int | None = None
 
@@ -192,9 +197,12 @@ class WebGpuBackend(Backend):
         params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
         program, expanded = run_expanded(program, has_kernel)   # no kernel here: its default expansion
         with original_traps(expanded):
-            compiled, budget = self._prepare_launch(program, params)
+            compiled, budget, pipelined = self._prepare_launch(program, params)
             presets = self._preset_words(compiled, params)
-            self._finish(await self._launcher.run_async(compiled, params.config, presets, budget))
+            try:
+                self._finish(await self._launcher.run_async(compiled, params.config, presets, budget))
+            except AtlasTrap as trap:  # a trap of the optimized program, as the program's (the source map)
+                raise pipelined.original_trap(trap) from None
 
     def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> CompiledProgram:
         """The compiled program of ``compiled`` (any launch shape), kept with it. Raises UnsupportedOperation."""

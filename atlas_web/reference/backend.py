@@ -20,7 +20,7 @@ from ..exclusive import closes, exclusive_lock, one_thread_at_a_time
 from ..host_bytes import source_bytes, target_bytes
 from ..isa.addresses import BufferHandle, PoolHandle
 from ..memory import MAX_ALLOCATION
-from ..pipeline import CompilePipeline, PipelineProgram
+from ..pipeline import DEFAULT_OPTIMIZE, CompilePipeline, PipelineProgram
 from ..isa.opcodes import OpcodeInfo
 from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
@@ -52,19 +52,22 @@ class CpuBackend(Backend):
 
     ``budget``: backward jumps each lane may take (ExecutionParams.budget
     overrides it per launch). ``memory_limit``: optional cap in bytes on all
-    buffers and pools together (the boundary memory does not count).
+    buffers and pools together (the boundary memory does not count). ``optimize``: the optimization level
+    of its programs (0, 1 or 2: atlas_web.opt; ExecutionParams.optimize overrides it per launch).
     Raises ExecutionFailed / AllocationFailed for malformed arguments.
     Threads may share it: its methods take turns (``atlas_web.exclusive``).
     """
 
     name = "cpu"
 
-    def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None) -> None:
+    def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
+                 optimize: int = DEFAULT_OPTIMIZE) -> None:
         self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "CpuBackend budget")
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
-        self._pipeline = CompilePipeline(_PROGRAM_CACHE_SIZE)  # verified programs, with the executor's plans
+        # verified (and optimized) programs, with the executor's plans
+        self._pipeline = CompilePipeline(_PROGRAM_CACHE_SIZE, optimize=optimize, target=self)
         # lane ids and special registers of the last launch shape (read-only, reused by the next launch)
         self._geometry: LaneGeometry | None = None
 
