@@ -69,19 +69,8 @@ def _timed(run) -> float:
     return time.perf_counter() - start
 
 
-DOT = """
-    mov_imm.u32 r20, {n}
-    set.ge.u32 p15, r255, r20
-    bra.p15 @done
-    cvt.u64.u32 r1, r255
-    mov_imm.u64 r2, 4
-    mul.u64 r3, r1, r2
-    mov_imm.u64 r4, {a}
-    or.u64 r5, r3, r4
-    mov_imm.u64 r6, {b}
-    or.u64 r7, r3, r6
-    mov_imm.u64 r8, {out}
-    or.u64 r9, r3, r8
+#: the dot product's loop, after wasm_simd_lanes' prelude (guard, r5/r7/r9: lane pointers into a, b, out)
+DOT_LOOP = """
     mov_imm.u64 r10, {stride}
     mov_imm.f32 r11, 0.0
     mov_imm.u32 r12, {k}
@@ -104,8 +93,9 @@ def dot_times(backend, repeats: int, n: int = 1 << 16, k: int = 64) -> None:
     a = backend.allocate_buffer(4 * n * k)
     b = backend.allocate_buffer(4 * n * k)
     out = backend.allocate_buffer(4 * n)
-    program = Program.from_text(DOT.format(n=n, a=int(a) << 32, b=int(b) << 32, out=int(out) << 32,
-                                           stride=4 * n, k=k))
+    from wasm_simd_lanes import _PRELUDE  # benchmarks/ is the script's directory
+    program = Program.from_text(_PRELUDE.format(n=n, a=int(a) << 32, b=int(b) << 32, c=int(out) << 32)
+                                + DOT_LOOP.format(stride=4 * n, k=k))
     config = LaunchConfig.linear(n)
     row = []
     for level in LEVELS:
