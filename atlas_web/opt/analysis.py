@@ -68,6 +68,17 @@ class Analysis:
                     uses[d].append((index, path))
         self.uses_of = uses
         self.block_of = info.cfg.block_of
+        # a cooperative step reads global lane 0's registers as they are when it runs, also where lane 0 ended
+        # on a path that never reaches it: reaching definitions do not see those reads, so a definition of a
+        # register any cooperative instruction reads is never removed
+        self.cooperative_reads = frozenset(
+            acc.location for i in info.cooperative for acc in self.accesses[i][0])
+
+    def removable(self, index: int) -> bool:
+        """Whether instruction ``index`` may be removed when nothing reads it: pure, and writing no register
+        a cooperative instruction reads."""
+        return is_pure(self.instructions[index]) and not any(
+            acc.location in self.cooperative_reads for acc in self.accesses[index][1])
 
     def reaching(self, index: int, path: str) -> tuple[int, ...]:
         """The definitions (instruction indices; -1: the value at entry) that may reach read ``path`` of

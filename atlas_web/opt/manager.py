@@ -114,14 +114,18 @@ class ProgramOptimizer:
         rounds = 0 if self.level == 0 else 1 if self.level == 1 else MAX_ROUNDS
         for _ in range(rounds):
             analysis = Analysis(current_info)
-            taken: Changes = {}
+            # what the target cannot run stays as written (mapped to itself: no pass touches it), so the
+            # backend refuses the program as it would unoptimized, even where that instruction is dead
+            pinned: Changes = {i: instr for i, instr in enumerate(current.instructions)
+                               if not self.target.supports(instr.INFO.name, instr.type)}
+            taken: Changes = dict(pinned)
             for name, run in self.passes:
                 changes = run(analysis, self.target, taken)
                 gone = sum(1 for v in changes.values() if v is None)
                 removed[name] = removed.get(name, 0) + gone
                 replaced[name] = replaced.get(name, 0) + len(changes) - gone
                 taken.update(changes)
-            if not taken:
+            if len(taken) == len(pinned):
                 break
             current, origin = _applied(current, taken)
             source_map = [source_map[k] for k in origin]

@@ -207,7 +207,8 @@ def _fusable_product(analysis: Analysis, index: int, path: str, changes: Changes
     if not 0 <= m < index or m in changes or m in taken or not analysis.same_block(m, index):
         return None
     mul = analysis.instructions[m]
-    if mul.INFO.name != "MUL" or mul.ty is not add.ty or analysis.uses_of[m] != [(index, path)]:
+    if (mul.INFO.name != "MUL" or mul.ty is not add.ty or analysis.uses_of[m] != [(index, path)]
+            or not analysis.removable(m)):
         return None
     operands = {mul.lhs.index, mul.rhs.index}
     if mul.dst.index in operands:
@@ -256,11 +257,17 @@ def shorten_conversions(analysis: Analysis, target: Target, taken: Changes) -> C
     return changes
 
 
+def _kept(analysis: Analysis, index: int, taken: Changes) -> bool:
+    """Whether ``taken`` pins instruction ``index`` as it is (mapped to itself: one the target cannot run,
+    which stays so that the backend refuses the program as written, whether or not it is dead)."""
+    return taken.get(index) is analysis.instructions[index]
+
+
 def eliminate_dead_code(analysis: Analysis, target: Target, taken: Changes) -> Changes:
     """Remove pure instructions whose definitions no read sees, transitively (see the module docstring)."""
     instructions = analysis.instructions
     live_uses = [len(uses) for uses in analysis.uses_of]
-    dead = [i for i, instr in enumerate(instructions) if live_uses[i] == 0 and is_pure(instr)]
+    dead = [i for i in range(len(instructions)) if live_uses[i] == 0 and analysis.removable(i) and not _kept(analysis, i, taken)]
     changes: Changes = {}
     while dead:
         index = dead.pop()
@@ -271,7 +278,7 @@ def eliminate_dead_code(analysis: Analysis, target: Target, taken: Changes) -> C
             for d in analysis.reaching(index, access.path):
                 if d >= 0:
                     live_uses[d] -= 1
-                    if live_uses[d] == 0 and is_pure(instructions[d]) and d not in changes:
+                    if live_uses[d] == 0 and analysis.removable(d) and d not in changes and not _kept(analysis, d, taken):
                         dead.append(d)
     return changes
 

@@ -287,3 +287,35 @@ def test_every_pass_is_registered_and_level_zero_changes_nothing():
         ProgramOptimizer(3)
     with pytest.raises(ValueError, match="unknown"):
         ProgramOptimizer(1, passes=("inline",))
+
+
+def test_what_the_target_cannot_run_stays_even_dead():
+    class NoExp:
+        @staticmethod
+        def supports(op, ty=None):
+            return op != "EXP"
+
+        @staticmethod
+        def ulp_tolerance(op, ty):
+            return 0.0
+
+    result = optimized("    exp.f32 r1, r2\n    add.f32 r3, r2, r2\n", target=NoExp())
+    assert "exp.f32 r1, r2" in lines(result) and not any(line.startswith("add") for line in lines(result))
+
+
+def test_a_register_a_cooperative_step_reads_keeps_its_definitions():
+    # lane 0 ends at @lane0 after moving r23 on; the step later reads lane 0's r23 (reaching definitions
+    # do not see that read: the step is not on lane 0's path)
+    result = optimized("""
+    mov_imm.u64 r23, 12884901888
+    cvt.u64.u32 r7, r255
+    set.eq.u32 p0, r255, r255
+    bra.p0 @lane0
+    pmap2.add.u32 [r23+0], [r23+0], [r23+0], 2
+    exit
+lane0:
+    add.u64 r23, r23, r7
+    mul.u64 r24, r23, r7
+""")
+    text = lines(result)
+    assert "add.u64 r23, r23, r7" in text and not any(line.startswith("mul") for line in text)
