@@ -101,7 +101,9 @@ class Kernel:
     host: bool = False
     #: ``launch`` words its shaders read (declared into ``struct Launch`` when registered)
     launch_fields: tuple[str, ...] = ()
-    #: a source array overlapping the written one at another offset is copied to scratch first
+    #: a source array (src_a, src_b: the launcher keeps one scratch copy of each) overlapping the written
+    #: one at another offset is copied to scratch first, so every element is computed from the values
+    #: before the instruction
     snapshot_sources: bool = False
 
     def operations(self, ty: Type | None) -> tuple:
