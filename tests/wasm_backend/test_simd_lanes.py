@@ -179,3 +179,44 @@ def test_programs_guarding_their_spare_lanes_run_in_simd(cond, pred, n):
     got, got_trap = _run(WasmBackend(), program, config, [data])
     assert got_trap == want_trap
     np.testing.assert_array_equal(got[0], want[0])
+
+
+PRESET_PROGRAM = """
+    mov_imm.u32 r3, {lanes}
+    set.ge.u32 p0, r255, r3
+    bra.p0 @done
+    mov_imm.u32 r10, 4
+    mul.u32 r11, r255, r10
+    add.u32 r11, r11, r6
+    ldg.f32 r12, [r1 + r11]
+    mul.f32 r13, r12, r4
+    add.f32 r13, r13, r5
+    sub.u32 r11, r11, r6
+    stg.f32 [r2 + r11], r13
+done:
+    exit
+"""
+
+
+@pytest.mark.parametrize("lanes", [5, 64, 1001])
+def test_preset_registers_are_uniform_values_of_the_simd_mode(lanes):
+    """Handles, an offset and float scalars given as launch presets: SIMD mode, the reference's values."""
+    from atlas_web import ExecutionParams
+    from atlas_web.isa.registers import Register
+    program = Program.from_text(PRESET_PROGRAM.format(lanes=lanes))
+    presets = {Register(1): Type.U32, Register(2): Type.U32, Register(6): Type.U32, Register(4): Type.F32,
+               Register(5): Type.F32}
+    config = LaunchConfig.linear(lanes, 64)
+    assert compile_program(program, program.verify(preset_types=presets), config).simd
+    data = np.linspace(-3, 3, lanes, dtype=np.float32)
+    results = []
+    for backend in (CpuBackend(), WasmBackend()):
+        src = backend.allocate_typed(np.concatenate([np.float32([9, 9]), data]))
+        dst = backend.allocate_typed(np.zeros(lanes, np.float32))
+        values = {Register(1): src, Register(2): dst, Register(6): 8, Register(4): 1.5, Register(5): -0.25}
+        registers = {reg: (presets[reg], value) for reg, value in values.items()}
+        backend.execute_program_with_params(program, ExecutionParams(config, registers))
+        results.append(backend.copy_typed_from(dst, Type.F32))
+        backend.close()
+    np.testing.assert_array_equal(results[1], results[0])
+    np.testing.assert_array_equal(results[0], data * np.float32(1.5) + np.float32(-0.25))

@@ -1,7 +1,8 @@
 """The SIMD lane-mode function of a program (see ``simd_lanes`` for the values and rules).
 
-Programs that qualify: lanes never suspend, no extended registers or presets, only GLOBAL_LANE_ID and
-launch dimensions among the special registers, and a segment tree of one of two shapes:
+Programs that qualify: lanes never suspend, no extended registers, presets only of the types with vector
+lanes (``VECTOR_TYPES``: read once in the prologue from the launch area, Uniform values), only
+GLOBAL_LANE_ID and launch dimensions among the special registers, and a segment tree of one of two shapes:
 
 * straight-line code: ``(Code, EndLane)``;
 * a lane-id guard around straight-line code: ``(Code, If(test, then, orelse))`` where one arm is
@@ -42,10 +43,13 @@ from .. import layout
 from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_LANES_THRESHOLD
 from . import simd_arith, simd_masks, simd_memory  # noqa: F401  (they add their rules to SIMD_RULES on import)
+from .launch_layout import plan_launch_area
 from .module_context import HOST_IMPORTS, ModuleContext
 from .simd_lanes import (
-    SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, LaneRange, LocalRecorder, SimdBuilder, SimdUnsupported,
+    SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, VECTOR_TYPES, LaneRange, LocalRecorder, SimdBuilder,
+    SimdUnsupported, Uniform,
 )
+from .typemap import bank_of, type_info
 
 __all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "SIMD_CHUNK",
            "LANES_PER_RANGE_STEP"]
@@ -115,18 +119,30 @@ def _guarded_lanes(s: SimdBuilder, guard, total: int) -> int:
     return min(reaches_code.bound, total)
 
 
-def _analyse(m: ModuleContext, info, config, shape, lanes: int) -> tuple[SimdBuilder, LocalRecorder]:
+def _analyse(m: ModuleContext, info, state, config, shape, lanes: int) -> tuple[SimdBuilder, LocalRecorder]:
     leading, guard, guarded = shape
     recorder = LocalRecorder()
     recorder.add_local(I32, "lo")  # the parameters of simd_range: locals 0 and 1
     recorder.add_local(I32, "hi")
     s = SimdBuilder(m, recorder, info.program, info, config, lanes)
+    _preset_values(s, plan_launch_area(info, state, config))
     if leading is not None:
         s.run(leading)
     if guard is not None:
         s.guarded_lanes = _guarded_lanes(s, guard, config.total_threads)
         s.run(guarded)
     return s, recorder
+
+
+def _preset_values(s: SimdBuilder, launch) -> None:
+    """Every preset register a Uniform value, loaded once in the prologue from the launch area (whose
+    base is in the header: no globals, worker instances run this too)."""
+    for reg, ty in sorted(s.info.preset_types.items(), key=lambda item: item[0].index):
+        local = s.uniform_local(ty)
+        valtype = type_info(ty).valtype
+        s.pro.i32(0).op("i32.load", layout.HEADER_LAUNCH_BASE)
+        s.pro.op(f"{valtype.name.lower()}.load", launch.presets[reg.index]).set(local)
+        s.values[(reg.index, bank_of(ty))] = (ty, Uniform(local))
 
 
 def _order_free(s: SimdBuilder, shape) -> bool:
@@ -144,17 +160,17 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int
         return None
     info = plan.info
     shape = _shape(plan.segments[0].body)
-    if shape is None or info.preset_types:
+    if shape is None or any(ty not in VECTOR_TYPES for ty in info.preset_types.values()):
         return None
     total = config.total_threads - config.total_threads % SIMD_LANES
     try:
-        s, recorder = _analyse(m, info, config, shape, total)  # every lane's proofs hold for fewer lanes too
+        s, recorder = _analyse(m, info, state, config, shape, total)  # every lane's proofs hold for fewer lanes too
         lanes = total if s.guarded_lanes is None else min(total, s.guarded_lanes)
         lanes -= lanes % SIMD_LANES
         if lanes < SIMD_LANES:
             return None
         if lanes != total:
-            s, recorder = _analyse(m, info, config, shape, lanes)
+            s, recorder = _analyse(m, info, state, config, shape, lanes)
     except SimdUnsupported:
         return None
     simd_range = _build_range(m, s, recorder)
