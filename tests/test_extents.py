@@ -99,3 +99,14 @@ def test_a_new_row_is_bounds_checked_at_launch_from_its_extents(gemm, memory):
 def test_a_row_with_a_bad_extent_is_refused_when_it_is_made(operands, match):
     with pytest.raises(ProgramError, match=match):
         gemm_row(operands=operands)
+
+
+def test_the_remainder_operator_and_its_zero_divisor():
+    from types import SimpleNamespace
+
+    from atlas_web.isa.extents import compile_extent
+    condition = compile_extent("groups > 0 and channels % groups == 0")
+    assert condition.names == {"groups", "channels"}
+    assert [condition.evaluate(SimpleNamespace(channels=c, groups=g)) for c, g in ((6, 3), (6, 4), (6, 0), (0, 2))] \
+        == [1, 0, 0, 1]
+    assert compile_extent("channels % groups").evaluate(SimpleNamespace(channels=5, groups=0)) == 0

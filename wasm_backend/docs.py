@@ -13,9 +13,11 @@ __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
 _NO_KERNEL = "no wasm kernel yet (issue 10; it has no default expansion): runs on cpu"
+_NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statistics need a broadcast): runs on cpu"
 UNSUPPORTED = {
     "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,
+    **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
 }
 
 

@@ -470,6 +470,50 @@ _row("SparseGEMM", 0x98, "spgemm",
      requires=(Requirement("ldb", "ldb == 0 or ldb >= n", "ldb is shorter than a row of b"), _GEMM_REQUIRES[2]),
      effects={"traps": {TrapCode.INVALID_SPARSE}})
 
+# --- normalization kernels (docs/semantics.md, Normalization kernels): statistics in at least f32 -----------
+#: eps: a float immediate stored in f64 whatever ty (a backend computing in f32 rounds it once)
+_EPS = Operand("eps", K.FLOAT, Type.F64)
+_NORM_TYPES = FLOATS
+_NCS = "batch*channels*spatial"
+_ROWS_NORM = {"rows": 1}
+
+
+def _norm_row(name, opcode, mnemonic, arrays, shape, summary, defaults=None, requires=()):
+    """A normalization row: its arrays, shape operands, eps, then the operands with defaults (``rows``)."""
+    rows = [Operand(name, K.UINT, 32) for name in (defaults or {})]
+    _row(name, opcode, mnemonic, [*arrays, *shape, _EPS, *rows], _NORM_TYPES, CO, "normalization",
+         "once per launch: " + summary + "; f16/bf16 computed in f32, rounded once",
+         default_type=Type.F32, defaults=defaults, requires=requires)
+
+
+_norm_row("LayerNorm", 0x9C, "layernorm",
+          [_addr("output", GADDR, W, "rows*n"), _addr("input", GADDR, R, "rows*n"), _addr("gamma", GADDR, R, "n"),
+           _addr("beta", GADDR, R, "n")], [Operand("n", K.UINT, 32)],
+          "for each of rows rows x of n elements: output[i] = (x[i] - mean(x)) / sqrt(var(x) + eps) * gamma[i] "
+          "+ beta[i] (var: the mean of squared deviations)", defaults=_ROWS_NORM)
+_norm_row("RMSNorm", 0x9D, "rmsnorm",
+          [_addr("output", GADDR, W, "rows*n"), _addr("input", GADDR, R, "rows*n"), _addr("weight", GADDR, R, "n")],
+          [Operand("n", K.UINT, 32)],
+          "for each of rows rows x of n elements: output[i] = x[i] / sqrt(mean(x**2) + eps) * weight[i]",
+          defaults=_ROWS_NORM)
+_norm_row("BatchNorm", 0x9E, "batchnorm",
+          [_addr("output", GADDR, W, _NCS), _addr("input", GADDR, R, _NCS), _addr("gamma", GADDR, R, "channels"),
+           _addr("beta", GADDR, R, "channels"), _addr("mean", GADDR, R, "channels"),
+           _addr("variance", GADDR, R, "channels")],
+          [Operand("batch", K.UINT, 32), Operand("channels", K.UINT, 32), Operand("spatial", K.UINT, 32)],
+          "inference form over input[b, c, s] (batch x channels x spatial, row-major): output = (input - mean[c]) "
+          "/ sqrt(variance[c] + eps) * gamma[c] + beta[c]")
+_norm_row("GroupNorm", 0x9F, "groupnorm",
+          [_addr("output", GADDR, W, _NCS), _addr("input", GADDR, R, _NCS), _addr("gamma", GADDR, R, "channels"),
+           _addr("beta", GADDR, R, "channels")],
+          [Operand("batch", K.UINT, 32), Operand("channels", K.UINT, 32), Operand("groups", K.UINT, 32),
+           Operand("spatial", K.UINT, 32)],
+          "over input[b, c, s] (batch x channels x spatial, row-major), each item's channels in groups of "
+          "channels/groups consecutive channels: output = (input - mean) / sqrt(var + eps) * gamma[c] + beta[c] "
+          "with mean and var over the group's (channels/groups)*spatial elements",
+          requires=(Requirement("groups", "groups > 0 and channels % groups == 0",
+                                "channels is not a multiple of groups"),))
+
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 

@@ -25,7 +25,7 @@ from atlas_web.isa.extents import reads_at_launch
 from atlas_web.isa.instructions import INSTRUCTION_CLASSES
 
 
-__all__ = ["MATRIX_ROWS", "MatrixCase", "Output", "encode_array", "decode_array", "matrix_cases", "trap_cases", "run_matrix", "compare"]
+__all__ = ["MATRIX_ROWS", "MatrixCase", "Output", "encode_array", "decode_array", "matrix_cases", "trap_cases", "run_matrix", "run_with_arrays", "compare"]
 
 #: every dense matrix row of the opcode table
 MATRIX_ROWS = tuple(info for info in OPCODE_TABLE if info.category == "matrix"
@@ -170,6 +170,15 @@ def run_matrix(backend, case: MatrixCase, seed: int = 11):
     addresses are held in lane 0's registers (a short array traps at the launch, not at verify)."""
     arrays = case.arrays()
     inputs = _inputs(case, seed)
+    raw, trap = run_with_arrays(backend, case, arrays, inputs, "c")
+    return inputs, Output(arrays["c"].ty, raw), trap
+
+
+def run_with_arrays(backend, case, arrays: dict, inputs: dict, written: str) -> tuple[bytes, object]:
+    """Run ``case.instruction(addresses)`` alone on ``backend`` (one lane) with one buffer per array operand
+    holding ``inputs[name]`` (float64 values of ``arrays[name].ty``; ``case.short`` names one cut one element
+    short), each address held in lane 0's registers (a short array traps at the launch, not at verify):
+    (the bytes of array ``written`` afterwards, the AtlasTrap or None). Frees the buffers."""
     handles = {}
     for name, values in inputs.items():
         ty = arrays[name].ty
@@ -190,11 +199,11 @@ def run_matrix(backend, case: MatrixCase, seed: int = 11):
         backend.execute_program(b.build(), LaunchConfig())
     except AtlasTrap as caught:
         trap = caught
-    c_ty = arrays["c"].ty
-    raw = bytes(backend.copy_from_buffer(handles["c"]))[:arrays["c"].elements * c_ty.size_bytes()]
+    out = arrays[written]
+    raw = bytes(backend.copy_from_buffer(handles[written]))[:out.elements * out.ty.size_bytes()]
     for handle in handles.values():
         backend.free_buffer(handle)
-    return inputs, Output(c_ty, raw), trap
+    return raw, trap
 
 
 @dataclass(frozen=True)
