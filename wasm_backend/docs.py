@@ -12,11 +12,8 @@ from atlas_web.docs_backends import BackendDocumentation
 __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
-_NO_KERNEL = "no wasm kernel yet (issue 10; it has no default expansion): runs on cpu"
 _NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statistics need a broadcast): runs on cpu"
 UNSUPPORTED = {
-    "QuantizedGEMM": _NO_KERNEL,
-    "SparseGEMM": _NO_KERNEL,
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
 }
 
@@ -52,6 +49,14 @@ def backend_documentation() -> BackendDocumentation:
         "with m or n equal to 1 run a GEMV kernel (dot products or row-streaming axpy). MixedPrecisionGEMM "
         "converts its F16/BF16 A and B to f32 (exactly) while packing and runs the F32 kernel. Natively, a GEMM of "
         "2**24 multiply-adds or more splits its rows over the threads, bit-identical to one thread.",
+        "QuantizedGEMM (I8 and F32 C) packs its i8 A and B as sign-extended i16 pairs along the depth and sums "
+        "them with `i32x4.dot_i16x8_s` into i32 (4x16 register tile; depth blocks of 1024 keep i32 partial sums), "
+        "then requantizes with f32x4 steps that round exactly as the contract says (convert, multiply, "
+        "`nearest`, saturating truncation and narrows): the same bits as the reference. The relaxed int8 dot is "
+        "not used (its second operand must be 7-bit to be exact). Threads split its rows as GEMM's.",
+        "SparseGEMM (F32, F64) checks the whole CSR before writing (pointers in order, then the used column "
+        "indices four at a time), then computes each row of C from its entries with the columns in chunks of "
+        "8 v128 accumulators (`relaxed_madd`), one thread.",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)

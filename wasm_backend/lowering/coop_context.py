@@ -9,6 +9,8 @@ operand order: handle, bounds (``count`` values), alignment of the start.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from atlas_web.errors import TrapCode
 from atlas_web.isa.addresses import BOUNDARY_HANDLE, CLASS_STRIDE, Address
 from atlas_web.isa.registers import SpecialRegister
@@ -94,9 +96,10 @@ class CoopContext:
         e.i32(0).op("i32.load", layout.HEADER_TABLE_BASE).op("global.set", self.m.global_index("table_base"))
         e.i32(0).op("i32.load", layout.HEADER_TABLE_CAPACITY).op("global.set", self.m.global_index("table_capacity"))
 
-    def array(self, field: str, ty: Type, count: int) -> int:
-        """An i32 local holding the address of array operand ``field`` (``count`` values of ``ty``),
-        after the handle, bounds and alignment checks."""
+    def array(self, field: str, ty: Type, count: int | Callable[[], None]) -> int:
+        """An i32 local holding the address of array operand ``field`` (``count`` values of ``ty``; a callable
+        pushes the count as an i64, for an extent read at launch), after the handle, bounds and alignment
+        checks."""
         e = self.e
         addr = getattr(self.instr, field)
         handle, offset, entry, result = self.local(I32), self.local(I64), self.local(I32), self.local(I32)
@@ -134,12 +137,21 @@ class CoopContext:
         else:
             e.i32(kind).op("i32.ne")
         self.trap_if(TrapCode.INVALID_HANDLE, invalid)
-        nbytes = ty.size_bytes() * count
+        if callable(count):
+            nbytes = self.local(I64)
+            count()
+            e.i64(ty.size_bytes()).op("i64.mul").set(nbytes)
+            push_nbytes, extent = (lambda: e.get(nbytes)), i64(nbytes)
+        else:
+            extent = ty.size_bytes() * count
+            push_nbytes = lambda: e.i64(extent)  # noqa: E731
         where = (position, u32(handle), i64(offset))
         e.get(offset).i64(0xFFFFFFFF).op("i64.gt_u")
-        e.get(offset).i64(nbytes).op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE)
+        e.get(offset)
+        push_nbytes()
+        e.op("i64.add").get(entry).op("i64.load32_u", layout.ENTRY_SIZE)
         e.op("i64.gt_u").op("i32.or")
-        self.trap_if(TrapCode.OUT_OF_BOUNDS, where + (nbytes, entry_size(entry)))
+        self.trap_if(TrapCode.OUT_OF_BOUNDS, where + (extent, entry_size(entry)))
         if ty.alignment() > 1:
             e.get(offset).op("i32.wrap_i64").i32(ty.alignment() - 1).op("i32.and")
             self.trap_if(TrapCode.MISALIGNED, where + (ty.alignment(),))

@@ -36,8 +36,8 @@ from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, ge
 from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule
 
-__all__ = ["GEMM_TYPES", "GEMM_ROWS", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted", "gemm_parallel",
-           "gemm_scratch_bytes"]
+__all__ = ["GEMM_TYPES", "GEMM_ROWS", "THREADED_ROWS", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted",
+           "gemm_parallel", "gemm_scratch_bytes", "threaded_gemm"]
 
 I32 = ValType.I32
 #: the element types the kernel computes
@@ -96,8 +96,17 @@ def gemm_parallel(instr) -> tuple[str, int, int] | None:
 
 
 def parallel_gemm_wanted(parallel: bool, instr) -> bool:
-    """Whether the GEMM ``instr`` of a module compiled for several threads may call ``env.parallel_gemm``."""
-    return parallel and gemm_parallel(instr) is not None
+    """Whether the GEMM-like ``instr`` (a row of THREADED_ROWS) of a module compiled for several threads may call
+    ``env.parallel_gemm``."""
+    rule = THREADED_ROWS.get(instr.INFO.name)
+    return parallel and rule is not None and rule[0](instr) is not None
+
+
+def threaded_gemm(instr) -> tuple[int, int, int]:
+    """(the count its ``lo .. hi`` ranges cover, range step, scratch bytes per thread) of a THREADED_ROWS
+    instruction that ``parallel_gemm_wanted``."""
+    cut, scratch = THREADED_ROWS[instr.INFO.name]
+    return (*cut(instr)[1:], scratch(instr))
 
 
 def _items(instr) -> tuple[int, tuple[int, int, int]]:
@@ -185,6 +194,11 @@ def _build(cc: CoopContext) -> None:
 
 #: the rows this kernel runs (each may call ``env.parallel_gemm``) -> the types (of the row) it compiles for
 GEMM_ROWS = {"GEMM": GEMM_TYPES, "BatchedGEMM": GEMM_TYPES, "MixedPrecisionGEMM": (Type.F16, Type.BF16)}
+#: every row whose kernel may call ``env.parallel_gemm`` (the host runs its exported driver ``gemm_kernel_<index>(a,
+#: b, c, scratch, lo, hi)`` over ranges) -> (instr -> ``(mode, count, step)`` or None: how it is cut, instr ->
+#: scratch bytes per range); other kernel modules (``coop_qgemm``) add their rows
+THREADED_ROWS: dict = {}
 for _name, _types in GEMM_ROWS.items():
     cooperative_rule(_name, _types, scratch=gemm_scratch_bytes)(_build)
+    THREADED_ROWS[_name] = (gemm_parallel, gemm_scratch_bytes)
 

@@ -36,12 +36,13 @@ from atlas_web.lowering.stages import ResumeKind
 from .. import layout
 from ..encoding.types import ValType
 from . import (  # noqa: F401  (the rule modules register themselves on import)
-    coop_gemm, coop_map, coop_pools, coop_reduce, extended, mathlib_adapter, rules_atlas, rules_compare, rules_control,
-    rules_convert, rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
+    coop_gemm, coop_map, coop_pools, coop_qgemm, coop_reduce, coop_sparse, extended, mathlib_adapter, rules_atlas,
+    rules_compare, rules_control, rules_convert, rules_data, rules_extended, rules_float, rules_int, rules_math,
+    rules_reduce, runtime,
 )
 from .coop_context import CoopContext
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
-from .coop_gemm import GEMM_ROWS, gemm_kernel_name, gemm_parallel, gemm_scratch_bytes, parallel_gemm_wanted
+from .coop_gemm import gemm_kernel_name, parallel_gemm_wanted, threaded_gemm
 from .coop_map import map_kernel_elements_per_chunk, map_kernel_name
 from .coop_reduce import parallel_reduce_wanted, reduce_kernel_name
 from .lane_context import STOP_TRAPPED
@@ -112,9 +113,8 @@ def _parallel_reduces(program, parallel: bool) -> dict[int, str]:
 
 
 def _parallel_gemms(program, parallel: bool) -> dict[int, tuple[str, int, int, int]]:
-    return {index: (gemm_kernel_name(index), *gemm_parallel(instr)[1:], gemm_scratch_bytes(instr))
-            for index, instr in enumerate(program.instructions)
-            if instr.INFO.name in GEMM_ROWS and parallel_gemm_wanted(parallel, instr)}
+    return {index: (gemm_kernel_name(index), *threaded_gemm(instr))
+            for index, instr in enumerate(program.instructions) if parallel_gemm_wanted(parallel, instr)}
 
 
 def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: bool,
