@@ -88,6 +88,9 @@ UNSUPPORTED = {
     "SparseGEMM": _NO_KERNEL,
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
 }
+#: Softmax and LogSoftmax until their kernel lands (issue 11)
+UNSUPPORTED.update({name: "no kernel yet (issue 11; no default expansion: a row's maximum and sum need a "
+                           "broadcast): runs on cpu" for name in ("Softmax", "LogSoftmax")})
 
 #: the types the WGSL generator has no representation for, and why
 UNSUPPORTED_TYPES = {

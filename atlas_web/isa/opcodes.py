@@ -514,6 +514,21 @@ _norm_row("GroupNorm", 0x9F, "groupnorm",
           requires=(Requirement("groups", "groups > 0 and channels % groups == 0",
                                 "channels is not a multiple of groups"),))
 
+# --- softmax kernels (docs/semantics.md, Softmax kernels): max-subtracted, computed in at least f32 ------------
+_SOFTMAX_ARRAYS = [_addr("output", GADDR, W, "rows*n"), _addr("input", GADDR, R, "rows*n"), Operand("n", K.UINT, 32),
+                   Operand("rows", K.UINT, 32)]
+
+
+def _softmax_row(name, opcode, mnemonic, summary):
+    """A softmax row: output, input, n, then rows (default 1); types the floats, F32 by default."""
+    _row(name, opcode, mnemonic, _SOFTMAX_ARRAYS, FLOATS, CO, "softmax",
+         "once per launch, for each of rows rows x of n elements, m = max(x): " + summary
+         + "; f16/bf16 computed in f32, rounded once", default_type=Type.F32, defaults={"rows": 1})
+
+
+_softmax_row("Softmax", 0x9A, "softmax", "output[i] = exp(x[i] - m) / sum_j exp(x[j] - m)")
+_softmax_row("LogSoftmax", 0x9B, "logsoftmax", "output[i] = (x[i] - m) - log(sum_j exp(x[j] - m))")
+
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 

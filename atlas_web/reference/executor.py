@@ -35,6 +35,7 @@ from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
 from .exec_matrix import MATRIX_RULES
 from .exec_memory import MEMORY_RULES
 from .exec_norm import NORM_RULES
+from .exec_softmax import SOFTMAX_RULES
 from .exec_state import CallStacks, LaneGeometry, PredicateFile, RegisterFile
 from .exec_step import Plan, Step, plan_slots
 from .exec_store import MemoryStore
@@ -62,6 +63,7 @@ def _lane_rule(name: str, rule: Callable) -> Callable[[Step], None]:
 #: the executor's own rules (everything that touches memory, control or launch state)
 EXECUTOR_RULES: dict[str, Callable[[Step], Any]] = {
     **MEMORY_RULES, **CONTROL_RULES, **ATLAS_STATE_RULES, **COOPERATIVE_RULES, **MATRIX_RULES, **NORM_RULES,
+    **SOFTMAX_RULES,
 }
 #: instruction name -> rule; every row of the opcode table has one
 RULES: dict[str, Callable[[Step], Any]] = {

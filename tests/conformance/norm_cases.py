@@ -26,7 +26,7 @@ from atlas_web.isa.opcodes import OperandKind
 from .matrix_cases import MatrixCase, decode_array, encode_array, run_with_arrays
 
 __all__ = ["NORM_ROWS", "NUMPY", "BOUNDS", "NormCase", "norm_cases", "trap_cases", "run_norm", "compare",
-           "unit_roundoff"]
+           "unit_roundoff", "ulp_of"]
 
 #: every normalization row of the opcode table
 NORM_ROWS = tuple(info for info in OPCODE_TABLE if info.category == "normalization")
@@ -234,7 +234,7 @@ BOUNDS: dict[str, Callable] = {"LayerNorm": _layer_norm_bound, "RMSNorm": _rms_n
                                "BatchNorm": _batch_norm_bound, "GroupNorm": _group_norm_bound}
 
 
-def _ulp(ty: Type, values: np.ndarray) -> np.ndarray:
+def ulp_of(ty: Type, values: np.ndarray) -> np.ndarray:
     """One ulp of ``ty`` at each (finite) magnitude of ``values``."""
     mantissa = {Type.F16: 10, Type.BF16: 7, Type.F32: 23, Type.F64: 52}[ty]
     smallest = {Type.F16: 2.0 ** -24, Type.BF16: 2.0 ** -133, Type.F32: 2.0 ** -149, Type.F64: 2.0 ** -1074}[ty]
@@ -253,7 +253,7 @@ def compare(case: NormCase, inputs: dict, got: np.ndarray) -> list:
         rounded = decode_array(case.ty, encode_array(case.ty, want))
         u = unit_roundoff(case.ty)
         bound = BOUNDS[case.info.name](case.fields, inputs, u, _SMALLEST_SUBNORMAL[_compute(case.ty)])
-        allowed = 2 * bound + _ulp(case.ty, np.maximum(np.abs(rounded), np.abs(got)))
+        allowed = 2 * bound + ulp_of(case.ty, np.maximum(np.abs(rounded), np.abs(got)))
         special = np.isnan(rounded) | np.isinf(rounded)
         ok = np.where(special, (np.isnan(rounded) & np.isnan(got)) | (rounded == got),
                       np.abs(got - want) <= allowed)
