@@ -16,9 +16,6 @@ _NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statis
 UNSUPPORTED = {
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
 }
-#: Softmax and LogSoftmax until their kernel lands (issue 11)
-UNSUPPORTED.update({name: "no kernel yet (issue 11; no default expansion: a row's maximum and sum need a "
-                           "broadcast): runs on cpu" for name in ("Softmax", "LogSoftmax")})
 
 
 def backend_documentation() -> BackendDocumentation:
