@@ -110,3 +110,12 @@ def test_the_remainder_operator_and_its_zero_divisor():
     assert [condition.evaluate(SimpleNamespace(channels=c, groups=g)) for c, g in ((6, 3), (6, 4), (6, 0), (0, 2))] \
         == [1, 0, 0, 1]
     assert compile_extent("channels % groups").evaluate(SimpleNamespace(channels=5, groups=0)) == 0
+
+
+def test_floor_division_and_its_zero_divisor():
+    from types import SimpleNamespace
+
+    from atlas_web.isa.extents import compile_extent
+    half = compile_extent("head_dim // 2")
+    assert [half.evaluate(SimpleNamespace(head_dim=d)) for d in (0, 1, 8, 9)] == [0, 0, 4, 4]
+    assert compile_extent("a // b").evaluate(SimpleNamespace(a=5, b=0)) == 0

@@ -13,8 +13,10 @@ __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
 _NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statistics need a broadcast): runs on cpu"
+_NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
+    **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
 }
 
 

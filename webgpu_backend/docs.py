@@ -82,11 +82,13 @@ def _ulps() -> dict[tuple[str, str], float]:
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 _NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statistics need a broadcast): runs on cpu"
+_NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
     "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
+    **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
 }
 #: Softmax and LogSoftmax until their kernel lands (issue 11)
 UNSUPPORTED.update({name: "no kernel yet (issue 11; no default expansion: a row's maximum and sum need a "

@@ -10,7 +10,8 @@ order: the ONE description the verifier's launch-time bounds, the reference's
 cooperative array checks, the WebGPU host roles and the expansion tier read.
 
 An expression is integers, the names of the row's shape (UINT) and flag (FLAG,
-read as 0 or 1) operands, ``+``, ``-``, ``*``, ``%`` (``a % 0`` is 0), parentheses, ``x if c else y``,
+read as 0 or 1) operands, ``+``, ``-``, ``*``, ``%`` (``a % 0`` is 0), ``//`` (``a // 0`` is 0), parentheses,
+``x if c else y``,
 comparisons, ``and``/``or``/``not`` and the functions of ``FUNCTIONS``: ``max``,
 ``min``, and the extent of a row-major matrix with a leading dimension,
 ``matrix(rows, cols, ld)``, or of ``count`` of them ``stride`` elements apart,
@@ -62,9 +63,10 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., int]]] = {
     "max": (2, max), "min": (2, min), "matrix": (3, matrix_extent), "matrices": (5, matrices_extent),
 }
 
-#: ``a % 0`` is 0 (a condition guards it: ``groups > 0 and channels % groups == 0``); never ZeroDivisionError
+#: ``a % 0`` and ``a // 0`` are 0 (a condition guards them: ``groups > 0 and channels % groups == 0``); never
+#: ZeroDivisionError
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Mod: lambda a, b: a % b if b else 0}
+           ast.Mod: lambda a, b: a % b if b else 0, ast.FloorDiv: lambda a, b: a // b if b else 0}
 _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
             ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
@@ -138,7 +140,7 @@ def compile_extent(expression: str) -> CompiledExtent:
                 and not node.keywords and len(node.args) == FUNCTIONS[node.func.id][0]):
             function, args = FUNCTIONS[node.func.id][1], [build(a) for a in node.args]
             return lambda instr, load: function(*(a(instr, load) for a in args))
-        raise ProgramError(f"extent {expression!r}: only integers, field names, + - * %, comparisons, and/or/not, "
+        raise ProgramError(f"extent {expression!r}: only integers, field names, + - * % //, comparisons, and/or/not, "
                            f"'x if c else y', an array operand's element 'array[index]' and the calls "
                            f"{', '.join(f'{n}/{a}' for n, (a, _) in FUNCTIONS.items())} are allowed")
 

@@ -529,6 +529,55 @@ def _softmax_row(name, opcode, mnemonic, summary):
 _softmax_row("Softmax", 0x9A, "softmax", "output[i] = exp(x[i] - m) / sum_j exp(x[j] - m)")
 _softmax_row("LogSoftmax", 0x9B, "logsoftmax", "output[i] = (x[i] - m) - log(sum_j exp(x[j] - m))")
 
+# --- attention kernels (docs/semantics.md, Attention kernels): each array's layout follows its row's field order --
+_U32 = functools.partial(Operand, kind=K.UINT, rule=32)
+_BSHD = "batch*seq_len*heads*head_dim"
+_row("RoPE", 0xA0, "rope",
+     [_addr("output", GADDR, W, _BSHD), _addr("input", GADDR, R, _BSHD), _addr("freqs", GADDR, R, "head_dim // 2"),
+      *(_U32(n) for n in ("batch", "seq_len", "heads", "head_dim", "position")), Operand("interleaved", K.FLAG)],
+     FLOATS, CO, "attention",
+     "once per launch: rotary embedding of input[b, s, h, :] (batch x seq_len x heads x head_dim, row-major): "
+     "pair p < head_dim/2 (elements p and p + head_dim/2, or 2p and 2p+1 when interleaved) rotated by the angle "
+     "(position + s) * freqs[p]; computed in binary64 (f16/bf16/f32: in at least f32), rounded once",
+     default_type=Type.F32, defaults={"position": 0, "interleaved": False},
+     requires=(Requirement("head_dim", "head_dim % 2 == 0", "head_dim is odd (RoPE rotates pairs)"),))
+_row("KVCacheUpdate", 0xA1, "kvcache",
+     [_addr("cache", GADDR, RW, "batch*heads*(max_seq if max_seq else position + 1)*head_dim"),
+      _addr("new_kv", GADDR, R, "batch*heads*head_dim"),
+      *(_U32(n) for n in ("position", "batch", "heads", "head_dim", "max_seq"))],
+     SCALARS, CO, "attention",
+     "once per launch: cache[b, h, position, :] = new_kv[b, h, :] (cache batch x heads x max_seq x head_dim, "
+     "max_seq 0: position + 1); position >= max_seq (max_seq > 0) traps OUT_OF_BOUNDS; a copy, bit for bit",
+     default_type=Type.F32, defaults={"max_seq": 0})
+#: effective kv heads, keys and positions per kv head of the attention rows (0 means: as the row says)
+_KV_HEADS, _KV_LEN = "(kv_heads if kv_heads else heads)", "(kv_len if kv_len else seq_len)"
+_KV = f"batch*{_KV_HEADS}*(max_seq if max_seq else {_KV_LEN})*head_dim"
+_BHSD = "batch*heads*seq_len*head_dim"
+_ATTENTION_ARRAYS = [_addr("output", GADDR, W, _BHSD), _addr("query", GADDR, R, _BHSD), _addr("key", GADDR, R, _KV),
+                     _addr("value", GADDR, R, _KV)]
+_ATTENTION_SHAPE = [_U32(n) for n in ("batch", "heads", "seq_len", "head_dim")]
+_ATTENTION_OPTIONS = [_U32("kv_len"), Operand("causal", K.FLAG), _U32("kv_heads"), _U32("max_seq")]
+_ATTENTION_DEFAULTS = {"kv_len": 0, "causal": False, "kv_heads": 0, "max_seq": 0}
+_ATTENTION_REQUIRES = (
+    Requirement("kv_heads", "kv_heads == 0 or heads % kv_heads == 0", "heads is not a multiple of kv_heads"),
+    Requirement("max_seq", f"max_seq == 0 or max_seq >= {_KV_LEN}", "max_seq is shorter than kv_len"),
+    Requirement("causal", f"not causal or {_KV_LEN} >= seq_len", "a causal query would see no key (kv_len < seq_len)"))
+_ATTENTION_MEANING = (
+    "output[b, h] = softmax(Q K^T / sqrt(head_dim)) V per item b and head h: query and output batch x heads x "
+    "seq_len x head_dim, key and value batch x kv_heads x max_seq x head_dim (kv_heads 0: heads; max_seq 0: "
+    "kv_len), their first kv_len (0: seq_len) positions used, head h reading kv head h / (heads / kv_heads); "
+    "causal: query i sees key j <= i + kv_len - seq_len; f16/bf16 computed in f32, rounded once")
+_row("Attention", 0xA2, "attention", [*_ATTENTION_ARRAYS, *_ATTENTION_SHAPE, *_ATTENTION_OPTIONS],
+     FLOATS, CO, "attention", "once per launch: " + _ATTENTION_MEANING,
+     default_type=Type.F32, defaults=_ATTENTION_DEFAULTS, requires=_ATTENTION_REQUIRES)
+_row("FlashAttention", 0xA3, "flashattention",
+     [*_ATTENTION_ARRAYS, *_ATTENTION_SHAPE, _U32("block_size"), *_ATTENTION_OPTIONS],
+     FLOATS, CO, "attention",
+     "once per launch: Attention's result, computed in tiles of block_size keys with an online softmax (extra "
+     "memory O(block_size * head_dim)): " + _ATTENTION_MEANING,
+     default_type=Type.F32, defaults=_ATTENTION_DEFAULTS,
+     requires=(Requirement("block_size", "block_size > 0", "block_size is 0"), *_ATTENTION_REQUIRES))
+
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 

@@ -30,6 +30,7 @@ from ..launch import LaunchConfig
 from ..trap_report import TrapRecord, trap
 from . import numeric
 from .exec_atlas import ATLAS_STATE_RULES
+from .exec_attention import ATTENTION_RULES
 from .exec_control import CONTROL_RULES, WAIT
 from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
 from .exec_matrix import MATRIX_RULES
@@ -64,6 +65,7 @@ def _lane_rule(name: str, rule: Callable) -> Callable[[Step], None]:
 EXECUTOR_RULES: dict[str, Callable[[Step], Any]] = {
     **MEMORY_RULES, **CONTROL_RULES, **ATLAS_STATE_RULES, **COOPERATIVE_RULES, **MATRIX_RULES, **NORM_RULES,
     **SOFTMAX_RULES,
+    **ATTENTION_RULES,
 }
 #: instruction name -> rule; every row of the opcode table has one
 RULES: dict[str, Callable[[Step], Any]] = {

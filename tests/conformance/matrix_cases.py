@@ -219,7 +219,8 @@ class Output:
 
 
 #: the NumPy dtype of each type the matrix rows use (bf16: the high half of an f32)
-_NUMPY = {Type.F32: "<f4", Type.F64: "<f8", Type.F16: "<f2", Type.I8: "i1"}
+_NUMPY = {Type.F32: "<f4", Type.F64: "<f8", Type.F16: "<f2", Type.I8: "i1", Type.U8: "u1", Type.I16: "<i2",
+          Type.U16: "<u2", Type.I32: "<i4", Type.U32: "<u4", Type.I64: "<i8", Type.U64: "<u8"}
 
 
 def encode_array(ty: Type, values: np.ndarray) -> bytes:
