@@ -17,6 +17,7 @@ _NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row sof
 UNSUPPORTED = {
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
+    **{name: "no kernel yet (issue 11; no default expansion): runs on cpu" for name in ("Conv2D", "FFT")},
 }
 
 

@@ -89,6 +89,7 @@ UNSUPPORTED = {
     "SparseGEMM": _NO_KERNEL,
     **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
+    **{name: "no kernel yet (issue 11; no default expansion): runs on cpu" for name in ("Conv2D", "FFT")},
 }
 #: Softmax and LogSoftmax until their kernel lands (issue 11)
 UNSUPPORTED.update({name: "no kernel yet (issue 11; no default expansion: a row's maximum and sum need a "

@@ -10,10 +10,10 @@ order: the ONE description the verifier's launch-time bounds, the reference's
 cooperative array checks, the WebGPU host roles and the expansion tier read.
 
 An expression is integers, the names of the row's shape (UINT) and flag (FLAG,
-read as 0 or 1) operands, ``+``, ``-``, ``*``, ``%`` (``a % 0`` is 0), ``//`` (``a // 0`` is 0), parentheses,
-``x if c else y``,
-comparisons, ``and``/``or``/``not`` and the functions of ``FUNCTIONS``: ``max``,
-``min``, and the extent of a row-major matrix with a leading dimension,
+read as 0 or 1) operands, ``+``, ``-``, ``*``, ``%`` (``a % 0`` is 0), ``//`` (floor; ``a // 0`` is 0),
+parentheses, ``x if c else y``, comparisons, ``and``/``or``/``not`` and the functions of ``FUNCTIONS``: ``max``,
+``min``, ``conv_out(size, padding, dilation, kernel, stride)`` (a convolution's output length, as PyTorch's),
+``power_of_two(n)`` (1 when n is 1, 2, 4, ..., else 0), and the extent of a row-major matrix with a leading dimension,
 ``matrix(rows, cols, ld)``, or of ``count`` of them ``stride`` elements apart,
 ``matrices(count, stride, rows, cols, ld)`` (ld 0 and stride 0 mean packed),
 and an element of another array operand of the row, ``a_ptr[m]`` (a CSR
@@ -37,7 +37,7 @@ from .types import Type
 
 __all__ = ["ArrayOperand", "array_operands", "extent_elements", "compile_extent", "element_type", "FUNCTIONS",
            "CompiledExtent", "Load", "reads_at_launch",
-           "matrix_extent", "matrices_extent", "Requirement", "unmet_requirements"]
+           "matrix_extent", "matrices_extent", "conv_out", "power_of_two", "Requirement", "unmet_requirements"]
 
 
 def matrix_extent(rows: int, cols: int, ld: int) -> int:
@@ -58,9 +58,25 @@ def matrices_extent(count: int, stride: int, rows: int, cols: int, ld: int) -> i
     return (count - 1) * (stride or rows * max(ld, cols)) + one
 
 
+def conv_out(size: int, padding: int, dilation: int, kernel: int, stride: int) -> int:
+    """The output length of a convolution along one axis, as PyTorch's: ``(size + 2*padding - dilation*(kernel
+    - 1) - 1) // stride + 1``; 0 when the dilated kernel is longer than the padded input, or stride is 0 (the
+    row's ``requires`` refuses both)."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    if span < 0 or stride == 0:
+        return 0
+    return span // stride + 1
+
+
+def power_of_two(n: int) -> int:
+    """1 when ``n`` is a power of two (1, 2, 4, ...), else 0."""
+    return int(n > 0 and n & (n - 1) == 0)
+
+
 #: function name -> (its number of arguments, the function): what an extent expression may call
 FUNCTIONS: dict[str, tuple[int, Callable[..., int]]] = {
     "max": (2, max), "min": (2, min), "matrix": (3, matrix_extent), "matrices": (5, matrices_extent),
+    "conv_out": (5, conv_out), "power_of_two": (1, power_of_two),
 }
 
 #: ``a % 0`` and ``a // 0`` are 0 (a condition guards them: ``groups > 0 and channels % groups == 0``); never

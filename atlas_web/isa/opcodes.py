@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..errors import ProgramError, TrapCode
 
 from .effects import ADDRESS_TRAPS, Effects, derive_effects
+from .addresses import Address
 from .extents import Requirement, compile_extent
 from .enums import BinaryMapOperation, Condition, MapOperation, MemoryScope, ReduceOperation
 from .types import FLOAT_TYPES, INTEGER_TYPES_UP_TO_64, Type
@@ -577,6 +578,48 @@ _row("FlashAttention", 0xA3, "flashattention",
      "memory O(block_size * head_dim)): " + _ATTENTION_MEANING,
      default_type=Type.F32, defaults=_ATTENTION_DEFAULTS,
      requires=(Requirement("block_size", "block_size > 0", "block_size is 0"), *_ATTENTION_REQUIRES))
+
+
+# --- convolution and FFT kernels (docs/semantics.md, Convolution and FFT kernels) -----------------------------
+#: a pair (PyTorch's ``stride=(sh, sw)``) is two UINT operands, ``<name>_h`` and ``<name>_w``, as the seed's own
+#: kernel_h/kernel_w and height/width are
+_CONV_OH = "conv_out(height, padding_h, dilation_h, kernel_h, stride_h)"
+_CONV_OW = "conv_out(width, padding_w, dilation_w, kernel_w, stride_w)"
+_CONV_SHAPE = ("batch", "in_channels", "out_channels", "height", "width", "kernel_h", "kernel_w",
+               "stride_h", "stride_w", "padding_h", "padding_w")
+_CONV_DEFAULTS = {"dilation_h": 1, "dilation_w": 1, "groups": 1, "has_bias": False,
+                  "bias": Address.BufferOffset(1)}
+_row("Conv2D", 0xA4, "conv2d",
+     [_addr("output", GADDR, W, f"batch*out_channels*{_CONV_OH}*{_CONV_OW}"),
+      _addr("input", GADDR, R, "batch*in_channels*height*width"),
+      _addr("kernel", GADDR, R, "out_channels*(in_channels // groups)*kernel_h*kernel_w"),
+      *(Operand(name, K.UINT, 32) for name in _CONV_SHAPE),
+      Operand("dilation_h", K.UINT, 32), Operand("dilation_w", K.UINT, 32), Operand("groups", K.UINT, 32),
+      Operand("has_bias", K.FLAG), _addr("bias", GADDR, R, "out_channels if has_bias else 0")],
+     FLOATS, CO, "convolution",
+     "once per launch: NCHW 2-D cross-correlation as PyTorch's conv2d: output[b, o, i, j] = bias[o] (has_bias) + "
+     "sum over c < in_channels/groups, p < kernel_h, q < kernel_w of input[b, g*(in_channels/groups) + c, "
+     "i*stride_h - padding_h + p*dilation_h, j*stride_w - padding_w + q*dilation_w] * kernel[o, c, p, q], "
+     "g = o // (out_channels/groups), positions outside the input reading 0; output height "
+     + _CONV_OH + ", width likewise; f16/bf16 computed in f32, rounded once",
+     default_type=Type.F32, defaults=_CONV_DEFAULTS,
+     requires=(Requirement("kernel_h", "kernel_h > 0 and kernel_w > 0", "the kernel is empty"),
+               Requirement("stride_h", "stride_h > 0 and stride_w > 0", "a stride is 0"),
+               Requirement("dilation_h", "dilation_h > 0 and dilation_w > 0", "a dilation is 0"),
+               Requirement("groups", "groups > 0 and in_channels % groups == 0 and out_channels % groups == 0",
+                           "in_channels and out_channels are not multiples of groups"),
+               Requirement("padding_h", "height + 2*padding_h >= dilation_h*(kernel_h - 1) + 1 and "
+                           "width + 2*padding_w >= dilation_w*(kernel_w - 1) + 1",
+                           "the dilated kernel is larger than the padded input (no output)")))
+_row("FFT", 0xA5, "fft",
+     [_addr("output", GADDR, W, "2*n*batch"), _addr("input", GADDR, R, "2*n*batch"), Operand("n", K.UINT, 32),
+      Operand("inverse", K.FLAG), Operand("batch", K.UINT, 32)],
+     frozenset({Type.F32, Type.F64}), CO, "convolution",
+     "once per launch: for each of batch complex vectors x of n (re, im) pairs (interleaved, 2*n values of ty): "
+     "output[k] = sum over j < n of x[j] * exp(-2*pi*i*j*k/n), or with inverse exp(+2*pi*i*j*k/n) / n (NumPy's "
+     "fft and ifft); n a power of two",
+     default_type=Type.F32, defaults={"batch": 1},
+     requires=(Requirement("n", "power_of_two(n)", "n is not a power of two (no Bluestein FFT)"),))
 
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))

@@ -32,7 +32,9 @@ from . import numeric
 from .exec_atlas import ATLAS_STATE_RULES
 from .exec_attention import ATTENTION_RULES
 from .exec_control import CONTROL_RULES, WAIT
+from .exec_conv import CONV_RULES
 from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
+from .exec_fft import FFT_RULES
 from .exec_matrix import MATRIX_RULES
 from .exec_memory import MEMORY_RULES
 from .exec_norm import NORM_RULES
@@ -66,6 +68,7 @@ EXECUTOR_RULES: dict[str, Callable[[Step], Any]] = {
     **MEMORY_RULES, **CONTROL_RULES, **ATLAS_STATE_RULES, **COOPERATIVE_RULES, **MATRIX_RULES, **NORM_RULES,
     **SOFTMAX_RULES,
     **ATTENTION_RULES,
+    **CONV_RULES, **FFT_RULES,
 }
 #: instruction name -> rule; every row of the opcode table has one
 RULES: dict[str, Callable[[Step], Any]] = {
