@@ -129,3 +129,4 @@ def test_readme_python_blocks_run(capsys):
     assert "[[-1.5, -1.5, -1.5], [1.5, 1.5, 1.5]]" in out
     assert "[[0.0], [12.0]] [[5.0, 14.0], [14.0, 50.0]]" in out
     assert "add(float32[2, 3], float32[4]): shapes (2, 3), (4,) do not broadcast" in out
+    assert "2.109e+05 FusedMapNode" in out   # the same number from the jit-compiled function

@@ -19,6 +19,7 @@ from .array import Array
 from .creation import arange, array, asarray, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from .dtypes import DTYPES
 from .elementwise import apply as _apply
+from .jit import jit
 from .linalg import dot, matmul
 from .manipulation import (astype, broadcast_to, concatenate, copy, expand_dims, reshape, squeeze, stack,
                            swapaxes, transpose)
@@ -31,7 +32,7 @@ __all__ = [
     "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "exp", "log",
     "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "astype", "sum", "prod", "max", "min",
     "mean", "var", "argmax", "argmin", "reshape", "transpose", "swapaxes", "broadcast_to", "concatenate",
-    "stack", "expand_dims", "squeeze", "copy", "matmul", "dot", "default_device", "set_default_device",
+    "stack", "expand_dims", "squeeze", "copy", "matmul", "dot", "jit", "default_device", "set_default_device",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
 ]
 

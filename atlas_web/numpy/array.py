@@ -16,7 +16,7 @@ from ..errors import ArrayError
 from ..isa.types import Type
 from .dtypes import dtype_name
 from .host import nested, numpy_module
-from .runtime import DeviceBuffer
+from .runtime import TRACES, DeviceBuffer
 from .shapes import size_of
 
 __all__ = ["Array"]
@@ -96,6 +96,8 @@ class Array:
 
     # ---- results on the host ---------------------------------------------------------------------
     def _flat_host(self) -> Any:
+        if TRACES:
+            TRACES[-1].check_read(self)
         return self.device.copy_typed_from(self.buffer.handle, self.dtype, self.size)
 
     def _shaped(self, flat: Any) -> Any:
@@ -112,6 +114,8 @@ class Array:
 
     async def to_host_async(self) -> Any:
         """As ``to_host``, awaiting the device without blocking the event loop (WebGPU in the browser)."""
+        if TRACES:
+            TRACES[-1].check_read(self)
         flat = await self.device.copy_typed_from_async(self.buffer.handle, self.dtype, self.size)
         return self._shaped(flat)
 

@@ -99,6 +99,18 @@ class _Emitter:
         self.emit(f"mul.u32 {acc}, {acc}, {self.const(itemsize)}")
         return acc
 
+    def check_registers(self) -> None:
+        """Raise ArrayError where the program needed more registers than a lane has (r252 up are special)."""
+        if self._next > 252:
+            from ..errors import ArrayError
+            raise ArrayError(f"a generated program needs {self._next - _FIRST_TEMP} temporary registers, "
+                             f"more than the {252 - _FIRST_TEMP} a lane has; split the computation")
+
+    def store_lane(self, handle: str, value: str, ty: Type) -> None:
+        """Store ``value`` (of ``ty``) at element GLOBAL_LANE_ID of the buffer ``handle``."""
+        offset = self.offset(["r255"], (1,), None, ty.size_bytes())
+        self.emit(f"stg.{ty.suffix} [{handle} + {offset}], {value}")
+
     def guard(self, lanes: int) -> None:
         """Spare lanes of the last block end at once."""
         self.emit(f"set.ge.u32 p0, r255, {self.const(lanes)}\nbra.p0 @done")
@@ -115,22 +127,45 @@ def _convert(em: _Emitter, value: str, src: Type, dst: Type) -> str:
     return out
 
 
-def _map_kernel(node: MapNode) -> Kernel:
-    em = _Emitter()
+def input_presets(inputs: list[tuple[Type | None, bool]]) -> tuple[list[tuple[str, int, Type]],
+                                                                   list[tuple[str, str | None]]]:
+    """The presets of a program's inputs (operand k is input k: a scalar of the given type, or an array
+    (None) read from a base offset where the flag says) and, per input, its registers: (handle or
+    scalar, base or None)."""
     presets: list[tuple[str, int, Type]] = []
-    bound: list[tuple[Operand, str, str | None]] = []   # operand, handle-or-scalar register, base register
-    for k, operand in enumerate(node.inputs):
-        if operand.strides is None:
-            presets.append(("scalar", k, node.compute))
-            bound.append((operand, f"r{len(presets)}", None))
+    registers: list[tuple[str, str | None]] = []
+    for k, (scalar, based) in enumerate(inputs):
+        if scalar is not None:
+            presets.append(("scalar", k, scalar))
+            registers.append((f"r{len(presets)}", None))
             continue
         presets.append(("handle", k, Type.U32))
         handle = f"r{len(presets)}"
         base = None
-        if operand.based:
+        if based:
             presets.append(("base", k, Type.U32))
             base = f"r{len(presets)}"
-        bound.append((operand, handle, base))
+        registers.append((handle, base))
+    return presets, registers
+
+
+def emit_term(em: _Emitter, op: str, compute: Type, out: Type, args: list[tuple[str, Type]]) -> str:
+    """Emit the row ``op`` of ops_table.OPS over ``args`` (registers and their types): each converted
+    to ``compute`` (where()'s condition is read as stored, u8), computed, and converted to ``out``;
+    returns the register of the result (of type ``out``)."""
+    converted = [_convert(em, reg, ty, ty if (op == "where" and k == 0) else compute)
+                 for k, (reg, ty) in enumerate(args)]
+    row = OPS[op]
+    result = em.reg()
+    em.emit(row.body.format(d=result, t=compute.suffix, z=em.reg(), o=em.reg(), **dict(zip("abc", converted))))
+    produced = Type.U8 if row.result == "bool" else compute
+    return _convert(em, result, produced, out)
+
+
+def _map_kernel(node: MapNode) -> Kernel:
+    em = _Emitter()
+    presets, registers = input_presets([(node.compute if o.strides is None else None, o.based) for o in node.inputs])
+    bound = [(operand, reg, base) for operand, (reg, base) in zip(node.inputs, registers)]
     presets.append(("handle", -1, Type.U32))
     out_handle, out_base = f"r{len(presets)}", None
     if node.out_based:
@@ -142,20 +177,13 @@ def _map_kernel(node: MapNode) -> Kernel:
     args = []
     for operand, reg, base in bound:
         if operand.strides is None:
-            args.append(reg)
+            args.append((reg, node.compute))
             continue
         offset = em.offset(coords, operand.strides, base, operand.dtype.size_bytes(), share=True)
         value = em.reg()
         em.emit(f"ldg.{operand.dtype.suffix} {value}, [{reg} + {offset}]")
-        # where() reads its condition as stored (u8); every other operand in the computing type
-        target = operand.dtype if (node.op == "where" and not args) else node.compute
-        args.append(_convert(em, value, operand.dtype, target))
-    row = OPS[node.op]
-    result = em.reg()
-    names = dict(zip("abc", args))
-    em.emit(row.body.format(d=result, t=node.compute.suffix, z=em.reg(), o=em.reg(), **names))
-    produced = Type.U8 if row.result == "bool" else node.compute
-    stored = _convert(em, result, produced, node.out)
+        args.append((value, operand.dtype))
+    stored = emit_term(em, node.op, node.compute, node.out, args)
     offset = em.offset(coords, node.out_strides, out_base, node.out.size_bytes(), share=True)
     em.emit(f"stg.{node.out.suffix} [{out_handle} + {offset}], {stored}")
     return Kernel(em.program(), LaunchConfig.linear(lanes), tuple(presets))
@@ -169,8 +197,6 @@ def _reduce_kernel(node: ReduceNode) -> Kernel:
     em.guard(lanes)
     base = em.offset(em.unravel("r255", node.shape), node.strides, None, 1)  # in elements
     itemsize = node.dtype.size_bytes()
-    acc, index, j, one, limit = em.reg(), em.reg(), em.reg(), em.const(1), em.const(count)
-    arg = node.op in ("argmax", "argmin")
 
     def load_at(position: str) -> str:
         coords = em.unravel(position, node.reduce_shape)
@@ -179,31 +205,43 @@ def _reduce_kernel(node: ReduceNode) -> Kernel:
         em.emit(f"ldg.{node.dtype.suffix} {value}, [r1 + {offset}]")
         return _convert(em, value, node.dtype, node.acc)
 
-    t = node.acc.suffix
-    if node.op in ("sum", "prod"):
-        em.emit(f"mov_imm.{t} {acc}, {0 if node.op == 'sum' else 1}\nmov_imm.u32 {j}, 0")
+    result = emit_fold(em, node.op, node.acc, count, load_at)
+    em.store_lane("r2", _convert(em, result, fold_type(node.op, node.acc), node.out), node.out)
+    return Kernel(em.program(), LaunchConfig.linear(lanes), presets, budget=count + 16)
+
+
+def fold_type(op: str, acc_type: Type) -> Type:
+    """The type of ``emit_fold``'s result register."""
+    return Type.U32 if op in ("argmax", "argmin") else acc_type
+
+
+def emit_fold(em: _Emitter, op: str, acc_type: Type, count: int, load_at) -> str:
+    """Fold ``count`` values (``load_at(position register)`` emits the load of one, in ``acc_type``) by
+    ``op`` in index order; returns the register of the result: the accumulator (``acc_type``), or for
+    argmax/argmin the u32 index of the first best (the first NaN, as NumPy)."""
+    acc, index, j, one, limit = em.reg(), em.reg(), em.reg(), em.const(1), em.const(count)
+    t = acc_type.suffix
+    if op in ("sum", "prod"):
+        em.emit(f"mov_imm.{t} {acc}, {0 if op == 'sum' else 1}\nmov_imm.u32 {j}, 0")
     else:  # max, min, argmax, argmin start from the first element (count >= 1 is checked by the caller)
         em.emit(f"mov_imm.u32 {j}, 0")
         em.emit(f"mov.{t} {acc}, {load_at(j)}\nmov_imm.u32 {index}, 0\nmov_imm.u32 {j}, 1")
     em.emit("loop:")
     em.emit(f"set.ge.u32 p1, {j}, {limit}\nbra.p1 @end")
     value = load_at(j)
-    if node.op in ("sum", "prod", "max", "min"):
-        mnemonic = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}[node.op]
+    if op in ("sum", "prod", "max", "min"):
+        mnemonic = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}[op]
         em.emit(f"{mnemonic}.{t} {acc}, {acc}, {value}")
     else:
         # the first NaN wins, as in NumPy: stop at it; otherwise strictly better (or NaN) replaces
         # unordered (NaN replaces) for floats; for integers the unordered forms compare unsigned
-        condition = ("gt" if node.op == "argmax" else "lt") + ("u" if node.acc.is_float() else "")
+        condition = ("gt" if op == "argmax" else "lt") + ("u" if acc_type.is_float() else "")
         em.emit(f"set.ne.{t} p2, {acc}, {acc}\nbra.p2 @end\n"
                 f"set.{condition}.{t} p3, {value}, {acc}\nsel.{t} {acc}, p3, {value}, {acc}\n"
                 f"sel.u32 {index}, p3, {j}, {index}")
     em.emit(f"add.u32 {j}, {j}, {one}\nbra @loop")
     em.emit("end:")
-    result = _convert(em, index, Type.U32, node.out) if arg else _convert(em, acc, node.acc, node.out)
-    offset = em.offset(["r255"], (1,), None, node.out.size_bytes())
-    em.emit(f"stg.{node.out.suffix} [r2 + {offset}], {result}")
-    return Kernel(em.program(), LaunchConfig.linear(lanes), presets, budget=count + 16)
+    return index if op in ("argmax", "argmin") else acc
 
 
 def _dot_kernel(node: DotNode) -> Kernel:
@@ -220,8 +258,7 @@ def _dot_kernel(node: DotNode) -> Kernel:
             f"ldg.{t} {x}, [r1 + {a_at}]\nldg.{t} {y}, [r2 + {b_at}]\nmul.{t} {x}, {x}, {y}\n"
             f"add.{t} {acc}, {acc}, {x}\nadd.u32 {a_at}, {a_at}, {a_step}\nadd.u32 {b_at}, {b_at}, {b_step}\n"
             f"add.u32 {j}, {j}, {one}\nbra @loop\nend:")
-    offset = em.offset(["r255"], (1,), None, size)
-    em.emit(f"stg.{t} [r3 + {offset}], {acc}")
+    em.store_lane("r3", acc, node.ty)
     return Kernel(em.program(), LaunchConfig.linear(lanes), presets, budget=node.k + 16)
 
 
@@ -257,12 +294,14 @@ def _coop_reduce_kernel(node: CoopReduceNode) -> Kernel:
     return Kernel(Program.from_text(text), LaunchConfig(), (("pointer", 0, Type.U64), ("pointer", -1, Type.U64)))
 
 
-_GENERATORS = {MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, GemmNode: _gemm_kernel,
-               CoopMapNode: _coop_map_kernel,
-               CoopReduceNode: _coop_reduce_kernel}
+#: node class -> generator (atlas_web/numpy/codegen_fused.py adds the fused nodes)
+GENERATORS: dict[type, object] = {
+    MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, GemmNode: _gemm_kernel,
+    CoopMapNode: _coop_map_kernel, CoopReduceNode: _coop_reduce_kernel,
+}
 
 
 def generate(node: object) -> Kernel:
     """The program computing ``node`` (a node of atlas_web/numpy/nodes.py) and how to launch it.
     Raises ProgramError only for a bug here (the generated text does not verify)."""
-    return _GENERATORS[type(node)](node)
+    return GENERATORS[type(node)](node)

@@ -16,7 +16,7 @@ from .array import Array
 from .dtypes import BOOL, float_for, promote, promote_scalar
 from .nodes import CoopMapNode, MapNode, Operand
 from .ops_table import OPS
-from .runtime import EXIT_HOOKS, launch
+from .runtime import EXIT_HOOKS, TRACES, launch
 from .shapes import broadcast_shapes, broadcast_strides, coalesce, row_major
 
 __all__ = ["apply", "common_device", "result_type"]
@@ -104,10 +104,10 @@ def apply(name: str, *args: Any) -> Array:
         args = (apply("not_equal", args[0], 0), *args[1:])
     arrays = [a for a in args if isinstance(a, Array)]
     device = common_device(name, arrays)
-    key = (name, _signature(args))
+    key = (name, _signature(args), bool(TRACES))
     plan = _plans.get(key)
     if plan is None:
-        plan = _plan(row, args, device)
+        plan = _plan(row, args, device, splat=not TRACES)
         if key[1] is not None:
             if len(_plans) >= MAX_PLANS:  # many shapes seen: start again rather than grow without end
                 _plans.clear()
@@ -126,16 +126,17 @@ def apply(name: str, *args: Any) -> Array:
     return out
 
 
-def _plan(row, args: tuple[Any, ...], device) -> tuple:
+def _plan(row, args: tuple[Any, ...], device, splat: bool = True) -> tuple:
     """``(shape, stored type, is_bool, node, fallback, scalar conversion)`` of ``row`` over ``args``; node
-    None (and the computing type in the fallback's place) where the operands must be materialized first."""
+    None (and the computing type in the fallback's place) where the operands must be materialized first.
+    ``splat`` False (while jit traces): scalars stay preset registers, never constant arrays."""
     compute, stored, is_bool = _types(row, args)
     what = f"{row.name}({_describe(args)})"
     shape = broadcast_shapes(what, *(a.shape for a in args if isinstance(a, Array)))
     count = 1
     for d in shape:
         count *= d
-    if count >= SPLAT_MIN and row.cooperative is not None and row.arity == 2:
+    if splat and count >= SPLAT_MIN and row.cooperative is not None and row.arity == 2:
         # plan as if the scalar were an array of the shape (apply puts a cached constant array there)
         args = tuple(a if isinstance(a, Array) else Array(None, shape, compute) for a in args)  # type: ignore[arg-type]
     node, fallback = _nodes(row, args, shape, compute, stored)

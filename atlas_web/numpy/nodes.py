@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from ..isa.types import Type
 
-__all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "GemmNode", "CoopMapNode", "CoopReduceNode", "Preset"]
+__all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "GemmNode", "CoopMapNode", "CoopReduceNode", "Preset",
+           "Leaf", "Term", "FusedMapNode", "FusedReduceNode"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,3 +107,71 @@ class CoopReduceNode:
     op: str
     count: int
     ty: Type
+
+
+# ---- fused nodes (made by jit: atlas_web/numpy/fusion.py) -----------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """An input of a fused expression, which computes the elements of one row-major array by their index
+    ``e``: an array read at element ``sum(unravel(e, dims) * strides)`` (plus a base preset where
+    ``based``), or a Python scalar preset of type ``dtype`` (``dims`` None)."""
+
+    dtype: Type
+    dims: tuple[int, ...] | None
+    strides: tuple[int, ...] | None = None
+    based: bool = False
+
+    @property
+    def identity(self) -> bool:
+        """Whether the leaf's element index is ``e`` itself (read contiguously, as the result is laid out)."""
+        if self.dims is None or self.based:
+            return False
+        expected, step = [], 1
+        for n in reversed(self.dims):
+            expected.append(step)
+            step *= n
+        return tuple(reversed(expected)) == self.strides
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One elementwise operation of a fused expression: the row ``op`` of ops_table.OPS computed in
+    ``compute`` and kept as ``out`` (the type eager evaluation stores), over ``args``: a reference k below
+    the number of leaves is leaf k, else term ``k - len(leaves)``."""
+
+    op: str
+    compute: Type
+    out: Type
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FusedMapNode:
+    """Elementwise operations fused into one pass: lane ``e`` (of ``count``) evaluates ``terms`` over
+    ``leaves`` and stores each of ``outputs`` (a reference, as in Term.args) at element e of its own
+    contiguous buffer, in the reference's type. Launch operands: the leaves', then the outputs'."""
+
+    count: int
+    leaves: tuple[Leaf, ...]
+    terms: tuple[Term, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FusedReduceNode:
+    """A per-lane reduction (as ReduceNode) whose input elements are computed, not loaded: element ``e``
+    of the reduced array is the reference ``value`` of ``terms`` over ``leaves`` (as FusedMapNode), of type
+    ``dtype``. Launch operands: the leaves', then the output."""
+
+    op: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    reduce_shape: tuple[int, ...]
+    reduce_strides: tuple[int, ...]
+    leaves: tuple[Leaf, ...]
+    terms: tuple[Term, ...]
+    value: int
+    dtype: Type
+    acc: Type
+    out: Type

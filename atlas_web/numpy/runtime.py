@@ -19,7 +19,11 @@ from ..launch import ExecutionParams
 from .codegen import Kernel, generate
 
 __all__ = ["default_device", "set_default_device", "as_device", "DeviceBuffer", "launch", "kernel_for",
-           "cached_kernels"]
+           "cached_kernels", "TRACES"]
+
+#: the traces being recorded, innermost last (atlas_web/numpy/jit.py): while one is, ``launch`` records
+#: its launch there instead of running it
+TRACES: list = []
 
 _default: Backend | None = None
 #: backends this module started (the default and those named by string): closed at exit
@@ -170,6 +174,9 @@ def launch(what: Callable[[], str] | str, node: object, device: Backend, operand
     ``fallback`` node is given, that runs instead (and from then on on that kind of backend). ``what``
     (or ``what()``, made only on an error) names the operation. Raises UnsupportedOperation naming it
     where neither compiles, AtlasTrap or ExecutionFailed from the launch."""
+    if TRACES:
+        TRACES[-1].record(what, node, fallback, operands, out)
+        return
     if fallback is not None and (type(device), node) in _refused:
         node, fallback = fallback, None
     kernel = kernel_for(node)

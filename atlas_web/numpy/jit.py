@@ -1,0 +1,218 @@
+"""``jit``: a function over arrays traced once per signature, fused, and then only launched.
+
+    @anp.jit
+    def f(x):
+        y = anp.relu(2 * x - 0.5)
+        return y, anp.dot(y, x)
+
+Calling ``f`` with arrays of shapes/dtypes (and a device) it has not seen runs the function once over
+placeholder arrays: every operation plans as eager evaluation does, but its launch is recorded instead
+of run (a *trace*). atlas_web/numpy/fusion.py rewrites the trace into fewer launches (elementwise chains
+as one pass, reductions computing what feeds them) and the result is cached under the signature: a
+later call with the same signature allocates the results and launches the fused programs, nothing else.
+
+The signature: each array argument's shape, dtype and device; each other argument's type and value (a
+Python scalar or anything hashable is a constant of the trace: a new value traces again). The function
+must return an Array or a (nested) tuple/list of Arrays, and must not look at values while tracing
+(``item()``, ``if x > 0:``, ``to_host()`` raise ArrayError saying so). Arrays it makes from host data
+(``anp.array(...)``, ``full``) are constants, captured once. Standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..errors import ArrayError
+from . import codegen_fused  # noqa: F401  (registers the fused nodes' programs)
+from .array import Array
+from .fusion import Record, Step, fuse
+from .nodes import FusedMapNode, FusedReduceNode
+from .runtime import TRACES, DeviceBuffer, as_device, launch
+
+__all__ = ["jit", "JitFunction"]
+
+
+class _Placeholder:
+    """The buffer of an argument while tracing: it has a device and a size, no memory."""
+
+    __slots__ = ("device", "nbytes", "handle", "__weakref__")
+
+    def __init__(self, device: Any, nbytes: int) -> None:
+        self.device, self.nbytes, self.handle = device, nbytes, None
+
+
+class _Trace:
+    """The launches of one traced call, in order, and which buffers hold traced values."""
+
+    def __init__(self, name: str, placeholders: list[_Placeholder]) -> None:
+        self.name = name
+        self.records: list[Record] = []
+        self.traced = {id(p) for p in placeholders}
+        self.keep: list = list(placeholders)  # ids stay valid while the trace lives
+
+    def record(self, what: Any, node: object, fallback: object, operands: list, out: Any) -> None:
+        text = what() if callable(what) else what
+        self.records.append(Record(text, node, fallback, list(operands), out))
+        if out is not None:
+            self.traced.add(id(out[0]))
+            self.keep.append(out[0])
+
+    def check_read(self, array: Array) -> None:
+        if id(array.buffer) in self.traced:
+            raise ArrayError(f"jit({self.name}): the values of {array.describe()} are not known while tracing "
+                             "(item(), to_host(), tolist(), bool() or a Python if on a traced array); compute "
+                             "with array operations, or call the function without jit")
+
+
+class _Plan:
+    """A traced, fused function: its launches over slots (0 .. inputs-1 the arguments' buffers, then the
+    buffers each call allocates) and constants, and how to build its result."""
+
+    def __init__(self, device: Any, steps: list[Step], placeholders: list[_Placeholder], result: Any) -> None:
+        self.device = device
+        slots: dict[int, int] = {id(p): i for i, p in enumerate(placeholders)}
+        self.sizes: list[int] = []   # bytes of each allocated slot
+        self.inputs = len(placeholders)
+
+        def ref(value: Any) -> tuple:
+            if not isinstance(value, tuple):
+                return ("scalar", value)
+            buffer, base = value
+            if id(buffer) not in slots and not isinstance(buffer, DeviceBuffer):
+                raise ArrayError("jit: a launch reads a buffer that is neither an argument nor made in the trace")
+            slot = slots.get(id(buffer))
+            if slot is None:
+                if id(buffer) not in written:
+                    return ("constant", buffer, base)   # made from host data while tracing: kept
+                slot = slots[id(buffer)] = self.inputs + len(self.sizes)
+                self.sizes.append(buffer.nbytes)
+            return ("slot", slot, base)
+
+        written = {id(s.out[0]) for s in steps if s.out is not None}
+        for step in steps:
+            if isinstance(step.node, (FusedMapNode, FusedReduceNode)):  # outputs follow the leaves
+                written.update(id(v[0]) for v in step.operands[len(step.node.leaves):])
+        self.steps = [(s.what, s.node, s.fallback, [ref(v) for v in s.operands],
+                       None if s.out is None else ref(s.out)) for s in steps]
+        self.result = _template(result, ref)
+        self.launches = len(steps)
+
+    def run(self, arrays: list[Array]) -> Any:
+        buffers: list[Any] = [a.buffer for a in arrays]
+        buffers.extend(DeviceBuffer(self.device, n) for n in self.sizes)
+
+        def value(r: tuple) -> Any:
+            kind = r[0]
+            if kind == "slot":
+                return (buffers[r[1]], r[2])
+            if kind == "constant":
+                return (r[1], r[2])
+            return r[1]
+        for what, node, fallback, operands, out in self.steps:
+            launch(what, node, self.device, [value(r) for r in operands], None if out is None else value(out),
+                   fallback)
+        return _build(self.result, value)
+
+
+def _template(result: Any, ref: Callable) -> Any:
+    """The result's structure with each Array as ("array", buffer reference, shape, dtype, is_bool)."""
+    if isinstance(result, Array):
+        return ("array", ref((result.buffer, 0)), result.shape, result.dtype, result.is_bool)
+    if isinstance(result, (tuple, list)):
+        return (type(result), [_template(r, ref) for r in result])
+    raise ArrayError(f"jit: the function returned {type(result).__name__}; return an Array or a tuple/list "
+                     "of Arrays")
+
+
+def _build(template: Any, value: Callable) -> Any:
+    if template[0] == "array":
+        _, r, shape, dtype, is_bool = template
+        return Array(value(r)[0], shape, dtype, is_bool)
+    kind, items = template
+    return kind(_build(t, value) for t in items)
+
+
+def _outputs(template: Any, found: list) -> list:
+    if template[0] == "array":
+        found.append(template[1])
+    else:
+        for t in template[1]:
+            _outputs(t, found)
+    return found
+
+
+class JitFunction:
+    """``fn`` compiled per signature (see the module's docstring); call it as ``fn``. ``device``: where
+    a call with no array arguments runs (default: the default device)."""
+
+    def __init__(self, fn: Callable, device: Any = None) -> None:
+        self.fn = fn
+        self.device = device
+        self.plans: dict[tuple, _Plan] = {}
+        functools.update_wrapper(self, fn)
+
+    def _signature(self, args: tuple) -> tuple:
+        key = []
+        for a in args:
+            if isinstance(a, Array):
+                key.append((Array, a.shape, a.dtype, a.is_bool, id(a.device)))
+            else:
+                try:
+                    hash(a)
+                except TypeError:
+                    raise ArrayError(f"jit({self.__name__}): argument {a!r} is neither an Array nor hashable "
+                                     "(non-array arguments are constants of the trace)") from None
+                key.append((type(a), a))
+        return tuple(key)
+
+    def __call__(self, *args: Any) -> Any:
+        """``fn(*args)``: traced and fused on a new signature, launched. Raises what ``fn`` raises while
+        tracing, ArrayError for arrays on different devices or a result that is not arrays, and
+        UnsupportedOperation or AtlasTrap from the launches."""
+        key = self._signature(args)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = self._trace(args)
+        return plan.run([a for a in args if isinstance(a, Array)])
+
+    async def async_call(self, *args: Any) -> Any:
+        """As calling: the launches are queued as eager ones are (read results with ``to_host_async``)."""
+        return self(*args)
+
+    def trace_steps(self, *args: Any) -> list[tuple[str, str]]:
+        """``(node class, description)`` of each launch a call with ``args`` makes (tracing if needed)."""
+        key = self._signature(args)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = self._trace(args)
+        return [(type(node).__name__, what) for what, node, *_ in plan.steps]
+
+    def _trace(self, args: tuple) -> _Plan:
+        arrays = [a for a in args if isinstance(a, Array)]
+        device = arrays[0].device if arrays else as_device(self.device)
+        for a in arrays:
+            if a.device is not device:
+                raise ArrayError(f"jit({self.__name__}): the arrays live on different devices "
+                                 f"({device.name} and {a.device.name})")
+        placeholders = [_Placeholder(device, a.nbytes) for a in arrays]
+        proxies = iter(Array(p, a.shape, a.dtype, a.is_bool)  # type: ignore[arg-type]
+                       for p, a in zip(placeholders, arrays))
+        traced_args = [next(proxies) if isinstance(a, Array) else a for a in args]
+        trace = _Trace(self.__name__, placeholders)
+        TRACES.append(trace)
+        try:
+            result = self.fn(*traced_args)
+        finally:
+            TRACES.pop()
+        outputs = [r[1] for r in _outputs(_template(result, lambda v: ("buffer", v[0])), [])]
+        steps = fuse(trace.records, outputs)
+        return _Plan(device, steps, placeholders, result)
+
+
+def jit(fn: Callable | None = None, *, device: Any = None) -> Any:
+    """``fn`` traced and fused once per signature (see atlas_web/numpy/jit.py); usable as ``@jit`` or
+    ``@jit(device=...)``."""
+    if fn is None:
+        return lambda f: JitFunction(f, device)
+    return JitFunction(fn, device)
