@@ -12,10 +12,8 @@ from atlas_web.docs_backends import BackendDocumentation
 __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
-_NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statistics need a broadcast): runs on cpu"
 _NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
-    **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
     **{name: "no kernel yet (issue 11; no default expansion): runs on cpu" for name in ("Conv2D", "FFT")},
 }
@@ -60,6 +58,13 @@ def backend_documentation() -> BackendDocumentation:
         "SparseGEMM (F32, F64) checks the whole CSR before writing (pointers in order, then the used column "
         "indices four at a time), then computes each row of C from its entries with the columns in chunks of "
         "8 v128 accumulators (`relaxed_madd`), one thread.",
+        "LayerNorm, RMSNorm, GroupNorm and BatchNorm (`coop_norm`) compute their statistics in binary64 "
+        "(elements widened exactly: F32 by `f64x2.promote_low_f32x4`, F16/BF16 through f32; two passes, the mean "
+        "then the squared deviations, 8 elements a step in f64x2 accumulators), so no finite F32/F16/BF16 row "
+        "over- or underflows; F64 is binary64 throughout, as the reference. An F32 LayerNorm/RMSNorm row whose "
+        "statistics keep every step normal in f32 is normalized in f32x4 (four roundings); other rows, GroupNorm "
+        "and BatchNorm in f64x2 in the reference's order, rounded once (BatchNorm: the reference's bits). One "
+        "thread; measured within the contract's bound by the conformance suite.",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)

@@ -1,0 +1,210 @@
+"""LayerNorm, RMSNorm, BatchNorm and GroupNorm: the cooperative rules, on the row passes of ``coop_norm_kernel``.
+
+Each cooperative function checks the arrays over their extents (the table's, ``array_operands``: handle,
+bounds, alignment, in operand order, so a trap carries the reference's numbers and writes nothing), returns
+at once when the output is empty, then walks the statistics groups (compile-time counts and strides):
+
+* LayerNorm: per row, ``mu = sum / n``, ``v = dev2 / n``, ``s = 1 / sqrt(v + eps)``, then the ``layer``
+  affine pass with gamma and beta;
+* RMSNorm: per row, ``s = 1 / sqrt(sq / n + eps)``, then the ``rms`` pass with weight;
+* GroupNorm: per group of an item (``channels / groups * spatial`` consecutive elements) LayerNorm's
+  statistics, then the ``channel`` pass once per channel of the group with its gamma and beta;
+* BatchNorm: per item and channel, ``s = 1 / sqrt(variance[c] + eps)`` and the ``channel`` pass with
+  ``mu = mean[c]`` (no statistics).
+
+All in binary64, in the reference's order (docs/semantics.md, Normalization kernels; ``coop_norm_kernel``
+says why that keeps every finite F32, F16 and BF16 row in range).
+"""
+
+from __future__ import annotations
+
+from atlas_web.isa.extents import array_operands
+from atlas_web.isa.types import FLOAT_TYPES, Type
+
+from ..encoding.types import ValType
+from .coop_context import COOP_OK, CoopContext
+from .coop_norm_kernel import affine_f32_function, affine_function, reduce_function
+from .coop_ops import load_scalar
+from .rules import cooperative_rule
+
+__all__ = ["NORM_TYPES"]
+
+I32, F64 = ValType.I32, ValType.F64
+#: every float type of the rows (F32, F16 and BF16 widened to f64)
+NORM_TYPES = frozenset(FLOAT_TYPES)
+
+
+class _Norm:
+    """The cooperative function of one normalization instruction being written."""
+
+    def __init__(self, cc: CoopContext) -> None:
+        self.cc, self.e, self.m, self.instr = cc, cc.e, cc.m, cc.instr
+        self.ty = ty = cc.instr.ty
+        self.size = ty.size_bytes()
+        self.arrays = {a.name: cc.array(a.name, a.ty, a.elements) for a in array_operands(cc.instr)}
+        self.empty = next(a.elements for a in array_operands(cc.instr) if a.name == "output") == 0
+        self.mu, self.v, self.s, self.g, self.b = (cc.local(F64) for _ in range(5))
+
+    def reduce(self, kind: str, x: int, n: int) -> None:
+        """Push ``norm_<kind>`` over ``n`` (a constant) elements from local ``x``, with this row's mu."""
+        self.e.get(x).i32(n).get(self.mu).call(reduce_function(self.m, self.ty, kind))
+
+    def statistics(self, x: int, n: int, centred: bool) -> None:
+        """mu (0 when not ``centred``) and s of the ``n`` elements from local ``x``."""
+        e = self.e
+        e.f64(0.0).set(self.mu)
+        if centred:
+            self.reduce("sum", x, n)
+            e.f64(float(n)).op("f64.div").set(self.mu)
+            self.reduce("dev2", x, n)
+        else:
+            self.reduce("sq", x, n)
+        e.f64(float(n)).op("f64.div").set(self.v)
+        e.get(self.v)
+        self.inverse_deviation()
+
+    def inverse_deviation(self) -> None:
+        """s := 1 / sqrt(v + eps) for the variance v on the stack."""
+        e = self.e
+        e.f64(float(self.instr.eps)).op("f64.add").op("f64.sqrt").set(self.s)
+        e.f64(1.0).get(self.s).op("f64.div").set(self.s)
+
+    def affine(self, kind: str, out: int, x: int, n: int, gp: int | None, bp: int | None) -> None:
+        """The ``kind`` pass over ``n`` elements from local ``x`` to ``out`` (F32 rows: in f32x4 where
+        ``f32_safe``)."""
+        e = self.e
+        if self.ty is Type.F32 and kind != "channel":
+            self.f32_safe(n)
+            with e.if_():
+                e.get(out).get(x).i32(n).get(gp).get(bp if bp is not None else gp)
+                e.get(self.mu).op("f32.demote_f64").get(self.s).op("f32.demote_f64")
+                e.call(affine_f32_function(self.m, kind))
+                e.else_()
+                self.affine_f64(kind, out, x, n, gp, bp)
+            return
+        self.affine_f64(kind, out, x, n, gp, bp)
+
+    def f32_safe(self, n: int) -> None:
+        """Push whether the row's f32 pass keeps every step normal: 2**-120 <= s <= 2**120 (s rounds
+        relatively), n * v <= 2**250 (|x - mu| <= sqrt(n * v) <= 2**125: no overflow) and mu 0 or
+        |mu| >= 2**-100 (mu rounds relatively). False for a NaN: such rows take the f64 pass."""
+        e = self.e
+        e.get(self.s).f64(2.0 ** -120).op("f64.ge").get(self.s).f64(2.0 ** 120).op("f64.le").op("i32.and")
+        e.get(self.v).f64(float(n)).op("f64.mul").f64(2.0 ** 250).op("f64.le").op("i32.and")
+        e.get(self.mu).op("f64.abs").f64(2.0 ** -100).op("f64.ge").get(self.mu).f64(0.0).op("f64.eq")
+        e.op("i32.or").op("i32.and")
+
+    def affine_f64(self, kind: str, out: int, x: int, n: int, gp: int | None, bp: int | None) -> None:
+        e = self.e
+        e.get(out).get(x).i32(n)
+        (e.get(gp) if gp is not None else e.i32(0))
+        (e.get(bp) if bp is not None else e.i32(0))
+        for local in (self.mu, self.s, self.g, self.b):
+            e.get(local)
+        e.call(affine_function(self.m, self.ty, kind))
+
+    def load_element(self, base: str, index: int) -> None:
+        """Push element ``index`` (an i32 local) of array ``base`` as an f64."""
+        e = self.e
+        e.get(self.arrays[base]).get(index).i32(self.size).op("i32.mul").op("i32.add")
+        load_scalar(self.m, e, self.ty)
+        if self.ty is not Type.F64:
+            e.op("f64.promote_f32")
+
+    def groups(self, count: int, body) -> None:
+        """``body(q, x, out)`` for q in 0..count, with x and out pointers that the body advances."""
+        e = self.e
+        q, end = self.cc.local(I32), self.cc.local(I32)
+        x, out = self.cc.local(I32), self.cc.local(I32)
+        e.get(self.arrays["input"]).set(x)
+        e.get(self.arrays["output"]).set(out)
+        e.i32(0).set(q)
+        e.i32(count).set(end)
+        e.while_below(q, end, 1, lambda: body(q, x, out), labels=("groups_done", "groups"))
+
+
+def _advance(e, pointers: tuple, nbytes: int) -> None:
+    for pointer in pointers:
+        e.get(pointer).i32(nbytes).op("i32.add").set(pointer)
+
+
+def _rule(name: str):
+    def register(build):
+        @cooperative_rule(name, NORM_TYPES)
+        def run(cc: CoopContext) -> None:
+            norm = _Norm(cc)
+            if not norm.empty:
+                build(norm)
+            cc.e.i32(COOP_OK)
+        return build
+    return register
+
+
+@_rule("LayerNorm")
+def _layer_norm(norm: _Norm) -> None:
+    n = norm.instr.n
+
+    def row(q, x, out) -> None:
+        norm.statistics(x, n, centred=True)
+        norm.affine("layer", out, x, n, norm.arrays["gamma"], norm.arrays["beta"])
+        _advance(norm.e, (x, out), n * norm.size)
+
+    norm.groups(norm.instr.rows, row)
+
+
+@_rule("RMSNorm")
+def _rms_norm(norm: _Norm) -> None:
+    n = norm.instr.n
+
+    def row(q, x, out) -> None:
+        norm.statistics(x, n, centred=False)
+        norm.affine("rms", out, x, n, norm.arrays["weight"], None)
+        _advance(norm.e, (x, out), n * norm.size)
+
+    norm.groups(norm.instr.rows, row)
+
+
+@_rule("GroupNorm")
+def _group_norm(norm: _Norm) -> None:
+    instr, e = norm.instr, norm.e
+    per_group, spatial = instr.channels // instr.groups, instr.spatial
+    channel, last = norm.cc.local(I32), norm.cc.local(I32)
+
+    def group(q, x, out) -> None:
+        norm.statistics(x, per_group * spatial, centred=True)
+        # the group's first channel: (q mod groups) * per_group
+        e.get(q).i32(instr.groups).op("i32.rem_u").i32(per_group).op("i32.mul").tee(channel)
+        e.i32(per_group).op("i32.add").set(last)
+
+        def one_channel() -> None:
+            norm.load_element("gamma", channel)
+            e.set(norm.g)
+            norm.load_element("beta", channel)
+            e.set(norm.b)
+            norm.affine("channel", out, x, spatial, None, None)
+            _advance(e, (x, out), spatial * norm.size)
+
+        e.while_below(channel, last, 1, one_channel, labels=("channels_done", "channels"))
+
+    norm.groups(instr.batch * instr.groups, group)
+
+
+@_rule("BatchNorm")
+def _batch_norm(norm: _Norm) -> None:
+    instr, e = norm.instr, norm.e
+    channel = norm.cc.local(I32)
+
+    def item_channel(q, x, out) -> None:
+        e.get(q).i32(instr.channels).op("i32.rem_u").set(channel)
+        norm.load_element("mean", channel)
+        e.set(norm.mu)
+        norm.load_element("variance", channel)
+        norm.inverse_deviation()
+        norm.load_element("gamma", channel)
+        e.set(norm.g)
+        norm.load_element("beta", channel)
+        e.set(norm.b)
+        norm.affine("channel", out, x, instr.spatial, None, None)
+        _advance(e, (x, out), instr.spatial * norm.size)
+
+    norm.groups(instr.batch * instr.channels, item_channel)
