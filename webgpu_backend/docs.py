@@ -91,9 +91,10 @@ UNSUPPORTED = {
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
     **{name: "no kernel yet (issue 11; no default expansion): runs on cpu" for name in ("Conv2D", "FFT")},
 }
-#: Softmax and LogSoftmax until their kernel lands (issue 11)
-UNSUPPORTED.update({name: "no kernel yet (issue 11; no default expansion: a row's maximum and sum need a "
-                           "broadcast): runs on cpu" for name in ("Softmax", "LogSoftmax")})
+#: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)
+UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word, and a row's last word may "
+                          "be the next row's first: its invocations would race); F32 runs here, F16/BF16 on wasm "
+                          "and cpu" for name in ("Softmax", "LogSoftmax")})
 
 #: the types the WGSL generator has no representation for, and why
 UNSUPPORTED_TYPES = {

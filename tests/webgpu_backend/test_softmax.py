@@ -1,0 +1,76 @@
+"""The WGSL Softmax/LogSoftmax kernel on cases the conformance suite's layout does not reach: in place, the input
+in the output's buffer at another offset (read through the output's binding), row lengths around the workgroup's
+width, many rows per workgroup dispatch, NaN/+inf/-inf in a later stride of a row (and a row of -inf only), subnormal logits (a
+device may flush them in comparisons: the kernel orders bits); each within the contract's bound of NumPy (tests/conformance/softmax_cases)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from atlas_web import LaunchConfig, ProgramBuilder
+from atlas_web.isa import Address, LogSoftmax, Softmax, Type
+from webgpu_backend.wgsl.kernels.softmax import WORKGROUP
+
+from tests.conformance.softmax_cases import SoftmaxCase, compare
+
+CLASSES = {"Softmax": Softmax, "LogSoftmax": LogSoftmax}
+
+
+def _run(backend, name: str, words: np.ndarray, out_at: int, in_at: int, rows: int, n: int) -> np.ndarray:
+    """The whole buffer (f32) after one launch with output and input at element offsets ``out_at``, ``in_at``."""
+    handle = backend.allocate_typed(words.astype(np.float32), Type.F32)
+    instr = CLASSES[name](output=Address.BufferOffset(handle, 4 * out_at), input=Address.BufferOffset(handle, 4 * in_at),
+                          n=n, rows=rows)
+    backend.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
+    out = np.asarray(backend.copy_typed_from(handle, Type.F32, len(words)), dtype=np.float64)
+    backend.free_buffer(handle)
+    return out
+
+
+def _check(name: str, x: np.ndarray, got: np.ndarray) -> None:
+    rows, n = x.shape
+    case = SoftmaxCase(name, type("Info", (), {"name": name})(), Type.F32, dict(n=n, rows=rows))
+    bad = compare(case, {"input": x.reshape(-1)}, got)
+    assert not bad, f"{name} {rows}x{n}: {len(bad)} outside the bound, first {bad[:3]}"
+
+
+def _logits(rows: int, n: int, seed: int = 5) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-12, 12, (rows, n)).astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("rows, n", [(3, WORKGROUP - 1), (2, WORKGROUP), (2, WORKGROUP + 1), (300, 5), (1, 1031)])
+def test_rows_around_the_workgroup_in_place(webgpu, name, rows, n):
+    x = _logits(rows, n)
+    got = _run(webgpu, name, x.reshape(-1), 0, 0, rows, n)
+    _check(name, x, got)
+
+
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
+def test_input_in_the_outputs_buffer_at_another_offset(webgpu, name):
+    rows, n = 4, 37
+    x = _logits(rows, n)
+    words = np.concatenate([np.full(rows * n + 3, 9.0), x.reshape(-1)])
+    got = _run(webgpu, name, words, 0, rows * n + 3, rows, n)
+    _check(name, x, got[:rows * n])
+    assert np.array_equal(got[rows * n:rows * n + 3], [9.0] * 3) and np.array_equal(got[rows * n + 3:], x.reshape(-1))
+
+
+@pytest.mark.parametrize("special", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
+def test_specials_past_the_first_stride(webgpu, name, special):
+    rows, n = 3, 2 * WORKGROUP + 9
+    x = _logits(rows, n)
+    x[1, WORKGROUP + 7] = special
+    x[2, :] = -math.inf if special == -math.inf else x[2, :]
+    got = _run(webgpu, name, x.reshape(-1), 0, 0, rows, n)
+    _check(name, x, got)
+
+
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
+def test_subnormal_logits(webgpu, name):
+    x = np.array([[2.0 ** -140, 2.0 ** -130, -(2.0 ** -135), 0.0, 2.0 ** -149]])
+    _check(name, x, _run(webgpu, name, x.reshape(-1), 0, 0, 1, 5))

@@ -1,0 +1,212 @@
+"""The kernels of Softmax and LogSoftmax (F32): one workgroup per row, workgroup reductions.
+
+Each workgroup (WORKGROUP invocations) takes rows in a grid-stride loop over the dispatched workgroups (any
+row count fits the device's workgroup-count limit); each invocation takes the row's elements ``li, li +
+WORKGROUP, ...`` in three passes, as docs/semantics.md (Softmax kernels) says:
+
+1. the maximum m over the finite elements, compared as ordered integer keys of their bits (``float_key``: WGSL
+   lets a device assume there are no NaNs or infinities and flush subnormals in comparisons), and two flags:
+   a NaN or +inf seen, a finite element seen; a tree reduction in workgroup memory, read back uniformly;
+2. a row with a NaN or +inf, or without a finite element (only -inf), is written NaN (bits); otherwise
+   ``e = exp(x - m)`` (the library's ``exp_f32``, within 2 ulps; a -inf element gives 0) is summed per
+   invocation and by a tree (Softmax stores e as it goes);
+3. Softmax: ``output = e * (1/s)``; LogSoftmax: ``output = (x - m) - log(s)`` (``log_f32``; a -inf element
+   gives -inf, as bits).
+
+Each element is read and written by one invocation, so the output may be the input itself; an input in the
+output's buffer at another offset is read through the output's binding (``binding.shared_sources``; a partial
+overlap gives unspecified values, the contract). Arrays are bound as whole chunks with run-time byte offsets
+(the launch's ``dst`` and ``src_a``); the host checked handle, bounds (the table's extents) and alignment of
+both before the dispatch. n and rows are constants of the shader (one pipeline per shape). Standard library
+only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas_web.isa.types import Type
+
+from ..emitter import ShaderFeatures
+from ..library import HelperSet
+from ..rules import unsupported
+from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
+from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
+from .binding import ROLE_BINDINGS, shared_sources
+
+__all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP"]
+
+#: the types the kernel computes
+SOFTMAX_TYPES = frozenset({Type.F32})
+#: invocations per workgroup (a power of two: the tree reductions halve it)
+WORKGROUP = 256
+_NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
+
+
+@dataclass(frozen=True)
+class SoftmaxSpec:
+    """One Softmax/LogSoftmax shader (a shader spec of the kernel registry): the shape, whether it is the log
+    form, how the input is read (``reads``: "ro" its own binding, "dst" through the output's), whether the
+    step guard is checked; ``bound`` is always False (whole chunks, run-time offsets)."""
+
+    rows: int
+    n: int
+    log: bool
+    reads: str = "ro"
+    guarded: bool = True
+    bound: bool = False
+
+    def source(self, features: ShaderFeatures) -> str:
+        return softmax_source(self, features)
+
+    def layout(self) -> dict[int, str]:
+        layout = {0: "read-only-storage", 1: "storage", 3: "storage"}
+        if self.reads != "dst":
+            layout[4] = "read-only-storage" if self.reads == "ro" else "storage"
+        return layout
+
+
+def softmax_source(spec: SoftmaxSpec, features: ShaderFeatures) -> str:
+    """The WGSL of ``spec``'s shader. Raises UnsupportedOperation for a row longer than the engine's loop limit
+    allows one invocation to walk."""
+    name = "LogSoftmax" if spec.log else "Softmax"
+    if features.loop_limit and -(-spec.n // WORKGROUP) > features.loop_limit:
+        raise unsupported(name, Type.F32, f"a row of {spec.n} elements takes more than the engine's "
+                          f"{features.loop_limit} loop iterations per invocation ({WORKGROUP} per workgroup)")
+    helpers = HelperSet()
+    for helper in ("float_key", "exp_f32", "log_f32"):
+        helpers.require(helper)
+    src = "cmat" if spec.reads == "dst" else "amat"
+    lines = [features.enable_directives + launch_struct(),
+             "@group(0) @binding(0) var<storage, read> launch: Launch;",
+             "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
+             "@group(0) @binding(3) var<storage, read_write> cmat: array<u32>;"]
+    access = spec.layout().get(4)
+    if access is not None:
+        mode = "read" if access == "read-only-storage" else "read_write"
+        lines.append(f"@group(0) @binding(4) var<storage, {mode}> amat: array<u32>;")
+    guard = GUARD_WGSL if spec.guarded else "true"
+    lines.append(helpers.render())
+    lines.append(f"""const TRAPS: u32 = {TRAPS}u;
+const REACHED: u32 = {REACHED}u;
+const N: u32 = {spec.n}u;
+const ROWS: u32 = {spec.rows}u;
+const WG: u32 = {WORKGROUP}u;
+var<workgroup> keys: array<i32, {WORKGROUP}>;
+var<workgroup> flags: array<u32, {WORKGROUP}>;
+var<workgroup> sums: array<f32, {WORKGROUP}>;
+var<workgroup> go: u32;
+
+// the f32 whose float_key is k (k of a finite value; -0 comes back as +0)
+fn key_value(k: i32) -> f32 {{
+    return bitcast<f32>(select(u32(k), u32(-k) | 0x80000000u, k < 0));
+}}
+
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let li = lid.x;
+    if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
+    if (workgroupUniformLoad(&go) == 0u) {{ return; }}
+    if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
+    for (var row = wid.x; row < ROWS; row = row + nwg.x) {{
+        let src = (launch.src_a >> 2u) + row * N;
+        let dst = (launch.dst >> 2u) + row * N;
+        // 1: the maximum over the finite elements; flag 1: a NaN or +inf, flag 2: a finite element
+        var key = float_key(-3.4028234663852886e38);
+        var flag = 0u;
+        for (var i = li; i < N; i = i + WG) {{
+            let bits = {src}[src + i];
+            if ((bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u) {{
+                flag = flag | 1u;
+            }} else if (bits != 0x{_MINUS_INF_BITS:08x}u) {{
+                flag = flag | 2u;
+                key = max(key, float_key(bitcast<f32>(bits)));
+            }}
+        }}
+        keys[li] = key;
+        flags[li] = flag;
+        workgroupBarrier();
+        for (var width = WG / 2u; width > 0u; width = width / 2u) {{
+            if (li < width) {{
+                keys[li] = max(keys[li], keys[li + width]);
+                flags[li] = flags[li] | flags[li + width];
+            }}
+            workgroupBarrier();
+        }}
+        let row_flags = workgroupUniformLoad(&flags[0]);
+        let m = key_value(workgroupUniformLoad(&keys[0]));
+        if ((row_flags & 1u) != 0u || (row_flags & 2u) == 0u) {{
+            for (var i = li; i < N; i = i + WG) {{ cmat[dst + i] = 0x{_NAN_BITS:08x}u; }}
+            workgroupBarrier();
+            continue;
+        }}
+        // 2: exp(x - m), summed (Softmax: stored)
+        var total = 0.0;
+        for (var i = li; i < N; i = i + WG) {{
+            let bits = {src}[src + i];
+            var e = 0.0;
+            if (bits != 0x{_MINUS_INF_BITS:08x}u) {{ e = exp_f32(bitcast<f32>(bits) - m); }}
+            total = total + e;
+{"" if spec.log else "            cmat[dst + i] = bitcast<u32>(e);"}
+        }}
+        sums[li] = total;
+        workgroupBarrier();
+        for (var width = WG / 2u; width > 0u; width = width / 2u) {{
+            if (li < width) {{ sums[li] = sums[li] + sums[li + width]; }}
+            workgroupBarrier();
+        }}
+        let s = workgroupUniformLoad(&sums[0]);
+        // 3: scale (Softmax) or shift (LogSoftmax)
+{_finish(spec, src)}
+        workgroupBarrier();
+    }}
+}}""")
+    return "\n".join(lines)
+
+
+def _finish(spec: SoftmaxSpec, src: str) -> str:
+    if spec.log:
+        return f"""        let shift = log_f32(s);
+        for (var i = li; i < N; i = i + WG) {{
+            let bits = {src}[src + i];
+            var y = 0x{_MINUS_INF_BITS:08x}u;
+            if (bits != 0x{_MINUS_INF_BITS:08x}u) {{ y = bitcast<u32>((bitcast<f32>(bits) - m) - shift); }}
+            cmat[dst + i] = y;
+        }}"""
+    return """        let scale = 1.0 / s;
+        for (var i = li; i < N; i = i + WG) {
+            cmat[dst + i] = bitcast<u32>(bitcast<f32>(cmat[dst + i]) * scale);
+        }"""
+
+
+class SoftmaxKernel(Kernel):
+    """Softmax's kernel (LogSoftmax's is the same with its last pass)."""
+
+    instruction = "Softmax"
+    launch_fields = ("dst", "src_a")
+    log = False
+
+    def supports(self, operation, ty) -> bool:
+        return ty in SOFTMAX_TYPES
+
+    def spec(self, instr, reads: str = "ro", guarded: bool = True) -> SoftmaxSpec:
+        return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded)
+
+    def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
+        spec = self.spec(instr, shared_sources(operands)[0])
+        fields = {role: operands[role][1] for role in ("dst", "src_a")}
+        groups = max(1, min(device.max_groups, instr.rows if instr.n else 1))
+        return KernelPlan((Dispatch(spec, ROLE_BINDINGS, (groups, 1, 1)),), fields)
+
+    def listing(self, instr):
+        return [(self.instruction.lower(), self.spec(instr))]
+
+
+class LogSoftmaxKernel(SoftmaxKernel):
+    instruction = "LogSoftmax"
+    log = True
+
+
+register(SoftmaxKernel())
+register(LogSoftmaxKernel())
