@@ -192,7 +192,9 @@ class WebGpuBackend(Backend):
 
     # ---- execution (Backend.execute_program_with_params calls these hooks) ---------------------
     async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
-        """As execute_program, awaiting the GPU without blocking the event loop."""
+        """As execute_program, awaiting the GPU without blocking the event loop; returns once the launch
+        has finished on the GPU. Cancelling the await stops waiting at once: what the launch submitted
+        still runs on the GPU, and the next call on the backend waits for it (docs/semantics.md, Traps)."""
         check_open(self, "execute_async")
         params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
         program, expanded = run_expanded(program, has_kernel)   # no kernel here: its default expansion

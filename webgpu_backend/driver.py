@@ -402,6 +402,10 @@ class GpuDriver(abc.ABC):
     def submit_and_wait(self) -> None:
         """Block until every submitted command has finished on the GPU."""
 
+    @abc.abstractmethod
+    async def submit_and_wait_async(self) -> None:
+        """As ``submit_and_wait``, awaiting the GPU without blocking the event loop."""
+
     # ---- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
         """Drop the caches and release the device; the driver is unusable afterwards."""

@@ -266,18 +266,23 @@ class Launcher:
 
     async def run_async(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict,
                         budget: int) -> LaunchOutcome:
-        """As ``run``, awaiting the device instead of blocking the event loop."""
+        """As ``run``, awaiting the device instead of blocking the event loop: the GPU is awaited idle
+        before the launch submits (a submission behind running work would block in the engine) and
+        after it, so the launch has finished when this returns. A cancelled await leaves the work
+        submitted so far running on the GPU (the next call waits for it)."""
+        await self.driver.submit_and_wait_async()
         outcome, key, recorder, procedure = self._start(compiled, config, presets, budget)
-        if outcome is not None:
-            return outcome
-        try:
-            request = next(procedure)
-            recorder.replayable = False
-            while True:
-                data = await self.driver.read_buffer_async(request.buffer, request.offset, request.size)
-                request = procedure.send(data)
-        except StopIteration as done:
-            return self._keep(key, recorder, done.value)
+        if outcome is None:
+            try:
+                request = next(procedure)
+                recorder.replayable = False
+                while True:
+                    data = await self.driver.read_buffer_async(request.buffer, request.offset, request.size)
+                    request = procedure.send(data)
+            except StopIteration as done:
+                outcome = self._keep(key, recorder, done.value)
+        await self.driver.submit_and_wait_async()
+        return outcome
 
     def _procedure(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int,
                    io: _Recorder):

@@ -140,7 +140,7 @@ def test_a_read_back_whose_copy_fails_returns_its_staging_buffer_to_the_pool(dri
 
     def refused(record, what):                    # the engine refuses the copy's submission (fault injected:
         raise ExecutionFailed(f"{what}: refused")  # a real refusal, e.g. device loss, cannot be provoked safely)
-    monkeypatch.setattr(driver, "_native_submit", refused)
+    monkeypatch.setattr(driver, "_submit_now", refused)
     with pytest.raises(ExecutionFailed, match="reading 256 bytes back"):
         driver.read_buffer(buf)
     monkeypatch.undo()

@@ -162,6 +162,12 @@ class JsWebGpuDriver(GpuDriver):
         self._wait(self._queue.onSubmittedWorkDone, "submit_and_wait", "read_buffer_async")
         self._raise_device_errors()
 
+    async def submit_and_wait_async(self) -> None:
+        self._check_open()
+        await self._run_deferred()
+        await self._queue.onSubmittedWorkDone()
+        self._raise_device_errors()
+
     # ---- waiting ----------------------------------------------------------------------------------
     def _wait(self, start: Callable[[], Awaitable[Any]], what: str, instead: str) -> Any:
         """The value of the awaitable ``start()`` makes, blocking with run_sync; raises ExecutionFailed

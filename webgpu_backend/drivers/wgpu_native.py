@@ -2,6 +2,13 @@
 
 Imports ``wgpu`` at import time: import this module only where wgpu-py is the
 engine (``drivers.default_driver`` does that choice).
+
+Waiting. On lavapipe a submission made while an earlier one still runs blocks inside wgpu's C call
+until that one has finished (so does a read back, which submits a copy). The driver knows whether it
+submitted since the GPU was last seen idle (``_busy``); a call that may block then runs on its
+``OffThread`` worker, and the caller waits in Python: Ctrl-C reaches it at once, and the async reads
+await it without blocking the event loop. Work already on the GPU still runs to its end (no engine
+can stop a dispatch): the next call waits for it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from atlas_web.host_env import ensure_runtime_dir
 from ..driver import OPTIONAL_FEATURES, GpuDriver, ResolvedBinding, bind_group_entries, layout_entries, limit_name
 from ..errors import ShaderCompilationError
 from ..resources import BindingSpec, BufferUsage, ComputePipeline, ShaderModule
+from .off_thread import OffThread
 from .staging import StagingPool
 
 __all__ = ["WgpuNativeDriver", "available_adapters", "rank_adapter", "naga_location"]
@@ -91,6 +99,9 @@ class WgpuNativeDriver(GpuDriver):
         self._staging = StagingPool(self._create_staging, lambda buffer: buffer.destroy(),
                                     max_buffer_size=self.limit("maxBufferSize"), max_pooled_bytes=_MAX_POOLED_STAGING)
         self._fence = self._device.create_buffer(size=4, usage=_STAGING_USAGE, label="atlas-fence")
+        #: submitted since the GPU was last seen idle (a read or a wait finished): a submission may block
+        self._busy = False
+        self._off = OffThread("atlas-wgpu")
 
     @staticmethod
     def _best_adapter() -> Any:
@@ -112,16 +123,38 @@ class WgpuNativeDriver(GpuDriver):
         return out
 
     def submit_and_wait(self) -> None:
+        """Block until every submitted command has finished (interruptibly: see the module docstring)."""
+        self._check_open()
+        self._blocking(self._wait_now)
+
+    async def submit_and_wait_async(self) -> None:
+        self._check_open()
+        await self._blocking_async(self._wait_now)
+
+    def _wait_now(self) -> None:
         # wgpu-py 0.32's on_submitted_work_done passes a callback of the wrong C type (TypeError),
         # so wait on a fence instead: the queue runs in order, so once a clear submitted now has
         # finished (its buffer maps), every earlier submission has finished too.
-        self._check_open()
-        self._native_submit(lambda encoder: encoder.clear_buffer(self._fence, 0, 4), "waiting for the GPU")
+        if not self._busy:
+            return
+        self._submit_now(lambda encoder: encoder.clear_buffer(self._fence, 0, 4), "waiting for the GPU")
         try:
             self._fence.map_sync(wgpu.MapMode.READ, 0, 4)
             self._fence.unmap()
         except Exception as exc:
             raise ExecutionFailed(f"waiting for the GPU failed: {_first_line(exc)}") from exc
+        self._busy = False
+
+    def _blocking(self, work: Callable[[], Any]) -> Any:
+        """``work()`` (engine calls that may wait for the GPU): at once when the GPU is idle, else on the
+        worker thread, waited for interruptibly."""
+        self._off.settle()
+        return self._off.call(work) if self._busy else work()
+
+    async def _blocking_async(self, work: Callable[[], Any]) -> Any:
+        """As ``_blocking``, awaiting the worker (the event loop turns while the GPU finishes)."""
+        await self._off.settle_async()
+        return await self._off.call_async(work) if self._busy else work()
 
     # ---- engine hooks ----------------------------------------------------------------------------
     def _native_create_buffer(self, size: int, usage: BufferUsage) -> Any:
@@ -145,7 +178,7 @@ class WgpuNativeDriver(GpuDriver):
     def _copy_to_staging(self, native: Any, offset: int, size: int) -> tuple[int, Any]:
         staging = self._staging.take(size)
         try:
-            self._native_submit(lambda encoder: encoder.copy_buffer_to_buffer(native, offset, staging[1], 0, size),
+            self._submit_now(lambda encoder: encoder.copy_buffer_to_buffer(native, offset, staging[1], 0, size),
                                 f"reading {size} bytes back")
         except BaseException:
             self._staging.give_back(staging)   # never mapped: it serves the next read
@@ -169,17 +202,20 @@ class WgpuNativeDriver(GpuDriver):
         self._staging.give_back(staging)
         return data
 
-    def _native_read(self, native: Any, offset: int, size: int) -> memoryview:
+    def _read_now(self, native: Any, offset: int, size: int) -> memoryview:
         staging = self._copy_to_staging(native, offset, size)
         with self._reading(staging, size):
             staging[1].map_sync(wgpu.MapMode.READ, 0, size)
+        self._busy = False          # the copy finished, and with it every earlier submission
         return self._unmapped_copy(staging, size)
 
+    def _native_read(self, native: Any, offset: int, size: int) -> memoryview:
+        return self._blocking(lambda: self._read_now(native, offset, size))
+
     async def _native_read_async(self, native: Any, offset: int, size: int) -> memoryview:
-        staging = self._copy_to_staging(native, offset, size)
-        with self._reading(staging, size):
-            await staging[1].map_async(wgpu.MapMode.READ, 0, size)
-        return self._unmapped_copy(staging, size)
+        # mapped on the worker with map_sync, not with map_async: no callback of wgpu's poll thread
+        # then calls into an event loop (a cancelled read's callback found the loop closed)
+        return await self._blocking_async(lambda: self._read_now(native, offset, size))
 
     def _native_copy(self, source: Any, source_offset: int, destination: Any, destination_offset: int,
                      size: int) -> None:
@@ -220,6 +256,10 @@ class WgpuNativeDriver(GpuDriver):
             raise ExecutionFailed(f"binding buffers to {pipeline.entry_point!r} failed: {_first_line(exc)}") from exc
 
     def _native_submit(self, record: Callable[[Any], None], what: str) -> None:
+        self._blocking(lambda: self._submit_now(record, what))
+
+    def _submit_now(self, record: Callable[[Any], None], what: str) -> None:
+        self._busy = True
         encoder = self._device.create_command_encoder()
         try:
             record(encoder)
@@ -236,6 +276,7 @@ class WgpuNativeDriver(GpuDriver):
         compute_pass.end()
 
     def _native_close(self) -> None:
+        self._off.close()
         self._staging.clear()
         self._device.destroy()
 
