@@ -6,7 +6,9 @@ wall-clock times:
 * the README's ``relu(2x - 0.5)`` and ``dot`` over ``--size`` float32 (default 1M): jit is one fused
   pass plus one ParallelReduce; eager is five launches;
 * an 8-operation elementwise chain over ``--chain-size`` float32 (default 4M; issue 14's target: jit >= 2x
-  eager on the same backend and >= NumPy's unfused chain natively on wasm).
+  eager on the same backend and >= NumPy's unfused chain natively on wasm);
+* ``softmax`` over 1024 x 1024 float32: the Softmax instruction where the backend has it, against its
+  composition of array operations (the kernel hidden from ``supports``), eager and under jit, and NumPy.
 
     python3 benchmarks/jit.py [--size N] [--chain-size N] [--repeats R] [--backend NAME ...]
 """
@@ -78,6 +80,36 @@ def measure(label: str, fn, numpy_fn, host: np.ndarray, device, repeats: int) ->
           f"{'agree' if agree else 'DISAGREE'}")
 
 
+def softmax_rows(device, repeats: int) -> None:
+    host = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)
+    x = anp.array(host, device=device)
+    kernel = device.supports("Softmax", anp.float32)
+    real = device.supports
+    composite = anp.jit(anp.softmax)
+
+    def hidden(action):
+        def run():
+            device.supports = lambda op, ty=None: op != "Softmax" and real(op, ty)
+            try:
+                return action()
+            finally:
+                del device.supports
+        return run
+    eager_composite = hidden(lambda: anp.softmax(x)[:1, :1].item())
+    jit_composite = hidden(lambda: composite(x)[:1, :1].item())
+
+    def numpy_softmax():
+        e = np.exp(host - host.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    actions = {"composite eager": eager_composite, "composite jit": jit_composite, "numpy": numpy_softmax}
+    if kernel:
+        actions["Softmax kernel"] = lambda: anp.softmax(x)[:1, :1].item()
+    for action in actions.values():
+        action()
+    t = best(actions, repeats)
+    print(f"{device.name:7} softmax 1024x1024        " + "  ".join(f"{k} {v * 1e3:.2f} ms" for k, v in t.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000)
@@ -93,6 +125,7 @@ def main() -> None:
         device = get_backend(name)
         measure(f"relu-and-dot {args.size}", relu_dot, numpy_relu_dot, small, device, args.repeats)
         measure(f"8-op chain {args.chain_size}", chain, numpy_chain, big, device, args.repeats)
+        softmax_rows(device, args.repeats)
         device.close()
 
 

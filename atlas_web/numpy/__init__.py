@@ -7,7 +7,9 @@ array library in the browser, where there is no NumPy).
     print(anp.dot(y, x).item())
 
 Each operation runs eagerly as one generated Atlas program on the array's device (cached by shapes and
-dtypes: a warm operation only launches). Errors: ArrayError names the operation and the shapes/dtypes
+dtypes: a warm operation only launches); ``jit`` traces a function once per signature and fuses it
+(atlas_web/numpy/jit.py); the NN operations run on the kernel instructions where the device has them
+(atlas_web/numpy/nn.py). Errors: ArrayError names the operation and the shapes/dtypes
 that do not fit; UnsupportedOperation where the device has no instruction for a dtype. See
 atlas_web/numpy/array.py for ``Array``.
 """
@@ -21,6 +23,7 @@ from .dtypes import DTYPES
 from .elementwise import apply as _apply
 from .jit import jit
 from .linalg import dot, matmul
+from .nn import attention, conv2d, layer_norm, log_softmax, rms_norm, softmax
 from .manipulation import (astype, broadcast_to, concatenate, copy, expand_dims, reshape, squeeze, stack,
                            swapaxes, transpose)
 from .reductions import argmax, argmin, max, mean, min, prod, sum, var
@@ -32,7 +35,8 @@ __all__ = [
     "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "exp", "log",
     "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "astype", "sum", "prod", "max", "min",
     "mean", "var", "argmax", "argmin", "reshape", "transpose", "swapaxes", "broadcast_to", "concatenate",
-    "stack", "expand_dims", "squeeze", "copy", "matmul", "dot", "jit", "default_device", "set_default_device",
+    "stack", "expand_dims", "squeeze", "copy", "matmul", "dot", "jit", "softmax", "log_softmax",
+    "layer_norm", "rms_norm", "attention", "conv2d", "default_device", "set_default_device",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
 ]
 

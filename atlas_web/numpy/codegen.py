@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..isa.types import Type
 from ..launch import LaunchConfig
 from ..program import Program
-from .nodes import CoopMapNode, CoopReduceNode, DotNode, GemmNode, MapNode, Operand, ReduceNode
+from .nodes import CoopMapNode, CoopReduceNode, DotNode, GemmNode, KernelNode, MapNode, Operand, ReduceNode
 from .ops_table import OPS
 from .shapes import size_of
 
@@ -284,6 +284,13 @@ def _gemm_kernel(node: GemmNode) -> Kernel:
     return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
 
 
+def _kernel_instruction(node: KernelNode) -> Kernel:
+    names = {f"a{k}": f"r{k + 1} + 0" for k in range(node.arrays)}
+    text = node.text.format(out=f"r{node.arrays + 1} + 0", **names)
+    presets = tuple(("pointer", k, Type.U64) for k in range(node.arrays)) + (("pointer", -1, Type.U64),)
+    return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
+
+
 #: numpy reduction name -> ParallelReduce operation spelling
 _COOP_REDUCE = {"sum": "sum", "prod": "product", "max": "max", "min": "min"}
 
@@ -297,7 +304,7 @@ def _coop_reduce_kernel(node: CoopReduceNode) -> Kernel:
 #: node class -> generator (atlas_web/numpy/codegen_fused.py adds the fused nodes)
 GENERATORS: dict[type, object] = {
     MapNode: _map_kernel, ReduceNode: _reduce_kernel, DotNode: _dot_kernel, GemmNode: _gemm_kernel,
-    CoopMapNode: _coop_map_kernel, CoopReduceNode: _coop_reduce_kernel,
+    CoopMapNode: _coop_map_kernel, CoopReduceNode: _coop_reduce_kernel, KernelNode: _kernel_instruction,
 }
 
 

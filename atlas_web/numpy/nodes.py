@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..isa.types import Type
 
 __all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "GemmNode", "CoopMapNode", "CoopReduceNode", "Preset",
-           "Leaf", "Term", "FusedMapNode", "FusedReduceNode"]
+           "Leaf", "Term", "FusedMapNode", "FusedReduceNode", "KernelNode"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +107,16 @@ class CoopReduceNode:
     op: str
     count: int
     ty: Type
+
+
+@dataclass(frozen=True, slots=True)
+class KernelNode:
+    """One kernel instruction (Softmax, LayerNorm, Attention, Conv2D, ...) over ``arrays`` input arrays and
+    one output, all packed row-major: ``text`` is its assembly with ``{out}`` and ``{a0}``, ``{a1}``, ...
+    where the output's and the inputs' addresses go (the shapes are immediates in the text)."""
+
+    text: str
+    arrays: int
 
 
 # ---- fused nodes (made by jit: atlas_web/numpy/fusion.py) -----------------------------------------------
