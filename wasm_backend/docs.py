@@ -16,7 +16,6 @@ _NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row sof
 UNSUPPORTED = {
     **{name: _NO_ATTENTION_KERNEL for name in ("Attention", "FlashAttention")},
     "Conv2D": "F16 and BF16: no kernel yet (issue 11; the kernel is F32/F64 im2col + GEMM): run on cpu",
-    "FFT": "no kernel yet (issue 11; no default expansion): runs on cpu",
 }
 
 
