@@ -47,6 +47,11 @@ NOTES = (
     "GEMM and BatchedGEMM (F32) run one tiled shader per shape (`wgsl/kernels/gemm.py`): 64 x 64 tiles of C per "
     "workgroup of 16 x 16 invocations, each a 4 x 4 block in registers, 16-deep slices of op(A) and op(B) staged "
     "in workgroup memory; f32 products and sums, each rounded (within the contract's bound).",
+    "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32) run one shader per shape (`wgsl/kernels/norm.py`): a "
+    "workgroup of 256 per row (GroupNorm group, BatchNorm item and channel), its statistics tree reductions in "
+    "workgroup memory, in f32 on the row scaled by the power of two that brings its largest magnitude into "
+    "[1, 2) (so no sum or square of a finite row over- or underflows); two passes (mean, then squared "
+    "deviations), then the outputs in the reference's order (within the contract's bound).",
     "On Mesa's llvmpipe a lane may take at most 60000 backward jumps per dispatch (the engine ends longer "
     "loops silently); past that a launch raises `ExecutionFailed` instead of giving wrong results.",
 )
@@ -81,13 +86,11 @@ def _ulps() -> dict[tuple[str, str], float]:
 
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
-_NO_NORM_KERNEL = "no kernel yet (issue 11; no default expansion: a row's statistics need a broadcast): runs on cpu"
 _NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
     "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,
-    **{name: _NO_NORM_KERNEL for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")},
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
     **{name: "no kernel yet (issue 11; no default expansion): runs on cpu" for name in ("Conv2D", "FFT")},
 }

@@ -154,6 +154,6 @@ def kernel_for(name: str) -> Kernel | None:
 
 
 #: the kernel modules (each registers its kernels when imported)
-_MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax")
+_MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm")
 for _module in _MODULES:
     importlib.import_module(f"{__name__}.{_module}")

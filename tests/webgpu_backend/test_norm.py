@@ -1,0 +1,95 @@
+"""The WGSL normalization kernels on cases the conformance suite's layout (one buffer per array) does not reach:
+every array in one buffer (sources read through the output's read-write binding), in place (output = input),
+more groups than a workgroup has invocations, rows longer than a workgroup's stride, rows of subnormals (the
+largest scale), and a type the kernels do not compute refused with UnsupportedOperation. Outputs are compared with
+NumPy within the contract's bound (tests/conformance's ``compare``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from atlas_web import LaunchConfig, ProgramBuilder
+from atlas_web.errors import UnsupportedOperation
+from atlas_web.isa import OPCODE_TABLE, Address, Type
+from atlas_web.isa.instructions import INSTRUCTION_CLASSES
+
+from tests.conformance.norm_cases import EPS, NormCase, compare
+
+_ROWS = {info.name: info for info in OPCODE_TABLE if info.category == "normalization"}
+_PARAMS = {"LayerNorm": ("gamma", "beta"), "RMSNorm": ("weight",), "GroupNorm": ("gamma", "beta"),
+           "BatchNorm": ("gamma", "beta", "mean", "variance")}
+
+
+def _inputs(case: NormCase, x: np.ndarray, rng) -> dict:
+    arrays = case.arrays()
+    out = {"output": np.full(arrays["output"].elements, 7.0), "input": x}
+    for name in _PARAMS[case.info.name]:
+        count = arrays[name].elements
+        out[name] = rng.uniform(0.05, 4.0, count) if name == "variance" else rng.uniform(-2, 2, count)
+    return {name: values.astype(np.float32).astype(np.float64) for name, values in out.items()}
+
+
+def _run_one_buffer(backend, case: NormCase, inputs: dict, in_place: bool = False) -> np.ndarray:
+    """Run ``case`` with every array packed in one buffer (odd word offsets between them); the output's
+    values."""
+    names = [op.name for op in case.info.address_operands]
+    offsets, words = {}, []
+    for name in names:
+        if in_place and name == "input":
+            offsets[name] = offsets["output"]
+            continue
+        offsets[name] = 4 * (len(words) + 1)
+        words += [0.0] + list(inputs["input" if in_place and name == "output" else name])
+    handle = backend.allocate_typed(np.array(words + [0.0], np.float32), Type.F32)
+    instr = case.instruction({name: Address.BufferOffset(handle, offsets[name]) for name in names})
+    backend.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
+    got = np.asarray(backend.copy_typed_from(handle, Type.F32, len(words) + 1), np.float64)
+    backend.free_buffer(handle)
+    start = offsets["output"] // 4
+    return got[start:start + len(inputs["output"])]
+
+
+def _case(name: str, **fields) -> NormCase:
+    return NormCase(name, _ROWS[name], Type.F32, {**fields, "eps": EPS})
+
+
+_SHAPES = [("LayerNorm", dict(n=300, rows=5)), ("RMSNorm", dict(n=7, rows=300)),
+           ("GroupNorm", dict(batch=2, channels=6, groups=3, spatial=70)),
+           ("BatchNorm", dict(batch=3, channels=5, spatial=9))]
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["packed", "in_place"])
+@pytest.mark.parametrize("name, fields", _SHAPES, ids=[s[0] for s in _SHAPES])
+def test_every_array_in_one_buffer(webgpu, name, fields, in_place):
+    case = _case(name, **fields)
+    rng = np.random.default_rng(len(name))
+    x = rng.uniform(-3, 5, case.arrays()["input"].elements)
+    inputs = _inputs(case, x, rng)
+    got = _run_one_buffer(webgpu, case, inputs, in_place)
+    bad = compare(case, inputs, got)
+    assert not bad, bad[:3]
+
+
+def test_rows_of_subnormals_and_of_huge_values(webgpu):
+    """Row 0 subnormal (scaled by 2**126), 1 near f32's largest, 2 holding +inf (all NaN), 3 ordinary."""
+    case = _case("LayerNorm", n=513, rows=4)
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (4, 513))
+    x[0] *= 1e-40
+    x[1] *= 3e38
+    x[2, 100] = np.inf
+    inputs = _inputs(case, x.reshape(-1), rng)
+    got = _run_one_buffer(webgpu, case, inputs)
+    assert not compare(case, inputs, got), compare(case, inputs, got)[:3]
+    assert np.isnan(got[2 * 513:3 * 513]).all() and np.isfinite(np.delete(got, np.s_[2 * 513:3 * 513])).all()
+
+
+@pytest.mark.parametrize("ty", [Type.F16, Type.BF16])
+def test_types_without_a_kernel_are_refused(webgpu, ty):
+    handle = webgpu.allocate_buffer(64)
+    at = Address.BufferOffset(handle, 0)
+    instr = INSTRUCTION_CLASSES["RMSNorm"](output=at, input=at, weight=at, n=4, eps=EPS, ty=ty)
+    with pytest.raises(UnsupportedOperation, match="RMSNorm"):
+        webgpu.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
+    webgpu.free_buffer(handle)
