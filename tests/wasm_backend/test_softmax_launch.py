@@ -102,3 +102,9 @@ def test_threads_give_the_bits_of_one_thread(backends, name):
         assert backends[threads].device_info()["parallel_dispatches"] - before == (1 if threads > 1 else 0)
     assert len(results) == 1
     _within_contract(name, Type.F32, x, np.frombuffer(results.pop()))
+
+
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
+def test_logits_across_exps_range_down_to_the_flush(backends, name):
+    x = np.stack([np.linspace(-90.0, 0.0, 4099), np.linspace(0.0, 88.0, 4099)]).astype(np.float32).astype(np.float64)
+    _within_contract(name, Type.F32, x, softmax(backends[1], name, Type.F32, x))

@@ -11,9 +11,12 @@ One row of n elements (``softmax_row_<f32|f64>_<exp|log>(src, dst, n)``), SIMD12
 docs/semantics.md (Softmax kernels) allows:
 
 1. ``m = max(x)``: four v128 accumulators (wasm's ``max`` propagates NaN), then the lanes, then the scalar tail;
-2. ``d = x - m`` (one rounding), ``exp(d)`` by the math library's vector routine written inline (its scalar
-   function for the tail; -inf gives +0, NaN stays NaN), summed in four v128 accumulators, then the lanes and
-   the tail; Softmax stores ``exp(d)`` in the output as it goes;
+   A row whose m is not finite (it holds a NaN or +inf, or only -inf) is written NaN and left; otherwise
+2. ``d = x - m`` (one rounding, <= 0 or -inf), ``exp(d)``: F32 by ``_exp_nonpositive_f32x4`` (XNNPACK's
+   rr2-p5 for d <= 0, 3.1 u; results below f32's smallest normal flushed to 0, as the contract allows; its
+   constants held in locals), F64 by the math library's vector routine written inline, the tail by the
+   library's scalar function; summed in four v128 accumulators, then the lanes and the tail; Softmax stores
+   ``exp(d)`` in the output as it goes;
 3. Softmax: ``output *= 1/s``; LogSoftmax: ``output = (x - m) - log(s)`` (the row is read again).
 
 The output may be the input itself (each element is read before it is written). F16 and BF16 rows are
@@ -22,6 +25,8 @@ rounded once to the type on the way out.
 """
 
 from __future__ import annotations
+
+import struct
 
 from atlas_web.isa.enums import MapOperation
 from atlas_web.isa.extents import array_operands
@@ -36,13 +41,56 @@ from .coop_ops import load_scalar, store_scalar
 from .math_seam import math_function_for
 from .rules import cooperative_rule
 
-__all__ = ["SOFTMAX_TYPES", "softmax_parallel", "softmax_scratch", "UNROLL"]
+__all__ = ["SOFTMAX_TYPES", "softmax_parallel", "softmax_scratch", "build_softmax_driver", "UNROLL"]
 
 I32, V128 = ValType.I32, ValType.V128
 SOFTMAX_TYPES = frozenset({Type.F16, Type.BF16, Type.F32, Type.F64})
 #: v128 accumulators (and vectors per loop turn) of the max and exp-sum passes
 UNROLL = 4
 _HALVES = (Type.F16, Type.BF16)
+
+
+def _f32x4(value: float) -> bytes:
+    return struct.pack("<4f", value, value, value, value)
+
+
+#: exp(d) for d <= 0 in f32 (XNNPACK's rr2-p5: Cody-Waite reduction by ln2 in two parts, a degree-5 polynomial,
+#: the scale 2^n from the magic-number sum's bits; within 2.3 ulps, 3.1 u relative, measured against float64 over
+#: [-87.33, 0]), and 0 below -87.34 (where the result leaves f32's normal range: the contract lets it flush)
+_EXP_LOG2E, _EXP_MAGIC = float.fromhex("0x1.715476p+0"), float.fromhex("0x1.8000FEp23")   # magic: 1.5*2^23 + 127
+_EXP_LN2_HI, _EXP_LN2_LO = float.fromhex("0x1.62E400p-1"), float.fromhex("0x1.7F7D1Cp-20")
+_EXP_POLY = tuple(float.fromhex(c) for c in ("0x1.0F9F9Cp-7", "0x1.573A1Ap-5", "0x1.555A80p-3", "0x1.FFFDC6p-2",
+                                               "0x1.FFFFF6p-1"))
+_EXP_CUTOFF = float.fromhex("-0x1.5D589Ep6")
+
+
+_EXP_CONSTANTS = (_EXP_LOG2E, _EXP_MAGIC, -_EXP_LN2_HI, -_EXP_LN2_LO, *_EXP_POLY, _EXP_CUTOFF)
+
+
+def _exp_constants(fb, e) -> dict:
+    """v128 locals holding the splatted constants of ``_exp_nonpositive_f32x4`` (set once per row function)."""
+    out = {}
+    for value in _EXP_CONSTANTS:
+        out[value] = fb.add_local(V128)
+        e.op("v128.const", _f32x4(value)).set(out[value])
+    return out
+
+
+def _exp_nonpositive_f32x4(e, k: dict, d: int, n: int, scale: int, t: int) -> None:
+    """Push exp of the f32x4 local ``d`` (lanes <= 0 or -inf; no NaN: the row's maximum is finite) with the v128
+    locals ``n``, ``scale``, ``t`` as temporaries and ``k`` the constants' locals (plain multiplies and adds: the
+    same bits on every engine)."""
+    e.get(d).get(k[_EXP_LOG2E]).op("f32x4.mul").get(k[_EXP_MAGIC])
+    e.op("f32x4.add").tee(n).i32(23).op("i32x4.shl").set(scale)
+    e.get(n).get(k[_EXP_MAGIC]).op("f32x4.sub").tee(n)
+    e.get(k[-_EXP_LN2_HI]).op("f32x4.mul").get(d).op("f32x4.add")
+    e.get(n).get(k[-_EXP_LN2_LO]).op("f32x4.mul").op("f32x4.add").tee(t)
+    e.get(k[_EXP_POLY[0]]).op("f32x4.mul").get(k[_EXP_POLY[1]]).op("f32x4.add")
+    for c in _EXP_POLY[2:]:
+        e.get(t).op("f32x4.mul").get(k[c]).op("f32x4.add")
+    e.set(n)   # p(t)
+    e.get(t).get(scale).op("f32x4.mul").get(n).op("f32x4.mul").get(scale).op("f32x4.add")
+    e.get(d).get(k[_EXP_CUTOFF]).op("f32x4.ge").op("v128.and")
 
 
 def _compute(ty: Type) -> Type:
@@ -108,6 +156,8 @@ def _row(m, el: Element, log: bool) -> int:
         acc = [fb.add_local(V128) for _ in range(UNROLL)]
         shift_v, vec, scale_v = fb.add_local(V128), fb.add_local(V128), fb.add_local(V128)
         big, total, tail, x = (fb.add_local(el.valtype) for _ in range(4))
+        temps = [fb.add_local(V128) for _ in range(3)]
+        constants = _exp_constants(fb, e) if compute is Type.F32 else {}
 
         def vectors(count: int, each) -> callable:
             return lambda: [each(j) for j in range(count)]
@@ -132,6 +182,24 @@ def _row(m, el: Element, log: bool) -> int:
             e.op(f"{s}.load", 0).op(f"{s}.max").set(big)
 
         r.loop(n, 1, max_tail, "max_tail")
+        # a NaN, +inf or only -inf: m is not finite, and every output of the row is NaN
+        e.get(big).get(big).op(f"{s}.sub").op(f"{s}.const", 0.0).op(f"{s}.ne")
+        with e.if_():
+            r.splat(float("nan"))
+            e.set(scale_v)
+            e.i32(0).set(r.i)
+
+            def nan_step(j: int) -> None:
+                r.address(dst)
+                e.get(scale_v).op("v128.store", 16 * j)
+
+            def nan_tail() -> None:
+                r.address(dst)
+                e.op(f"{s}.const", float("nan")).op(f"{s}.store", 0)
+
+            r.loop(n, el.lanes, lambda: nan_step(0), "nan_vectors")
+            r.loop(n, 1, nan_tail, "nan_tail")
+            e.op("return")
         # 2: exp(x - m), stored (Softmax) and summed
         e.get(big).op(f"{p}.splat").set(shift_v)
         for a in acc:
@@ -142,7 +210,9 @@ def _row(m, el: Element, log: bool) -> int:
         def exp_step(j: int, into: int) -> None:
             r.address(src)
             e.op("v128.load", 16 * j).get(shift_v).op(f"{p}.sub").set(vec)
-            if not exp.inline(m, fb, compute, [vec]):
+            if compute is Type.F32:
+                _exp_nonpositive_f32x4(e, constants, vec, *temps)
+            elif not exp.inline(m, fb, compute, [vec]):
                 e.get(vec)
                 exp.vector(m, e, compute)
             e.set(vec)
@@ -202,8 +272,9 @@ def _row(m, el: Element, log: bool) -> int:
     return _function(m, f"softmax_row_{s}_{'log' if log else 'exp'}", (I32,) * 3, build)
 
 
-def _driver(m, name: str, instr, export: bool) -> int:
-    """``name(src, unused, dst, scratch, lo, hi)``: rows lo .. hi of the instruction (its arrays checked)."""
+def build_softmax_driver(m, name: str, instr, export: bool = False) -> int:
+    """Define ``name(src, unused, dst, scratch, lo, hi)``: rows lo .. hi of Softmax/LogSoftmax ``instr`` (its arrays
+    checked; byte addresses; ``scratch``: softmax_scratch(instr) bytes); returns its index."""
     ty, n = instr.ty, instr.n
     row = _row(m, ELEMENTS[_compute(ty)], instr.INFO.name == "LogSoftmax")
     size = ty.size_bytes()
@@ -246,7 +317,7 @@ def _driver(m, name: str, instr, export: bool) -> int:
 def _build(cc: CoopContext) -> None:
     instr, m, e = cc.instr, cc.m, cc.e
     threaded = "parallel_gemm" in m.imports and softmax_parallel(instr) is not None
-    driver = _driver(m, gemm_kernel_name(cc.index), instr, threaded)
+    driver = build_softmax_driver(m, gemm_kernel_name(cc.index), instr, threaded)
     # checked in operand order (output, input), as the reference checks them: the first bad one traps
     checked = {array.name: cc.array(array.name, array.ty, array.elements) for array in array_operands(instr)}
     if instr.rows * instr.n == 0:

@@ -1,0 +1,173 @@
+"""f32 row softmax in one headless Chromium page: atlas-web's wasm Softmax kernel against TensorFlow.js and ONNX
+Runtime Web (issue 11: TF.js wasm measured 1.1 ms on 1024 x 1024).
+
+The peers and the page are those of ``benchmarks/peers/run.py`` (the npm packages pinned there, the same Chromium
+flags, one thread: the page is not cross-origin isolated): TF.js 4.22.0's ``wasm`` backend (``tf.softmax`` over
+the last axis; its kernels run synchronously, so the op alone is timed and its output disposed unread) and
+``onnxruntime-web``'s wasm execution provider on a one-node Softmax model written here (opset 13, axis -1;
+``session.run`` returns the output, so its time includes handing it back).
+
+atlas-web's side is the module its wasm backend generates for ``Softmax(output, input, n, rows)``: the row driver
+of ``wasm_backend.lowering.coop_softmax`` (three SIMD passes per row; exp by the math library's vector routine),
+exported and instantiated by the page on a WebAssembly.Memory of its own; the launch through Pyodide adds the
+host's per-launch overhead (benchmarks/browser_vs_native.py) and is not part of these timings.
+
+Every side gets the same rows x n logits (standard normal times 4); the sides are timed interleaved, best of
+``--repeats`` samples of ``--inner`` calls after one warm-up each; the page checks that atlas-web's output agrees with TF.js's. Printed: ms,
+M elements/s and each peer's time over atlas-web's (above 1: atlas-web is faster).
+
+Run ``PYTHONPATH=. python3 benchmarks/peers/softmax.py [--shapes 1024x1024 256x4096] [--repeats 20]``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from atlas_web.isa import Address, Softmax  # noqa: E402
+from wasm_backend.lowering.coop_softmax import build_softmax_driver, softmax_scratch  # noqa: E402
+from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
+
+from benchmarks.peers.run import CHROMIUM, CHROMIUM_ARGS, _ensure_peers, _field, _Handler  # noqa: E402
+
+
+def softmax_model(rows: int, n: int) -> bytes:
+    """An ONNX model (IR 8, opset 13) of one Softmax node over the last axis: Y[rows, n] = softmax(X), float32."""
+    def value(name: str) -> bytes:
+        dims = _field(1, _field(1, rows)) + _field(1, _field(1, n))
+        return _field(1, name) + _field(2, _field(1, _field(1, 1) + _field(2, dims)))
+    node = _field(1, "X") + _field(2, "Y") + _field(4, "Softmax")
+    graph = _field(1, node) + _field(2, "softmax") + _field(11, value("X")) + _field(12, value("Y"))
+    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(2, 13))
+
+
+def atlas_module(rows: int, n: int) -> tuple[bytes, int]:
+    """(module bytes, scratch bytes) of atlas-web's Softmax row driver for rows x n f32, exported as ``softmax``
+    with the parameters (input, unused, output, scratch, first row, end row)."""
+    instr = Softmax(output=Address.BufferOffset(1), input=Address.BufferOffset(2), n=n, rows=rows)
+    m = ModuleContext("atlas_softmax")
+    build_softmax_driver(m, "softmax", instr, export=True)
+    return m.to_bytes(), softmax_scratch(instr)
+
+
+PAGE = """<!doctype html><meta charset="utf-8"><title>Softmax peers</title>
+<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
+<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
+<script src="bench.js"></script>
+"""
+
+BENCH_JS = r"""
+async function atlasSide(tag, rows, n, scratch, x) {
+  const bytes = await (await fetch(`atlas_${tag}.wasm`)).arrayBuffer();
+  const size = rows * n * 4 + 64, at = [4096, 4096 + size], s = 4096 + 2 * size;
+  const memory = new WebAssembly.Memory({initial: Math.ceil((s + scratch) / 65536) + 1});
+  const {instance} = await WebAssembly.instantiate(bytes, {env: {memory}});
+  new Float32Array(memory.buffer).set(x, at[0] / 4);
+  return {run: () => instance.exports.softmax(at[0], 0, at[1], s, 0, rows),
+          result: () => new Float32Array(memory.buffer, at[1], rows * n).slice()};
+}
+async function runBench(config) {
+  tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
+  await tf.setBackend('wasm'); await tf.ready();
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+  const out = {shapes: {}, engine: navigator.userAgent};
+  for (const [rows, n] of config.shapes) {
+    const tag = `${rows}x${n}`;
+    const x = new Float32Array(rows * n);
+    for (let i = 0; i < x.length; i += 2) {   // Box-Muller: standard normal, times 4
+      const r = Math.sqrt(-2 * Math.log(1 - Math.random())), t = 2 * Math.PI * Math.random();
+      x[i] = 4 * r * Math.cos(t); if (i + 1 < x.length) x[i + 1] = 4 * r * Math.sin(t);
+    }
+    const atlas = await atlasSide(tag, rows, n, config.scratch[tag], x);
+    const tx = tf.tensor2d(x, [rows, n]);
+    const model = new Uint8Array(await (await fetch(`softmax_${tag}.onnx`)).arrayBuffer());
+    const session = await ort.InferenceSession.create(model, {executionProviders: ['wasm']});
+    const feeds = {X: new ort.Tensor('float32', x, [rows, n])};
+    const sides = {
+      'atlas-web wasm (coop_softmax)': {run: async () => atlas.run()},
+      'TF.js wasm (tf.softmax)': {run: async () => { tf.softmax(tx).dispose(); }},
+      'ORT web wasm (Softmax node)': {run: async () => { await session.run(feeds); }},
+    };
+    atlas.run();
+    const mine = atlas.result(), theirsT = tf.softmax(tx), theirs = await theirsT.data();
+    theirsT.dispose();
+    let worst = 0;
+    for (let i = 0; i < mine.length; i++) worst = Math.max(worst, Math.abs(mine[i] - theirs[i]));
+    const best = {};
+    for (const name in sides) { await sides[name].run(); best[name] = Infinity; }
+    for (let r = 0; r < config.repeats; r++) {
+      for (const name in sides) {
+        const t0 = performance.now();
+        for (let k = 0; k < config.inner; k++) await sides[name].run();
+        best[name] = Math.min(best[name], (performance.now() - t0) / config.inner);
+      }
+    }
+    tx.dispose();
+    out.shapes[tag] = {ms: best, max_abs_difference: worst, elements: rows * n};
+  }
+  return out;
+}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shapes", nargs="+", default=["1024x1024", "256x4096"])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--inner", type=int, default=5, help="calls per timed sample (the page's clock has 0.1 ms "
+                        "steps: it is not cross-origin isolated)")
+    args = parser.parse_args()
+    shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.shapes]
+    _ensure_peers()
+    from playwright.sync_api import sync_playwright
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp)
+        (site / "node_modules").symlink_to(HERE / "node_modules")
+        (site / "index.html").write_text(PAGE)
+        (site / "bench.js").write_text(BENCH_JS)
+        scratch = {}
+        for rows, n in shapes:
+            tag = f"{rows}x{n}"
+            (site / f"softmax_{tag}.onnx").write_bytes(softmax_model(rows, n))
+            wasm, scratch[tag] = atlas_module(rows, n)
+            (site / f"atlas_{tag}.wasm").write_bytes(wasm)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        config = {"shapes": shapes, "repeats": args.repeats, "inner": args.inner, "scratch": scratch}
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+                page = browser.new_page()
+                page.set_default_timeout(600_000)
+                page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
+                result = page.evaluate("config => runBench(config)", config)
+                browser.close()
+        finally:
+            server.shutdown()
+    print(f"f32 row softmax in one headless Chromium page, one thread, best of {args.repeats} samples of "
+          f"{args.inner} calls, interleaved")
+    print(f"engine: {result['engine']}")
+    for tag, row in result["shapes"].items():
+        atlas = row["ms"]["atlas-web wasm (coop_softmax)"]
+        print(f"  {tag}: atlas-web vs TF.js, largest difference {row['max_abs_difference']:.2e}")
+        for name, ms in row["ms"].items():
+            print(f"    {name:<32} {ms:8.3f} ms  {row['elements'] / (ms / 1e3) / 1e6:8.1f} M elements/s  "
+                  f"peer time / atlas-web's: {ms / atlas:5.2f}")
+    if os.environ.get("PEERS_JSON"):
+        Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
