@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from .isa.dims import format_dims
 from .isa.instructions import Instruction
 from .isa.opcodes import OpcodeInfo, Operand, OperandKind
 from .isa.types import Type
@@ -95,6 +96,7 @@ OPERAND_FORMATTERS: dict[OperandKind, Callable[[Any, Any], str]] = {
     OperandKind.IMM: lambda value, ty: format_immediate(value, ty),
     OperandKind.FLOAT: lambda value, ty: format_float(value),
     OperandKind.FLAG: lambda value, ty: FLAG_TEXT[value],
+    OperandKind.DIMS: lambda value, ty: format_dims(value),
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from .asm_format import COMMENT, FLAG_TEXT, NEGATION_PREFIX, listed_operands, suffix_operands, type_suffix_fields
 from .errors import ProgramError
 from .isa.addresses import Address
+from .isa.dims import parse_dims
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction
 from .isa.opcodes import OPCODE_TABLE, OpcodeInfo, Operand, OperandKind
 from .isa.registers import NUM_PREDICATES, NUM_REGISTERS, Label, Predicate, Register, is_label_name
@@ -181,6 +182,7 @@ OPERAND_PARSERS: dict[OperandKind, Callable[[str, Any], object]] = {
     OperandKind.IMM: lambda text, ty: _parse_immediate(text, ty),
     OperandKind.FLOAT: lambda text, ty: parse_float_literal(text),
     OperandKind.FLAG: lambda text, ty: _parse_flag(text),
+    OperandKind.DIMS: lambda text, ty: parse_dims(text),
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
+from .isa.dims import MAX_DIMS
 from .isa.floats import CANONICAL_NAN, bits_to_float, float_to_bits
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction, by_opcode, info_of
 from .isa.opcodes import Operand, OperandKind, float_storage
@@ -219,6 +220,24 @@ def _decode_enum(reader: _Reader, op: Operand, ty: Type | None) -> object:
         raise reader.fail(f"unknown {enum_class.__name__} code {code}", start) from None
 
 
+def _encode_dims(out: bytearray, value: Any, op: Operand, ty: Type | None) -> None:
+    out += encode_uleb128(len(value))
+    for entry in value:
+        for number in (entry if isinstance(entry, tuple) else (entry,)):
+            out += encode_uleb128(number)
+
+
+def _decode_dims(reader: _Reader, op: Operand, ty: Type | None) -> tuple:
+    start = reader.pos
+    count = reader.uleb(f"operand {op.name!r} length")
+    if count > MAX_DIMS:
+        raise reader.fail(f"operand {op.name!r} has {count} entries (at most {MAX_DIMS})", start)
+    arity: Any = op.rule
+    entries = [tuple(reader.uleb(f"operand {op.name!r}", _leb_bytes_for_bits(32)) for _ in range(arity))
+               for _ in range(count)]
+    return tuple(e[0] for e in entries) if arity == 1 else tuple(entries)
+
+
 #: OperandKind -> how it is encoded; a new kind without a codec fails at import (below)
 OPERAND_CODECS: dict[OperandKind, OperandCodec] = {
     OperandKind.REG: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v.index)), _decode_register,
@@ -247,6 +266,8 @@ OPERAND_CODECS: dict[OperandKind, OperandCodec] = {
     OperandKind.UINT: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v)), _decode_uint, "uleb"),
     OperandKind.ENUM: OperandCodec(lambda out, v, op, ty: out.extend(encode_uleb128(v.code)), _decode_enum,
                                    "uleb enum code"),
+    OperandKind.DIMS: OperandCodec(_encode_dims, _decode_dims,
+                                   "uleb entry count (at most 8), then each entry's numbers (one, or a pair) as uleb"),
 }
 assert set(OPERAND_CODECS) == set(OperandKind), "every OperandKind needs a bytecode codec"
 

@@ -38,6 +38,7 @@ _SAMPLE_TYPES: dict[str, tuple[Type, ...]] = {
 }
 #: example values of UINT operands, by operand name
 _SAMPLE_UINTS = {"count": 256, "id": 0, "delta": 1, "size": 4096}
+_SAMPLE_DIMS = {"shape_a": (2, 3, 4), "shape_b": (4, 5), "contract_dims": ((2, 0),)}
 _SAMPLE_ADDRESSES = {"global": lambda k: Address.BufferOffset(2 + k, 0), "shared": lambda k: Address.Shared(0)}
 
 
@@ -65,6 +66,7 @@ def sample_instruction(info: OpcodeInfo) -> Instruction:
         OperandKind.FLOAT: lambda op: 0.5,
         OperandKind.UINT: lambda op: _SAMPLE_UINTS.get(op.name, 1),
         OperandKind.ENUM: lambda op: next(iter(op.rule)),
+        OperandKind.DIMS: lambda op: _SAMPLE_DIMS.get(op.name, (1,)),
     }
     for op in info.operands:
         values[op.name] = samples[op.kind](op)
@@ -104,6 +106,7 @@ _KIND_TEXT: dict[OperandKind, str] = {
     OperandKind.FLOAT: "float",
     OperandKind.UINT: "imm",
     OperandKind.ENUM: "enum",
+    OperandKind.DIMS: "dims",
 }
 
 _ACCESS_TEXT = {Access.READ: "", Access.WRITE: " (w)", Access.READ_WRITE: " (rw)"}
@@ -176,6 +179,8 @@ def _operand_rule(op) -> str:
         return ":" + op.rule
     if op.kind is OperandKind.ENUM:
         return ":" + op.rule.__name__
+    if op.kind is OperandKind.DIMS:
+        return ":shape" if op.rule == 1 else ":pairs"
     return ""
 
 

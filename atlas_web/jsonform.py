@@ -26,6 +26,7 @@ from .asm_format import format_float, format_immediate
 from .asm_parse import parse_float_literal, parse_int_literal, parse_predicate, parse_register
 from .errors import ProgramError
 from .isa.addresses import ADDRESS_MODES
+from .isa.dims import MAX_DIMS, normalize_dims
 from .isa.instructions import INSTRUCTION_CLASSES, Instruction, info_of
 from .isa.opcodes import Operand, OperandKind, float_storage
 from .isa.registers import Label, Register, is_label_name
@@ -143,6 +144,15 @@ def _uint_from_json(path: str, value: Any) -> int:
     return value
 
 
+def _dims_from_json(path: str, value: Any, op: Operand) -> tuple:
+    arity: Any = op.rule
+    stored = normalize_dims(value, arity)
+    if stored is None:
+        what = "unsigned integers" if arity == 1 else "[axis, axis] pairs"
+        raise _SchemaError(path, f"expected a list of at most {MAX_DIMS} {what}, got {_show(value)}")
+    return stored
+
+
 def _label_from_json(path: str, value: Any) -> Label:
     if not is_label_name(value):
         raise _SchemaError(path, f"expected a label name like \"loop\", got {_show(value)}")
@@ -186,6 +196,8 @@ VALUE_CODECS: dict[OperandKind, ValueCodec] = {
                                   lambda path, v, op, ty: _immediate_from_json(path, v, float_storage(op, ty))),
     OperandKind.UINT: ValueCodec(lambda v, ty: v, lambda path, v, op, ty: _uint_from_json(path, v)),
     OperandKind.ENUM: ValueCodec(lambda v, ty: v.text, lambda path, v, op, ty: _enum_from_json(path, v, op)),
+    OperandKind.DIMS: ValueCodec(lambda v, ty: [list(e) if isinstance(e, tuple) else e for e in v],
+                                 lambda path, v, op, ty: _dims_from_json(path, v, op)),
 }
 assert set(VALUE_CODECS) == set(OperandKind), "every OperandKind needs a JSON codec"
 

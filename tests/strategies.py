@@ -19,6 +19,7 @@ from typing import Callable
 from hypothesis import strategies as st
 
 from atlas_web.isa.addresses import CLASS_STRIDE, MAX_HANDLE, MAX_OFFSET, Address
+from atlas_web.isa.dims import MAX_DIMS
 from atlas_web.isa.instructions import ADDRESS_MODES_BY_RULE, INSTRUCTION_CLASSES, Instruction
 from atlas_web.isa.opcodes import OPCODE_TABLE, OpcodeInfo, OperandKind, float_storage
 from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES
@@ -106,6 +107,12 @@ def _uints(bits: int) -> st.SearchStrategy[int]:
     return _bounded(0, (1 << bits) - 1)
 
 
+def _dims(arity: int, number: st.SearchStrategy[int], most: int) -> st.SearchStrategy[tuple]:
+    """A DIMS operand's values: up to ``most`` numbers (arity 1) or pairs (arity 2)."""
+    entry = number if arity == 1 else st.tuples(number, number)
+    return st.lists(entry, max_size=most).map(tuple)
+
+
 #: OperandKind -> strategy of its values, given (operand, instruction type, label names, previous value);
 #: ENUM operands are drawn first (they restrict the types), so they are not here
 _OPERAND_STRATEGIES: dict[OperandKind, Callable[..., st.SearchStrategy]] = {
@@ -119,6 +126,7 @@ _OPERAND_STRATEGIES: dict[OperandKind, Callable[..., st.SearchStrategy]] = {
     OperandKind.UINT: lambda op, ty, labels, previous: _uints(op.rule),
     OperandKind.IMM: lambda op, ty, labels, previous: immediates(ty),
     OperandKind.FLOAT: lambda op, ty, labels, previous: immediates(float_storage(op, ty)),
+    OperandKind.DIMS: lambda op, ty, labels, previous: _dims(op.rule, _uints(32), MAX_DIMS),
 }
 
 
@@ -140,6 +148,7 @@ _RUNNABLE_OPERAND_STRATEGIES: dict[OperandKind, Callable[..., st.SearchStrategy]
     OperandKind.ADDR: lambda op, ty, labels, previous: st.one_of(
         [_RUNNABLE_ADDRESSES[mode] for mode in ADDRESS_MODES_BY_RULE[op.rule]]),
     OperandKind.UINT: lambda op, ty, labels, previous: st.integers(0, min(40, (1 << op.rule) - 1)),
+    OperandKind.DIMS: lambda op, ty, labels, previous: _dims(op.rule, st.integers(0, 3), 3),
 }
 #: vocabulary name -> its operand strategies: "any" (every valid operand) or "runnable" (see above)
 VOCABULARIES: dict[str, dict[OperandKind, Callable[..., st.SearchStrategy]]] = {

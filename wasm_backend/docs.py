@@ -65,6 +65,10 @@ def backend_documentation() -> BackendDocumentation:
         "statistics keep every step normal in f32 is normalized in f32x4 (four roundings); other rows, GroupNorm "
         "and BatchNorm in f64x2 in the reference's order, rounded once (BatchNorm: the reference's bits). One "
         "thread; measured within the contract's bound by the conformance suite.",
+        "TensorContract (F32, F64) is one GEMM (`coop_contract`): each operand is read in place where its stored "
+        "axis order is the GEMM's layout or its transpose (trans flags; axes of size 1 ignored), else copied "
+        "into that order in per-launch scratch first (loops generated from the shapes, contiguous runs by "
+        "`memory.copy`), then GEMM's kernel (or GEMV's) on one thread.",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)

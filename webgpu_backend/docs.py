@@ -91,6 +91,7 @@ UNSUPPORTED = {
     "MixedPrecisionGEMM": _NO_KERNEL,
     "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,
+    "TensorContract": _NO_KERNEL,
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
     **{name: "no kernel yet (issue 11; no default expansion): runs on cpu" for name in ("Conv2D", "FFT")},
 }

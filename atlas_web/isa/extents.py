@@ -16,7 +16,8 @@ parentheses, ``x if c else y``, comparisons, ``and``/``or``/``not`` and the func
 ``power_of_two(n)`` (1 when n is 1, 2, 4, ..., else 0), and the extent of a row-major matrix with a leading dimension,
 ``matrix(rows, cols, ld)``, or of ``count`` of them ``stride`` elements apart,
 ``matrices(count, stride, rows, cols, ld)`` (ld 0 and stride 0 mean packed),
-and an element of another array operand of the row, ``a_ptr[m]`` (a CSR
+TensorContract's ``size(shape)``, ``output_size(shape_a, shape_b, pairs)`` and checks of its DIMS operands
+(tuples: atlas_web.isa.contraction), and an element of another array operand of the row, ``a_ptr[m]`` (a CSR
 matrix's value count): such an extent is known only at launch, where the
 step reads it (:func:`array_operands` with a ``load``); the verifier's static
 bounds leave it out.
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from ..errors import ProgramError
+from . import contraction
 from .types import Type
 
 __all__ = ["ArrayOperand", "array_operands", "extent_elements", "compile_extent", "element_type", "FUNCTIONS",
@@ -77,6 +79,9 @@ def power_of_two(n: int) -> int:
 FUNCTIONS: dict[str, tuple[int, Callable[..., int]]] = {
     "max": (2, max), "min": (2, min), "matrix": (3, matrix_extent), "matrices": (5, matrices_extent),
     "conv_out": (5, conv_out), "power_of_two": (1, power_of_two),
+    "size": (1, contraction.size), "output_size": (3, contraction.output_size),
+    "axes_in_rank": (3, contraction.axes_in_rank), "axes_once": (1, contraction.axes_once),
+    "paired_sizes_equal": (3, contraction.paired_sizes_equal),
 }
 
 #: ``a % 0`` and ``a // 0`` are 0 (a condition guards them: ``groups > 0 and channels % groups == 0``); never
@@ -104,6 +109,12 @@ class _NeedsLaunch(Exception):
     """An extent read from memory was evaluated without a ``load``."""
 
 
+def _field(instr, name: str):
+    """A field an expression names: an int (a flag as 0 or 1), or a DIMS operand's tuple as it is."""
+    value = getattr(instr, name)
+    return value if isinstance(value, tuple) else int(value)
+
+
 def _no_load(name: str, index: int) -> int:
     raise _NeedsLaunch(name)
 
@@ -128,7 +139,7 @@ def compile_extent(expression: str) -> CompiledExtent:
         if isinstance(node, ast.Name):
             name = node.id
             names.add(name)
-            return lambda instr, load: int(getattr(instr, name))
+            return lambda instr, load: _field(instr, name)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             array, index = node.value.id, build(node.slice)
             loads.add(array)
@@ -186,7 +197,7 @@ def unmet_requirements(instr) -> list[str]:
     for req in instr.INFO.requires:
         evaluate, names, _ = compile_extent(req.condition)
         if not evaluate(instr):
-            values = ", ".join(f"{n}={int(getattr(instr, n))}" for n in sorted(names))
+            values = ", ".join(f"{n}={_field(instr, n)}" for n in sorted(names))
             out.append(f"operand {req.operand!r}: {req.why} (needs {req.condition}; {values})")
     return out
 

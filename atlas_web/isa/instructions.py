@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..errors import ProgramError
 from .addresses import ADDRESS_MODES, Address
+from .dims import MAX_DIMS, normalize_dims
 from .floats import CANONICAL_NAN, round_float
 from .opcodes import OPCODE_TABLE, OpcodeInfo, Operand, OperandKind, float_storage
 from .operations import COOPERATIVE_OPERATION_TYPES
@@ -141,6 +142,15 @@ def _check_enum(info: OpcodeInfo, op: Operand, value: object) -> object:
     return value
 
 
+def _check_dims(info: OpcodeInfo, op: Operand, value: object) -> object:
+    stored = normalize_dims(value, op.rule)  # type: ignore[arg-type]
+    if stored is None:
+        what = "ints" if op.rule == 1 else "(int, int) pairs"
+        raise _fail(info, f"operand {op.name!r} must be a sequence of at most {MAX_DIMS} {what} in 0..2**32-1, "
+                          f"got {value!r}")
+    return value if stored == value else stored
+
+
 #: OperandKind -> (info, operand, value) -> the value to store, or ProgramError naming the operand. IMM and FLOAT
 #: are rounded to their type separately (after the type fields are checked; a FLOAT to its storage type, NaN made
 #: canonical).
@@ -153,6 +163,7 @@ _OPERAND_CHECKS: dict[OperandKind, Callable[[OpcodeInfo, Operand, object], objec
     OperandKind.ADDR: _check_address,
     OperandKind.UINT: _check_uint,
     OperandKind.ENUM: _check_enum,
+    OperandKind.DIMS: _check_dims,
 }
 assert set(_OPERAND_CHECKS) | {OperandKind.IMM, OperandKind.FLOAT} == set(OperandKind), \
     "every OperandKind needs a check"

@@ -45,6 +45,8 @@ class OperandKind(enum.Enum):
     UINT = "uint"          # an unsigned immediate of ``rule`` bits; also the shape operands (count, m, n, k)
                            # that address operands' extents name
     ENUM = "enum"          # a member of the enum class in ``rule``
+    DIMS = "dims"          # a tuple of at most 8 unsigned 32-bit ints (``rule`` 1: a shape) or of int pairs
+                           # (``rule`` 2: axis pairs); atlas_web/isa/dims.py
 
 
 class Access(enum.Enum):
@@ -175,12 +177,12 @@ def _check_operand(info: OpcodeInfo, op: Operand) -> None:
 def _check_names(info: OpcodeInfo, what: str, expression: str) -> None:
     """Refuse an extent or condition (``what`` names it) that is not an expression (compile_extent) over the
     row's shape (UINT) and flag (FLAG) operands."""
-    shapes = {o.name for o in info.operands if o.kind in (OperandKind.UINT, OperandKind.FLAG)}
+    shapes = {o.name for o in info.operands if o.kind in (OperandKind.UINT, OperandKind.FLAG, OperandKind.DIMS)}
     compiled = compile_extent(expression)
     unknown = compiled.names - shapes
     if unknown:
         raise ProgramError(f"{what} {expression!r} names {', '.join(sorted(unknown))}, "
-                           f"not a shape (UINT) or flag operand of the row")
+                           f"not a shape (UINT, DIMS) or flag operand of the row")
     counts = {o.name for o in info.operands if o.kind is OperandKind.ADDR and isinstance(o.element, Type)
               and not o.element.is_float() and not compile_extent(o.extent).loads}
     if compiled.loads - counts:
@@ -470,6 +472,21 @@ _row("SparseGEMM", 0x98, "spgemm",
      default_type=Type.F32, defaults={"alpha": 1.0, "beta": 0.0, "ldb": 0, "ldc": 0},
      requires=(Requirement("ldb", "ldb == 0 or ldb >= n", "ldb is shorter than a row of b"), _GEMM_REQUIRES[2]),
      effects={"traps": {TrapCode.INVALID_SPARSE}})
+
+# --- tensor contraction (docs/semantics.md, Tensor contraction): one GEMM over reordered axes --------------
+_SHAPES_AB = "shape_a, shape_b, contract_dims"
+_row("TensorContract", 0x99, "tcontract",
+     [_addr("output", GADDR, RW, f"output_size({_SHAPES_AB})"), _addr("a", GADDR, R, "size(shape_a)"),
+      _addr("b", GADDR, R, "size(shape_b)"), Operand("shape_a", K.DIMS, 1), Operand("shape_b", K.DIMS, 1),
+      Operand("contract_dims", K.DIMS, 2), *_scaling(T.TY)],
+     frozenset({Type.F32, Type.F64}), CO, "contraction",
+     "once per launch: output = alpha*tensordot(A, B, contract_dims) + beta*output for row-major A of shape_a and "
+     "B of shape_b, summing over each pair (axis of A, axis of B) of contract_dims; output's axes are A's unpaired "
+     "axes in order, then B's; beta == 0 does not read output",
+     default_type=Type.F32, defaults={"alpha": 1.0, "beta": 0.0},
+     requires=(Requirement("contract_dims", f"axes_in_rank({_SHAPES_AB})", "a pair names an axis past its rank"),
+               Requirement("contract_dims", "axes_once(contract_dims)", "an axis appears in two pairs"),
+               Requirement("contract_dims", f"paired_sizes_equal({_SHAPES_AB})", "a pair's axes differ in size")))
 
 # --- normalization kernels (docs/semantics.md, Normalization kernels): statistics in at least f32 -----------
 #: eps: a float immediate stored in f64 whatever ty (a backend computing in f32 rounds it once)

@@ -36,6 +36,7 @@ from .exec_conv import CONV_RULES
 from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
 from .exec_fft import FFT_RULES
 from .exec_matrix import MATRIX_RULES
+from .exec_contract import CONTRACT_RULES
 from .exec_memory import MEMORY_RULES
 from .exec_norm import NORM_RULES
 from .exec_softmax import SOFTMAX_RULES
@@ -69,6 +70,7 @@ EXECUTOR_RULES: dict[str, Callable[[Step], Any]] = {
     **SOFTMAX_RULES,
     **ATTENTION_RULES,
     **CONV_RULES, **FFT_RULES,
+    **CONTRACT_RULES,
 }
 #: instruction name -> rule; every row of the opcode table has one
 RULES: dict[str, Callable[[Step], Any]] = {

@@ -37,7 +37,8 @@ from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule
 
 __all__ = ["GEMM_TYPES", "GEMM_ROWS", "THREADED_ROWS", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted",
-           "gemm_parallel", "gemm_scratch_bytes", "threaded_gemm"]
+           "gemm_parallel", "gemm_scratch_bytes", "threaded_gemm", "build_driver", "driver_outputs",
+           "driver_scratch_bytes"]
 
 I32 = ValType.I32
 #: the element types the kernel computes
@@ -72,9 +73,13 @@ def gemm_kernel_name(index: int) -> str:
 
 
 def _outputs(instr) -> tuple[int, int]:
+    """driver_outputs of the instruction's shape."""
+    return driver_outputs(gemm_shape(instr))
+
+
+def driver_outputs(shape: GemmShape) -> tuple[int, int]:
     """(the rows of C the driver's ``lo .. hi`` range over, the step range starts are multiples of): for a GEMV
     shape (m or n is 1) the outputs of ``coop_gemm_vector``, else C's rows in whole register tiles."""
-    shape = gemm_shape(instr)
     plan = gemv_plan(shape)
     if plan is not None:
         return plan.outputs, gemv_output_step(shape, plan)
@@ -124,11 +129,17 @@ def _items(instr) -> tuple[int, tuple[int, int, int]]:
 
 def gemm_scratch_bytes(instr) -> int:
     """Scratch bytes the kernel of ``instr`` needs in the per-launch area (per thread)."""
-    shape = gemm_shape(instr)
+    return driver_scratch_bytes(gemm_shape(instr))
+
+
+def driver_scratch_bytes(shape: GemmShape) -> int:
+    """Scratch bytes the driver of ``shape`` (build_driver) needs."""
     return scratch_bytes(shape) if gemv_plan(shape) is None else gemv_scratch_bytes(shape)
 
 
-def _driver(m, name: str, shape: GemmShape, export: bool) -> int:
+def build_driver(m, name: str, shape: GemmShape, export: bool) -> int:
+    """The driver ``name(a, b, c, scratch, lo, hi)`` of ``shape`` (the GEMV kernel for m or n 1, else the blocked
+    one) over C's rows (GEMV: outputs) ``lo .. hi``; returns its function index."""
     plan = gemv_plan(shape)
     if plan is None:
         return build_gemm_driver(m, name, shape, export=export)
@@ -157,7 +168,7 @@ def _build(cc: CoopContext) -> None:
     cut = gemm_parallel(instr) if "parallel_gemm" in m.imports else None
     mode = cut[0] if cut else None
     name = gemm_kernel_name(cc.index)
-    driver = _driver(m, name if mode == "rows" else f"{name}_item", gemm_shape(instr), mode == "rows")
+    driver = build_driver(m, name if mode == "rows" else f"{name}_item", gemm_shape(instr), mode == "rows")
     outputs = _outputs(instr)[0]
     items, strides = _items(instr)
     all_items = _items_function(m, name if mode == "items" else f"{name}_items", driver, outputs, strides,

@@ -41,6 +41,7 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
     rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
 from . import coop_conv, coop_fft  # noqa: F401  (issue 11's convolution kernels register themselves on import)
+from . import coop_contract  # noqa: F401  (TensorContract, issue 10)
 from .coop_context import CoopContext
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
 from .coop_gemm import gemm_kernel_name, parallel_gemm_wanted, threaded_gemm
