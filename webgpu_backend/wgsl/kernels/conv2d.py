@@ -1,0 +1,221 @@
+"""The kernel of Conv2D (F32): an implicit GEMM, the GEMM kernel's tiling with im2col done while staging.
+
+For each batch item b and group g (``item = b*groups + g``, a grid-stride loop over the dispatch's z) the output
+channels of the group are the product ``W_g (cout_g x K) @ cols (K x out_h*out_w)``, K = cin_g*kernel_h*kernel_w,
+as in the wasm kernel; here ``cols`` is never stored: staging the 16 x 64 slice of it for a depth step, each
+invocation computes its elements' input positions (row (c, p, q) of cols, column (i, j): input[b, g*cin_g + c,
+i*stride_h - padding_h + p*dilation_h, j*stride_w - padding_w + q*dilation_w], or 0 outside the input: the
+padding's zeros take part in the products, 0 * inf = NaN, as the contract says). Each workgroup (16 x 16
+invocations) computes 64 x 64 tiles of the output, each invocation a 4 x 4 block in registers (f32 products and
+sums, ``acc += a * b``), then adds the bias (``has_bias``) and writes the NCHW output. The shape is constant in the
+shader (one pipeline per shape). Arrays are bound as whole chunks with run-time byte offsets (the launch's ``dst``,
+``src_a`` (input), ``src_b`` (kernel), ``src_c`` (bias)); an input in the output's buffer is read through the
+output's binding (WebGPU forbids a writable binding aliasing another); overlapping the output with an input gives
+unspecified values (the contract). The host checked handle, bounds and alignment of every array before the
+dispatch. Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas_web.isa.extents import conv_out
+from atlas_web.isa.types import Type
+
+from ..emitter import ShaderFeatures
+from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
+from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
+from .gemm import DEPTH, SIDE, TILE
+
+__all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES"]
+
+CONV_TYPES = frozenset({Type.F32})
+#: binding -> array role (3 output, 4 input, 5 kernel, 6 bias)
+CONV_BINDINGS = {3: "dst", 4: "src_a", 5: "src_b", 6: "src_c"}
+_ARRAYS = {4: ("src_a", "xin"), 5: ("src_b", "wk"), 6: ("src_c", "bias")}
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """One Conv2D shader (a shader spec of the kernel registry): the shape, whether it has a bias, how each
+    source is read (``reads``: per source binding 4, 5, 6, "ro" its own binding or "dst" the output's), whether
+    the step guard is checked; ``bound`` is always False (whole chunks, run-time offsets)."""
+
+    batch: int
+    cin: int
+    cout: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    ph: int
+    pw: int
+    dh: int
+    dw: int
+    groups: int
+    bias: bool
+    reads: tuple[str, str, str] = ("ro", "ro", "ro")
+    guarded: bool = True
+    bound: bool = False
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return conv_out(self.h, self.ph, self.dh, self.kh, self.sh), conv_out(self.w, self.pw, self.dw, self.kw, self.sw)
+
+    def source(self, features: ShaderFeatures) -> str:
+        return conv_source(self, features)
+
+    def layout(self) -> dict[int, str]:
+        layout = {0: "read-only-storage", 1: "storage", 3: "storage"}
+        for binding, read in zip((4, 5, 6), self.reads):
+            if binding == 6 and not self.bias:
+                continue
+            if read != "dst":
+                layout[binding] = "read-only-storage"
+        return layout
+
+
+def conv_spec(instr, reads=("ro", "ro", "ro"), guarded: bool = True) -> ConvSpec:
+    return ConvSpec(instr.batch, instr.in_channels, instr.out_channels, instr.height, instr.width, instr.kernel_h,
+                    instr.kernel_w, instr.stride_h, instr.stride_w, instr.padding_h, instr.padding_w,
+                    instr.dilation_h, instr.dilation_w, instr.groups, bool(instr.has_bias), tuple(reads), guarded)
+
+
+def _name(spec: ConvSpec, binding: int) -> str:
+    return "cmat" if spec.reads[binding - 4] == "dst" else _ARRAYS[binding][1]
+
+
+def conv_source(spec: ConvSpec, features: ShaderFeatures) -> str:
+    """The WGSL of ``spec``'s shader."""
+    oh, ow = spec.out_hw
+    cin_g, cout_g = spec.cin // spec.groups, spec.cout // spec.groups
+    k = cin_g * spec.kh * spec.kw
+    lines = [features.enable_directives + launch_struct(),
+             "@group(0) @binding(0) var<storage, read> launch: Launch;",
+             "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
+             "@group(0) @binding(3) var<storage, read_write> cmat: array<u32>;"]
+    for binding in (4, 5, 6):
+        if binding in spec.layout():
+            lines.append(f"@group(0) @binding({binding}) var<storage, read> {_ARRAYS[binding][1]}: array<u32>;")
+    guard = GUARD_WGSL if spec.guarded else "true"
+    bias = (f"acc + bitcast<f32>({_name(spec, 6)}[(launch.src_c >> 2u) + g * {cout_g}u + row])" if spec.bias
+            else "acc")
+    lines.append(f"""const TRAPS: u32 = {TRAPS}u;
+const REACHED: u32 = {REACHED}u;
+const M: u32 = {cout_g}u;
+const N: u32 = {oh * ow}u;
+const K: u32 = {k}u;
+const ITEMS: u32 = {spec.batch * spec.groups}u;
+const TILES_M: u32 = {-(-cout_g // TILE)}u;
+const TILES_N: u32 = {-(-(oh * ow) // TILE)}u;
+var<workgroup> a_tile: array<f32, {DEPTH * TILE}>;
+var<workgroup> b_tile: array<f32, {DEPTH * TILE}>;
+var<workgroup> go: u32;
+
+// W_g[row, col]: the kernel's row g*cout_g + row
+fn load_a(g: u32, row: u32, col: u32) -> f32 {{
+    if (row >= M || col >= K) {{ return 0.0; }}
+    return bitcast<f32>({_name(spec, 5)}[(launch.src_b >> 2u) + (g * M + row) * K + col]);
+}}
+
+// cols[row, col] of item (b, g): row = (c, p, q), col = (i, j); 0 in the padding
+fn load_b(b: u32, g: u32, row: u32, col: u32) -> f32 {{
+    if (row >= K || col >= N) {{ return 0.0; }}
+    let c = row / {spec.kh * spec.kw}u;
+    let tap = row % {spec.kh * spec.kw}u;
+    let y = i32((col / {ow}u) * {spec.sh}u + (tap / {spec.kw}u) * {spec.dh}u) - {spec.ph};
+    let x = i32((col % {ow}u) * {spec.sw}u + (tap % {spec.kw}u) * {spec.dw}u) - {spec.pw};
+    if (y < 0 || y >= {spec.h} || x < 0 || x >= {spec.w}) {{ return 0.0; }}
+    let channel = b * {spec.cin}u + g * {cin_g}u + c;
+    return bitcast<f32>({_name(spec, 4)}[(launch.src_a >> 2u) + (channel * {spec.h}u + u32(y)) * {spec.w}u + u32(x)]);
+}}
+
+fn store_c(b: u32, g: u32, row: u32, col: u32, acc: f32) {{
+    if (row >= M || col >= N) {{ return; }}
+    let at = (launch.dst >> 2u) + ((b * {spec.cout}u + g * M + row) * N) + col;
+    cmat[at] = bitcast<u32>({bias});
+}}
+
+@compute @workgroup_size({SIDE}, {SIDE})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let li = lid.y * {SIDE}u + lid.x;
+    if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
+    if (workgroupUniformLoad(&go) == 0u) {{ return; }}
+    if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
+    for (var item = wid.z; item < ITEMS; item = item + nwg.z) {{
+    let b = item / {spec.groups}u;
+    let g = item % {spec.groups}u;
+    for (var tm = wid.y; tm < TILES_M; tm = tm + nwg.y) {{
+    for (var tn = wid.x; tn < TILES_N; tn = tn + nwg.x) {{
+        let row0 = tm * {TILE}u;
+        let col0 = tn * {TILE}u;
+        var acc: array<vec4<f32>, 4>;
+        for (var l0 = 0u; l0 < K; l0 = l0 + {DEPTH}u) {{
+            for (var t = 0u; t < {DEPTH * TILE // (SIDE * SIDE)}u; t = t + 1u) {{
+                let e = li + t * {SIDE * SIDE}u;
+                let depth = e / {TILE}u;
+                let along = e % {TILE}u;
+                a_tile[e] = load_a(g, row0 + along, l0 + depth);
+                b_tile[e] = load_b(b, g, l0 + depth, col0 + along);
+            }}
+            workgroupBarrier();
+            for (var l = 0u; l < {DEPTH}u; l = l + 1u) {{
+                let a = vec4<f32>(a_tile[l * {TILE}u + lid.y * 4u], a_tile[l * {TILE}u + lid.y * 4u + 1u],
+                                  a_tile[l * {TILE}u + lid.y * 4u + 2u], a_tile[l * {TILE}u + lid.y * 4u + 3u]);
+                let bv = vec4<f32>(b_tile[l * {TILE}u + lid.x * 4u], b_tile[l * {TILE}u + lid.x * 4u + 1u],
+                                   b_tile[l * {TILE}u + lid.x * 4u + 2u], b_tile[l * {TILE}u + lid.x * 4u + 3u]);
+                acc[0] = acc[0] + a.x * bv;
+                acc[1] = acc[1] + a.y * bv;
+                acc[2] = acc[2] + a.z * bv;
+                acc[3] = acc[3] + a.w * bv;
+            }}
+            workgroupBarrier();
+        }}
+        for (var r = 0u; r < 4u; r = r + 1u) {{
+            for (var c = 0u; c < 4u; c = c + 1u) {{
+                store_c(b, g, row0 + lid.y * 4u + r, col0 + lid.x * 4u + c, acc[r][c]);
+            }}
+        }}
+    }}
+    }}
+    }}
+}}""")
+    return "\n".join(lines)
+
+
+def conv_reads(operands: dict) -> tuple[str, str, str]:
+    """Per source role (input, kernel, bias): "dst" when it lies in the output's buffer (read through the
+    output's binding), else "ro" (read-only sources may share a buffer)."""
+    dst = operands["dst"][0]
+    return tuple("dst" if role in operands and operands[role][0] is dst else "ro"
+                 for role in ("src_a", "src_b", "src_c"))
+
+
+class Conv2DKernel(Kernel):
+    """Conv2D's kernel (F32)."""
+
+    instruction = "Conv2D"
+    launch_fields = ("dst", "src_a", "src_b", "src_c")
+
+    def supports(self, operation, ty) -> bool:
+        return ty in CONV_TYPES
+
+    def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
+        spec = conv_spec(instr, conv_reads(operands))
+        oh, ow = spec.out_hw
+        fields = {role: operands[role][1] for role in ("dst", "src_a", "src_b", "src_c") if role in operands}
+        if spec.batch * spec.cout * oh * ow == 0:
+            return KernelPlan((), fields)
+        cout_g = spec.cout // spec.groups
+        groups = (max(1, min(device.max_groups, -(-(oh * ow) // TILE))), max(1, min(device.max_groups, -(-cout_g // TILE))),
+                  max(1, min(device.max_groups, spec.batch * spec.groups)))
+        return KernelPlan((Dispatch(spec, CONV_BINDINGS, groups),), fields)
+
+    def listing(self, instr):
+        return [("conv2d", conv_spec(instr))]
+
+
+register(Conv2DKernel())
