@@ -22,6 +22,7 @@ from .creation import arange, array, asarray, eye, full, full_like, linspace, on
 from .dtypes import DTYPES
 from .elementwise import apply as _apply
 from . import random
+from .einsum import einsum
 from .jit import jit
 from .linalg import dot, matmul
 from .nn import attention, conv2d, layer_norm, log_softmax, rms_norm, softmax
@@ -36,7 +37,7 @@ __all__ = [
     "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "exp", "log",
     "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "astype", "sum", "prod", "max", "min",
     "mean", "var", "argmax", "argmin", "reshape", "transpose", "swapaxes", "broadcast_to", "concatenate",
-    "stack", "expand_dims", "squeeze", "copy", "matmul", "dot", "jit", "random", "softmax", "log_softmax",
+    "stack", "expand_dims", "squeeze", "copy", "matmul", "dot", "einsum", "jit", "random", "softmax", "log_softmax",
     "layer_norm", "rms_norm", "attention", "conv2d", "default_device", "set_default_device",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
 ]
