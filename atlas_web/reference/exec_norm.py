@@ -28,7 +28,8 @@ import numpy as np
 from . import numeric
 from .exec_cooperative import CooperativeStep, checked_arrays
 
-__all__ = ["NORM_RULES", "layer_norm_values", "rms_norm_values", "batch_norm_values", "group_norm_values"]
+__all__ = ["NORM_RULES", "rounded_rule", "layer_norm_values", "rms_norm_values", "batch_norm_values",
+           "group_norm_values"]
 
 
 def _wide(values: np.ndarray) -> np.ndarray:
@@ -94,8 +95,10 @@ def _group_norm(instr, arrays: dict) -> np.ndarray:
     return group_norm_values(x, arrays["gamma"], arrays["beta"], instr.groups, instr.eps)
 
 
-def _rule(values: Callable[[object, dict], np.ndarray]) -> Callable[[CooperativeStep], None]:
-    """The executor rule of a normalization row whose float64 outputs ``values(instr, inputs)`` computes."""
+def rounded_rule(values: Callable[[object, dict], np.ndarray]) -> Callable[[CooperativeStep], None]:
+    """The executor rule of a kernel row (output first) whose float64 outputs ``values(instr, inputs)`` computes from
+    its other arrays, read whole in float64 (``inputs``: name -> values) and rounded once to ``instr.ty``; an empty
+    output reads nothing."""
     def run(step: CooperativeStep) -> None:
         instr = step.instr
         checked = checked_arrays(step)
@@ -109,5 +112,5 @@ def _rule(values: Callable[[object, dict], np.ndarray]) -> Callable[[Cooperative
     return run
 
 
-NORM_RULES = {"LayerNorm": _rule(_layer_norm), "RMSNorm": _rule(_rms_norm), "BatchNorm": _rule(_batch_norm),
-              "GroupNorm": _rule(_group_norm)}
+NORM_RULES = {"LayerNorm": rounded_rule(_layer_norm), "RMSNorm": rounded_rule(_rms_norm),
+              "BatchNorm": rounded_rule(_batch_norm), "GroupNorm": rounded_rule(_group_norm)}

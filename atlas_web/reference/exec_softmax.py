@@ -11,8 +11,8 @@ in float64, and each result is rounded once to ``ty`` (F32, F16, BF16: from floa
 throughout). NaN and infinities go through these formulas as IEEE arithmetic says: a row holding a NaN or +inf
 (inf - inf is NaN), or a row of -inf only (m = -inf), gives NaN everywhere; a -inf element of a row with a finite
 maximum gives 0 (LogSoftmax: -inf). The arrays are checked (handle, bounds, alignment) over their whole extents,
-in operand order, before anything is written, by ``exec_cooperative.checked_arrays``; the input is read whole
-before the output is written (in place is allowed).
+in operand order, before anything is written, and the input is read whole before the output is written (in place
+is allowed): ``exec_norm.rounded_rule``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import numeric
-from .exec_cooperative import CooperativeStep, checked_arrays
+from .exec_norm import rounded_rule
 
 __all__ = ["SOFTMAX_RULES", "softmax_values", "log_softmax_values"]
 
@@ -46,19 +45,9 @@ def log_softmax_values(x: np.ndarray) -> np.ndarray:
     return shifted - np.log(s)
 
 
-def _rule(values: Callable[[np.ndarray], np.ndarray]) -> Callable[[CooperativeStep], None]:
-    """The executor rule of a softmax row whose float64 outputs ``values(rows)`` computes."""
-    def run(step: CooperativeStep) -> None:
-        instr = step.instr
-        checked = checked_arrays(step)
-        output = checked["output"]
-        if output.array.elements == 0:
-            return
-        x = checked["input"].read().astype(np.float64).reshape(instr.rows, instr.n)
-        with np.errstate(all="ignore"):
-            result = values(x)
-        output.write(numeric.round_once(instr.ty, result.reshape(-1)))
-    return run
+def _rows(values: Callable[[np.ndarray], np.ndarray]) -> Callable[[object, dict], np.ndarray]:
+    """``values`` of the instruction's input as a (rows, n) float64 array."""
+    return lambda instr, inputs: values(inputs["input"].reshape(instr.rows, instr.n))
 
 
-SOFTMAX_RULES = {"Softmax": _rule(softmax_values), "LogSoftmax": _rule(log_softmax_values)}
+SOFTMAX_RULES = {"Softmax": rounded_rule(_rows(softmax_values)), "LogSoftmax": rounded_rule(_rows(log_softmax_values))}

@@ -186,39 +186,46 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def run_page(files: dict, config: dict, timeout_ms: int) -> dict:
+    """Serve ``files`` (name -> text or bytes; ``index.html`` the page, which defines ``runBench``) with the peers'
+    node_modules from a temporary directory on 127.0.0.1, open the page in headless Chromium and return what
+    ``runBench(config)`` resolves to. Runs ``npm ci`` first when the peers are missing."""
+    _ensure_peers()
+    from playwright.sync_api import sync_playwright
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp)
+        (site / "node_modules").symlink_to(HERE / "node_modules")
+        for name, content in files.items():
+            (site / name).write_bytes(content.encode() if isinstance(content, str) else content)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+                page = browser.new_page()
+                page.set_default_timeout(timeout_ms)
+                page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
+                result = page.evaluate("config => runBench(config)", config)
+                browser.close()
+        finally:
+            server.shutdown()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--webgpu", action="store_true", help="also TF.js's webgpu backend (SwiftShader: slow)")
     args = parser.parse_args()
-    _ensure_peers()
-    from playwright.sync_api import sync_playwright
-    with tempfile.TemporaryDirectory() as tmp:
-        site = Path(tmp)
-        (site / "node_modules").symlink_to(HERE / "node_modules")
-        (site / "index.html").write_text(PAGE)
-        (site / "bench.js").write_text(BENCH_JS)
-        scratch = {}
-        for n in args.sizes:
-            (site / f"matmul_{n}.onnx").write_bytes(matmul_model(n))
-            for form, relaxed in FORMS.items():
-                wasm, scratch[n] = atlas_module(n, relaxed)
-                (site / f"atlas_{n}_{form}.wasm").write_bytes(wasm)
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        config = {"sizes": args.sizes, "repeats": args.repeats, "forms": list(FORMS), "scratch": scratch,
-                  "webgpu": args.webgpu, "webgpuMax": 512}
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-                page = browser.new_page()
-                page.set_default_timeout(1_800_000)
-                page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
-                result = page.evaluate("config => runBench(config)", config)
-                browser.close()
-        finally:
-            server.shutdown()
+    files, scratch = {"index.html": PAGE, "bench.js": BENCH_JS}, {}
+    for n in args.sizes:
+        files[f"matmul_{n}.onnx"] = matmul_model(n)
+        for form, relaxed in FORMS.items():
+            files[f"atlas_{n}_{form}.wasm"], scratch[n] = atlas_module(n, relaxed)
+    config = {"sizes": args.sizes, "repeats": args.repeats, "forms": list(FORMS), "scratch": scratch,
+              "webgpu": args.webgpu, "webgpuMax": 512}
+    result = run_page(files, config, 1_800_000)
     print(f"f32 matmul n x n x n in one headless Chromium page, one thread, best of {args.repeats}, interleaved")
     print(f"engine: {result['engine']}")
     for n, row in result["sizes"].items():

@@ -22,13 +22,9 @@ Run ``PYTHONPATH=. python3 benchmarks/peers/softmax.py [--shapes 1024x1024 256x4
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import os
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -38,7 +34,7 @@ from atlas_web.isa import Address, Softmax  # noqa: E402
 from wasm_backend.lowering.coop_softmax import build_softmax_driver, softmax_scratch  # noqa: E402
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
 
-from benchmarks.peers.run import CHROMIUM, CHROMIUM_ARGS, _ensure_peers, _field, _Handler  # noqa: E402
+from benchmarks.peers.run import _field, run_page  # noqa: E402
 
 
 def softmax_model(rows: int, n: int) -> bytes:
@@ -130,32 +126,13 @@ def main() -> None:
                         "steps: it is not cross-origin isolated)")
     args = parser.parse_args()
     shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.shapes]
-    _ensure_peers()
-    from playwright.sync_api import sync_playwright
-    with tempfile.TemporaryDirectory() as tmp:
-        site = Path(tmp)
-        (site / "node_modules").symlink_to(HERE / "node_modules")
-        (site / "index.html").write_text(PAGE)
-        (site / "bench.js").write_text(BENCH_JS)
-        scratch = {}
-        for rows, n in shapes:
-            tag = f"{rows}x{n}"
-            (site / f"softmax_{tag}.onnx").write_bytes(softmax_model(rows, n))
-            wasm, scratch[tag] = atlas_module(rows, n)
-            (site / f"atlas_{tag}.wasm").write_bytes(wasm)
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        config = {"shapes": shapes, "repeats": args.repeats, "inner": args.inner, "scratch": scratch}
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-                page = browser.new_page()
-                page.set_default_timeout(600_000)
-                page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
-                result = page.evaluate("config => runBench(config)", config)
-                browser.close()
-        finally:
-            server.shutdown()
+    files, scratch = {"index.html": PAGE, "bench.js": BENCH_JS}, {}
+    for rows, n in shapes:
+        tag = f"{rows}x{n}"
+        files[f"softmax_{tag}.onnx"] = softmax_model(rows, n)
+        files[f"atlas_{tag}.wasm"], scratch[tag] = atlas_module(rows, n)
+    config = {"shapes": shapes, "repeats": args.repeats, "inner": args.inner, "scratch": scratch}
+    result = run_page(files, config, 600_000)
     print(f"f32 row softmax in one headless Chromium page, one thread, best of {args.repeats} samples of "
           f"{args.inner} calls, interleaved")
     print(f"engine: {result['engine']}")

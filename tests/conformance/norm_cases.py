@@ -26,7 +26,7 @@ from atlas_web.isa.opcodes import OperandKind
 from .matrix_cases import MatrixCase, decode_array, encode_array, run_with_arrays
 
 __all__ = ["NORM_ROWS", "NUMPY", "BOUNDS", "NormCase", "norm_cases", "trap_cases", "run_norm", "compare",
-           "unit_roundoff", "ulp_of"]
+           "unit_roundoff", "ulp_of", "outside_bound"]
 
 #: every normalization row of the opcode table
 NORM_ROWS = tuple(info for info in OPCODE_TABLE if info.category == "normalization")
@@ -250,10 +250,18 @@ def compare(case: NormCase, inputs: dict, got: np.ndarray) -> list:
         return [] if got.size == 0 else [(0, math.nan, float(got[0]), 0.0)]
     with np.errstate(all="ignore"):
         want = NUMPY[case.info.name](case.fields, inputs)
-        rounded = decode_array(case.ty, encode_array(case.ty, want))
-        u = unit_roundoff(case.ty)
-        bound = BOUNDS[case.info.name](case.fields, inputs, u, _SMALLEST_SUBNORMAL[_compute(case.ty)])
-        allowed = 2 * bound + ulp_of(case.ty, np.maximum(np.abs(rounded), np.abs(got)))
+        bound = BOUNDS[case.info.name](case.fields, inputs, unit_roundoff(case.ty),
+                                       _SMALLEST_SUBNORMAL[_compute(case.ty)])
+    return outside_bound(case.ty, want, got, bound)
+
+
+def outside_bound(ty: Type, want: np.ndarray, got: np.ndarray, bound: np.ndarray) -> list:
+    """The elements where ``got`` (float64 values of ty) is not ``want`` (NumPy's float64 result) within twice
+    the contract's ``bound`` plus one ulp of ty (NaN where NumPy's rounded result is NaN, the same infinity where
+    it is infinite): (index, numpy rounded to ty, got, allowed)."""
+    with np.errstate(all="ignore"):
+        rounded = decode_array(ty, encode_array(ty, want))
+        allowed = 2 * bound + ulp_of(ty, np.maximum(np.abs(rounded), np.abs(got)))
         special = np.isnan(rounded) | np.isinf(rounded)
         ok = np.where(special, (np.isnan(rounded) & np.isnan(got)) | (rounded == got),
                       np.abs(got - want) <= allowed)
