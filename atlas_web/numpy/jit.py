@@ -156,7 +156,7 @@ class JitFunction:
         key = []
         for a in args:
             if isinstance(a, Array):
-                key.append((Array, a.shape, a.dtype, a.is_bool, id(a.device)))
+                key.append((Array, a.shape, a.dtype, a.is_bool, a.device))  # the device by identity
             else:
                 try:
                     hash(a)
@@ -166,29 +166,34 @@ class JitFunction:
                 key.append((type(a), a))
         return tuple(key)
 
-    def __call__(self, *args: Any) -> Any:
-        """``fn(*args)``: traced and fused on a new signature, launched. Raises what ``fn`` raises while
-        tracing, ArrayError for arrays on different devices or a result that is not arrays, and
-        UnsupportedOperation or AtlasTrap from the launches."""
-        key = self._signature(args)
+    def _plan(self, args: tuple, kwargs: dict) -> tuple["_Plan", list[Array]]:
+        key = self._signature(args + tuple(kwargs.values())) + tuple(kwargs)
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = self._trace(args)
-        return plan.run([a for a in args if isinstance(a, Array)])
+            plan = self.plans[key] = self._trace(args, kwargs)
+        return plan, [a for a in args if isinstance(a, Array)]
 
-    async def async_call(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``: traced and fused on a new signature, launched (keyword arguments are
+        constants of the trace, as non-array positional ones). Raises what ``fn`` raises while tracing,
+        ArrayError for arrays on different devices, an array keyword argument or a result that is not
+        arrays, and UnsupportedOperation or AtlasTrap from the launches."""
+        plan, arrays = self._plan(args, kwargs)
+        return plan.run(arrays)
+
+    async def async_call(self, *args: Any, **kwargs: Any) -> Any:
         """As calling: the launches are queued as eager ones are (read results with ``to_host_async``)."""
-        return self(*args)
+        return self(*args, **kwargs)
 
-    def trace_steps(self, *args: Any) -> list[tuple[str, str]]:
-        """``(node class, description)`` of each launch a call with ``args`` makes (tracing if needed)."""
-        key = self._signature(args)
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self.plans[key] = self._trace(args)
+    def trace_steps(self, *args: Any, **kwargs: Any) -> list[tuple[str, str]]:
+        """``(node class, description)`` of each launch a call with these arguments makes (tracing if
+        needed)."""
+        plan, _ = self._plan(args, kwargs)
         return [(type(node).__name__, what) for what, node, *_ in plan.steps]
 
-    def _trace(self, args: tuple) -> _Plan:
+    def _trace(self, args: tuple, kwargs: dict) -> _Plan:
+        if any(isinstance(v, Array) for v in kwargs.values()):
+            raise ArrayError(f"jit({self.__name__}): pass arrays as positional arguments, not by keyword")
         arrays = [a for a in args if isinstance(a, Array)]
         device = arrays[0].device if arrays else as_device(self.device)
         for a in arrays:
@@ -202,7 +207,7 @@ class JitFunction:
         trace = _Trace(self.__name__, placeholders)
         TRACES.append(trace)
         try:
-            result = self.fn(*traced_args)
+            result = self.fn(*traced_args, **kwargs)
         finally:
             TRACES.pop()
         outputs = [r[1] for r in _outputs(_template(result, lambda v: ("buffer", v[0])), [])]

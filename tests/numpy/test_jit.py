@@ -158,6 +158,11 @@ def test_traced_once_per_signature_then_only_launched(device):
     y = anp.array(data((10,)), device=device)
     check(f(y, 2.0), y.to_host() * np.float32(2) + np.float32(1))   # new values, same program
     assert len(calls) in (3, 4)
+    check(f(x, scale=2.0), a * np.float32(2) + np.float32(1))        # a keyword: its own signature
+    check(f(x, scale=2.0), a * np.float32(2) + np.float32(1))
+    assert len(calls) in (4, 5)
+    with pytest.raises(ArrayError, match="positional"):
+        f(x, scale=x)
 
 
 def test_results_may_be_inputs_constants_and_nested_structures(device):
