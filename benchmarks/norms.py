@@ -1,5 +1,5 @@
-"""LayerNorm and RMSNorm rows on the wasm backend natively (wasmtime, one launch each), against NumPy, in one run
-(issue 11).
+"""LayerNorm, RMSNorm and LayerScale rows on the wasm backend natively (wasmtime, one launch each), against NumPy,
+in one run (issue 11).
 
 ``--shape R N`` (default 1024 1024; the issue's target shape is 1024 4096) f32 rows: the wasm kernels (one
 LayerNorm / RMSNorm instruction per launch, its buffers resident) against NumPy written the usual way on the
@@ -7,8 +7,10 @@ same f32 array, the same formula:
 
     LayerNorm  (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta
     RMSNorm    x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * weight
+    LayerScale x * scale
 
-Each result is checked against the float64 formula (the wasm kernels within 1e-5 relative of the row's scale).
+Each result is checked against the float64 formula (the wasm kernels within 1e-5 relative of the row's scale;
+LayerScale bit for bit).
 The ratio printed is NumPy's time over the kernel's (above 1: the kernel is faster; target >= 1.5). Timings are
 wall time, the sides interleaved, best of ``--repeats`` (the machine may be shared: say so with the figures).
 Run ``PYTHONPATH=. python benchmarks/norms.py [--shape 1024 4096] [--repeats 7]``. Not a test.
@@ -24,7 +26,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402  (after the thread settings)
 
-from atlas_web.isa.instructions import LayerNorm, RMSNorm  # noqa: E402
+from atlas_web.isa.instructions import LayerNorm, LayerScale, RMSNorm  # noqa: E402
 from wasm_backend import WasmBackend  # noqa: E402
 
 from benchmarks.gemm import best_of  # noqa: E402
@@ -58,11 +60,15 @@ def main() -> None:
                     np.float32)
     rms = Program(backend, lambda output, **addr: RMSNorm(output=output, **addr, n=n, rows=rows, eps=EPS),
                   {"output": out, "input": x.tobytes(), "weight": gamma.tobytes()}, np.float32)
+    scale = Program(backend, lambda output, **addr: LayerScale(output=output, **addr, n=n, rows=rows),
+                    {"output": out, "input": x.tobytes(), "scale": gamma.tobytes()}, np.float32)
     sides = {"LayerNorm wasm": layer, "LayerNorm NumPy": lambda: numpy_layer_norm(x, gamma, beta),
-             "RMSNorm wasm": rms, "RMSNorm NumPy": lambda: numpy_rms_norm(x, gamma)}
+             "RMSNorm wasm": rms, "RMSNorm NumPy": lambda: numpy_rms_norm(x, gamma),
+             "LayerScale wasm": scale, "LayerScale NumPy": lambda: x * gamma}
     times = best_of(sides, args.repeats)
     wide = x.astype(np.float64)
-    checks = {"LayerNorm": (layer, numpy_layer_norm(wide, gamma, beta)), "RMSNorm": (rms, numpy_rms_norm(wide, gamma))}
+    checks = {"LayerNorm": (layer, numpy_layer_norm(wide, gamma, beta)), "RMSNorm": (rms, numpy_rms_norm(wide, gamma)),
+              "LayerScale": (scale, x * gamma)}
     for name, (program, want) in checks.items():
         got = np.frombuffer(bytes(backend.copy_from_buffer(program.handles["output"])), np.float32).reshape(rows, n)
         assert np.allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), f"{name} differs"

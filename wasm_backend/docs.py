@@ -69,6 +69,9 @@ def backend_documentation() -> BackendDocumentation:
         "axis order is the GEMM's layout or its transpose (trans flags; axes of size 1 ignored), else copied "
         "into that order in per-launch scratch first (loops generated from the shapes, contiguous runs by "
         "`memory.copy`), then GEMM's kernel (or GEMV's) on one thread.",
+        "LayerScale runs its own kernel (`coop_layer_scale`: f32x4/f64x2 products row by row; F16/BF16 in f32, "
+        "where the product is exact, rounded once): the reference's bits, without the default expansion's one "
+        "ParallelMapBinary step per row.",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)
