@@ -58,7 +58,12 @@ class WebGpuBackend(Backend):
     """The WebGPU backend.
 
     ``driver``: a GpuDriver to use (default: the platform's, owned and closed by the backend).
-    ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it).
+    ``budget``: backward jumps each lane may take (ExecutionParams.budget overrides it); by default
+    2**24, or, on a device that silently ends a lane's loops after a count per dispatch (Mesa's
+    llvmpipe/lavapipe: ``features.loop_limit``), that count less room for helpers (60000), so a runaway
+    loop traps BUDGET_EXCEEDED exactly as on the other backends with the same budget. A larger budget
+    given there holds until one lane takes ``loop_limit`` backward jumps in one dispatch, which raises
+    ExecutionFailed instead of a wrong result.
     ``memory_limit``: optional cap in bytes on buffers and pools together. ``chunk_capacity`` /
     ``max_chunks``: the size of one storage chunk (default: the device's binding limit) and how
     many may exist. ``optimize``: the optimization level of its programs (0, 1 or 2: atlas_web.opt;
@@ -71,11 +76,12 @@ class WebGpuBackend(Backend):
 
     name = "webgpu"
 
-    def __init__(self, *, driver: Any = None, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
+    def __init__(self, *, driver: Any = None, budget: int | None = None, memory_limit: int | None = None,
                  chunk_capacity: int | None = None, max_chunks: int | None = None,
                  optimize: int = DEFAULT_OPTIMIZE) -> None:
         self._exclusive = exclusive_lock()
-        self.budget = check_budget(budget, "WebGpuBackend budget")
+        if budget is not None:
+            check_budget(budget, "WebGpuBackend budget")
         check_optimize(optimize, "WebGpuBackend optimize")
         if driver is None:
             from .drivers import default_driver
@@ -87,6 +93,7 @@ class WebGpuBackend(Backend):
         device = driver.adapter_info()["device"]
         self.features = ShaderFeatures(shader_f16="shader-f16" in driver.features,
                                        loop_limit=LLVMPIPE_LOOP_LIMIT if "llvmpipe" in device else 0)
+        self.budget = budget if budget is not None else (self.features.loop_limit or DEFAULT_BUDGET)
         if max_chunks is None:
             storage = driver.limit("maxStorageBuffersPerShaderStage")
             max_chunks = max(1, min(4, (storage - _RUNTIME_BINDINGS) // 2))

@@ -53,7 +53,9 @@ NOTES = (
     "[1, 2) (so no sum or square of a finite row over- or underflows); two passes (mean, then squared "
     "deviations), then the outputs in the reference's order (within the contract's bound).",
     "On Mesa's llvmpipe a lane may take at most 60000 backward jumps per dispatch (the engine ends longer "
-    "loops silently); past that a launch raises `ExecutionFailed` instead of giving wrong results.",
+    "loops silently). There the backend's default budget is 60000, so a runaway loop traps BUDGET_EXCEEDED "
+    "exactly as the other backends do with that budget; with a larger budget given, a lane past 60000 "
+    "backward jumps in one dispatch raises `ExecutionFailed` instead of giving wrong results.",
 )
 
 

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from atlas_web import ExecutionFailed, LaunchConfig
+from atlas_web import ExecutionFailed, ExecutionParams, LaunchConfig
 from atlas_web.errors import TrapCode
 from atlas_web.isa import (
     BoundMap, CVT, DIV, LDG, MIRROR, MOV_IMM, NbrGet, PhaseAdv, PhaseGet, PhaseWrite, PoolLoad, REM, ResAccum,
@@ -137,6 +137,31 @@ def test_a_loop_past_the_engines_limit_fails_loudly_not_wrongly(gpu_driver):
     backend = fresh_backend(gpu_driver)
     try:
         with pytest.raises(ExecutionFailed, match="backward jumps in one dispatch"):
-            backend.execute_program(program(body), LaunchConfig.linear(1))
+            backend.execute_program_with_params(program(body), ExecutionParams(LaunchConfig.linear(1), budget=1 << 24))
     finally:
+        backend.close()
+
+
+def test_a_runaway_loop_with_the_default_budget_traps_as_the_reference(gpu_driver):
+    """Issue 17 item 8: on a device with a loop limit (llvmpipe) the default budget fits it, so a runaway loop
+    traps BUDGET_EXCEEDED with the reference's index, lane and message (before: ExecutionFailed)."""
+    from atlas_web import AtlasTrap, Program
+    from atlas_web.reference import CpuBackend
+    runaway = Program.from_text("mov_imm.u32 r1, 1\nmov_imm.u32 r2, 0\ntop:\nadd.u32 r2, r2, r1\nbra @top\n")
+    backend = fresh_backend(gpu_driver)
+    reference = CpuBackend(budget=backend.budget)
+    try:
+        config = LaunchConfig(grid=(2, 1, 1), block=(4, 1, 1))
+        with pytest.raises(AtlasTrap) as got:
+            backend.execute_program(runaway, config)
+        assert got.value.code == TrapCode.BUDGET_EXCEEDED
+        with pytest.raises(AtlasTrap) as expected:
+            reference.execute_program(runaway, config)
+        assert (got.value.instruction_index, got.value.lane, str(got.value)) == \
+            (expected.value.instruction_index, expected.value.lane, str(expected.value))
+        # a budget given per launch is exact too, below the device's limit
+        with pytest.raises(AtlasTrap, match="budget of 1000 backward"):
+            backend.execute_program_with_params(runaway, ExecutionParams(config, budget=1000))
+    finally:
+        reference.close()
         backend.close()
