@@ -16,6 +16,7 @@ from atlas_web.isa.types import FLOAT_TYPES, Type
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import _function
+from .coop_norm_kernel import advance
 from .coop_ops import load_scalar, store_scalar
 from .rules import cooperative_rule
 from .typemap import type_info
@@ -42,8 +43,7 @@ def _row_function(m, ty: Type) -> int:
 
             def block() -> None:
                 e.get(out).get(x).op("v128.load", 0).get(s).op("v128.load", 0).op(_VECTOR[ty]).op("v128.store", 0)
-                for pointer in (out, s):
-                    e.get(pointer).i32(16).op("i32.add").set(pointer)
+                advance(e, (out, s), 16)
 
             e.while_below(x, block_end, 16, block, labels=("blocks_done", "blocks"))
 
@@ -55,8 +55,7 @@ def _row_function(m, ty: Type) -> int:
             e.op(f"{type_info(ty).prefix}.mul").set(product)
             e.get(out)
             store_scalar(m, e, ty, product)
-            for pointer in (out, s):
-                e.get(pointer).i32(size).op("i32.add").set(pointer)
+            advance(e, (out, s), size)
 
         e.while_below(x, end, size, one, labels=("tail_done", "tail"))
 
@@ -78,8 +77,7 @@ def _build(cc: CoopContext) -> None:
 
         def row() -> None:
             e.get(out).get(x).get(arrays["scale"]).i32(instr.n).call(function)
-            for pointer in (out, x):
-                e.get(pointer).i32(row_bytes).op("i32.add").set(pointer)
+            advance(e, (out, x), row_bytes)
 
         e.while_below(r, rows, 1, row, labels=("rows_done", "rows"))
     e.i32(COOP_OK)

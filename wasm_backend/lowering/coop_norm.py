@@ -23,7 +23,7 @@ from atlas_web.isa.types import FLOAT_TYPES, Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_norm_kernel import affine_f32_function, affine_function, reduce_function
+from .coop_norm_kernel import advance, affine_f32_function, affine_function, reduce_function
 from .coop_ops import load_scalar
 from .rules import cooperative_rule
 
@@ -123,11 +123,6 @@ class _Norm:
         e.while_below(q, end, 1, lambda: body(q, x, out), labels=("groups_done", "groups"))
 
 
-def _advance(e, pointers: tuple, nbytes: int) -> None:
-    for pointer in pointers:
-        e.get(pointer).i32(nbytes).op("i32.add").set(pointer)
-
-
 def _rule(name: str):
     def register(build):
         @cooperative_rule(name, NORM_TYPES)
@@ -147,7 +142,7 @@ def _layer_norm(norm: _Norm) -> None:
     def row(q, x, out) -> None:
         norm.statistics(x, n, centred=True)
         norm.affine("layer", out, x, n, norm.arrays["gamma"], norm.arrays["beta"])
-        _advance(norm.e, (x, out), n * norm.size)
+        advance(norm.e, (x, out), n * norm.size)
 
     norm.groups(norm.instr.rows, row)
 
@@ -159,7 +154,7 @@ def _rms_norm(norm: _Norm) -> None:
     def row(q, x, out) -> None:
         norm.statistics(x, n, centred=False)
         norm.affine("rms", out, x, n, norm.arrays["weight"], None)
-        _advance(norm.e, (x, out), n * norm.size)
+        advance(norm.e, (x, out), n * norm.size)
 
     norm.groups(norm.instr.rows, row)
 
@@ -182,7 +177,7 @@ def _group_norm(norm: _Norm) -> None:
             norm.load_element("beta", channel)
             e.set(norm.b)
             norm.affine("channel", out, x, spatial, None, None)
-            _advance(e, (x, out), spatial * norm.size)
+            advance(e, (x, out), spatial * norm.size)
 
         e.while_below(channel, last, 1, one_channel, labels=("channels_done", "channels"))
 
@@ -205,6 +200,6 @@ def _batch_norm(norm: _Norm) -> None:
         norm.load_element("beta", channel)
         e.set(norm.b)
         norm.affine("channel", out, x, instr.spatial, None, None)
-        _advance(e, (x, out), instr.spatial * norm.size)
+        advance(e, (x, out), instr.spatial * norm.size)
 
     norm.groups(instr.batch * instr.channels, item_channel)

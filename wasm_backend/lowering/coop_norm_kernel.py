@@ -33,7 +33,7 @@ from .coop_gemm_kernel import _function
 from .coop_ops import load_scalar, store_scalar
 
 __all__ = ["REDUCE_KINDS", "AFFINE_KINDS", "reduce_function", "affine_function", "affine_f32_function",
-           "VECTOR_TYPES"]
+           "VECTOR_TYPES", "advance"]
 
 I32, F32, F64, V128 = ValType.I32, ValType.F32, ValType.F64, ValType.V128
 REDUCE_KINDS = ("sum", "dev2", "sq")
@@ -170,7 +170,7 @@ def affine_function(m, ty: Type, kind: str) -> int:
                             None if kind == "rms" else (lambda: e.get(bl if kind == "layer" else bv)), True)
                     e.set(local)
                 _store_chunk(e, ty, out, lo, hi)
-                _advance(e, (out, gp, bp) if per_element else (out,), 4 * size)
+                advance(e, (out, gp, bp) if per_element else (out,), 4 * size)
 
             e.while_below(p, block_end, 4 * size, block, labels=("blocks_done", "blocks"))
 
@@ -186,14 +186,15 @@ def affine_function(m, ty: Type, kind: str) -> int:
             else:
                 e.get(y).op("f32.demote_f64").set(y32)
                 store_scalar(m, e, ty, y32)
-            _advance(e, (out, gp, bp) if per_element else (out,), size)
+            advance(e, (out, gp, bp) if per_element else (out,), size)
 
         e.while_below(p, end, size, one, labels=("tail_done", "tail"))
 
     return _function(m, f"norm_affine_{kind}_{ty.name.lower()}", (I32,) * 5 + (F64,) * 4, build)
 
 
-def _advance(e, pointers: tuple, nbytes: int) -> None:
+def advance(e, pointers: tuple, nbytes: int) -> None:
+    """Add ``nbytes`` to each i32 local of ``pointers``."""
     for pointer in pointers:
         e.get(pointer).i32(nbytes).op("i32.add").set(pointer)
 
@@ -226,20 +227,15 @@ def affine_f32_function(m, kind: str) -> int:
         e.get(n).i32(-4).op("i32.and").i32(4).op("i32.mul").get(x).op("i32.add").set(block_end)
         pointers = (out, gp, bp) if kind == "layer" else (out, gp)    # (p: while_below's)
 
-        def block() -> None:
-            e.get(out)
-            formula(lambda at: e.get(at).op("v128.load", 0), "f32x4", muv, sv)
-            e.op("v128.store", 0)
-            _advance(e, pointers, 16)
+        # four elements a step while four are left, then one by one
+        for limit, nbytes, prefix, memory, mu_local, s_local, label in (
+                (block_end, 16, "f32x4", "v128", muv, sv, "blocks"), (end, 4, "f32", "f32", mu, s, "tail")):
+            def step(memory=memory, prefix=prefix, mu_local=mu_local, s_local=s_local, nbytes=nbytes) -> None:
+                e.get(out)
+                formula(lambda at: e.get(at).op(f"{memory}.load", 0), prefix, mu_local, s_local)
+                e.op(f"{memory}.store", 0)
+                advance(e, pointers, nbytes)
 
-        e.while_below(p, block_end, 16, block, labels=("blocks_done", "blocks"))
-
-        def one() -> None:
-            e.get(out)
-            formula(lambda at: e.get(at).op("f32.load", 0), "f32", mu, s)
-            e.op("f32.store", 0)
-            _advance(e, pointers, 4)
-
-        e.while_below(p, end, 4, one, labels=("tail_done", "tail"))
+            e.while_below(p, limit, nbytes, step, labels=(f"{label}_done", label))
 
     return _function(m, f"norm_affine_{kind}_f32x4", (I32,) * 5 + (F32, F32), build)
