@@ -96,7 +96,6 @@ UNSUPPORTED = {
     "TensorContract": _NO_KERNEL,
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
     "Conv2D": "F16 and BF16: no kernel yet (issue 11; the kernel is an F32 implicit GEMM): run on cpu",
-    "FFT": "no kernel yet (issue 11; no default expansion): runs on cpu",
 }
 #: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)
 UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word, and a row's last word may "

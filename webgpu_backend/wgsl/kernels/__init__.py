@@ -156,6 +156,6 @@ def kernel_for(name: str) -> Kernel | None:
 #: the kernel modules (each registers its kernels when imported)
 _MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm")
 #: issue 11's convolution kernels
-_MODULES += ("conv2d",)
+_MODULES += ("conv2d", "fft")
 for _module in _MODULES:
     importlib.import_module(f"{__name__}.{_module}")
