@@ -101,6 +101,10 @@ UNSUPPORTED = {
 UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word, and a row's last word may "
                           "be the next row's first: its invocations would race); F32 runs here, F16/BF16 on wasm "
                           "and cpu" for name in ("Softmax", "LogSoftmax")})
+#: the normalization rows: F32 only (wgsl/kernels/norm.py)
+UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word: the invocations writing "
+                          "neighbouring elements would race); F32 runs here, F16/BF16 on wasm and cpu"
+                    for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")})
 
 #: the types the WGSL generator has no representation for, and why
 UNSUPPORTED_TYPES = {

@@ -20,7 +20,7 @@ from atlas_web.isa.types import Type
 
 from . import (
     atlas_cases, contract_cases, control_cases, cooperative_cases, kernel_cases, lane_cases, matrix_cases, memory_cases,
-    trap_cases,
+    norm_cases, trap_cases,
 )
 
 __all__ = ["CASE_LISTS", "SKIPPED", "all_cases", "needs_of", "skipped", "documented_missing", "DOC"]
@@ -35,6 +35,7 @@ CASE_LISTS: dict[str, Callable[[], list]] = {
     "budget": trap_cases.budget_cases, "kernel": kernel_cases.kernel_cases, "kernel_trap": kernel_cases.trap_cases,
     "matrix": matrix_cases.matrix_cases, "matrix_trap": matrix_cases.trap_cases,
     "contract": contract_cases.contract_cases, "contract_trap": contract_cases.trap_cases,
+    "norm": norm_cases.norm_cases, "norm_trap": norm_cases.trap_cases,
 }
 
 #: backend name -> (cases skipped as unsupported, cases), filled by the test that computes them
