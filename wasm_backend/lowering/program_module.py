@@ -54,7 +54,6 @@ from .module_context import ModuleContext
 from .rules import BACKEND_NAME, COOPERATIVE_RULES, check_cooperative, lookup_lane_rule, lane_supported
 from .segment_function import STOP_SUSPENDED, build_segment_function
 from .simd_function import SIMD_CHUNK, build_simd_function
-from .simd_lanes import SIMD_DONE
 
 __all__ = ["CompiledProgram", "compile_program", "check_supported"]
 
@@ -242,12 +241,12 @@ def _build_stage(m: ModuleContext, plan: LoweringPlan, state: LaneState, launch:
 
 
 def _simd_first(e, simd: tuple[int, int], entry_segment: int, config, gid: int) -> None:
-    """SIMD lane mode over its lanes, then the other lanes through the scalar segment; on SIMD_FALLBACK
-    nothing ran and the stages below run every lane."""
-    simd, covered = simd
-    e.call(simd).i32(SIMD_DONE).op("i32.eq")
+    """SIMD lane mode over its lanes, then, from the first lane it did not run (its lanes, or where a step
+    stopped), the other lanes through the scalar segment; when it ran none (a check of its prologue
+    failed, or the first step stopped) the stages below run every lane."""
+    simd, _covered = simd
+    e.call(simd).tee(gid)
     with e.if_():
-        e.i32(covered).set(gid)
         with e.block("tail_done"):
             with e.loop("tail"):
                 e.get(gid).i32(config.total_threads).op("i32.ge_u").br_if("tail_done")

@@ -2,19 +2,18 @@
 
 Programs that qualify: lanes never suspend, no extended registers, presets only of the types with vector
 lanes (``VECTOR_TYPES``: read once in the prologue from the launch area, Uniform values), only
-GLOBAL_LANE_ID and launch dimensions among the special registers, and a segment tree of one of two shapes:
+GLOBAL_LANE_ID and launch dimensions among the special registers, and one segment whose tree
+``simd_control`` can write: straight-line code, loops and branches whose tests are the same in the
+lanes of a step, and lane-id guards (``set.ge.u32 p0, r255, n`` then ``bra.p0 @done``): the function
+covers the lanes below the guard's bound; the launch runs the rest with the scalar segment.
 
-* straight-line code: ``(Code, EndLane)``;
-* a lane-id guard around straight-line code: ``(Code, If(test, then, orelse))`` where one arm is
-  ``(EndLane,)`` and the other ``(Code, EndLane)``, and the BRA of the test reads a predicate that
-  holds for a prefix or suffix of the lanes (``set.ge.u32 p0, r255, n`` then ``bra.p0 @done``). The
-  function runs the lanes below the guard's bound; the launch runs the rest (the spare lanes, which
-  the guard sends to the end) with the scalar segment.
-
-``simd_lanes()`` checks every access of its lane range in the prologue (SIMD_FALLBACK when one would
-trap, and then the scalar stages run every lane), then runs four lanes per step, two steps per
-iteration. The prologue and the loop are ``simd_range(lo, hi) -> i32`` (lanes ``lo .. hi``; no globals:
-the table's base and capacity come from the header), which ``simd_lanes`` calls over all its lanes.
+``simd_lanes()`` checks every access it can in the prologue (SIMD_FALLBACK when one would trap: nothing
+ran), then runs four lanes per step, two steps per iteration; accesses whose addresses are computed in
+the step, and the budget of backward jumps, are checked in the step, which returns its first lane when
+one fails. The prologue and the loop are ``simd_range(lo, hi) -> i32`` (lanes ``lo .. hi``, the first
+lane not run returned; no globals: the table's base and capacity come from the header), which
+``simd_lanes`` calls over all its lanes and which returns the first lane the scalar lane code must run
+(0: every lane).
 
 Threads. A module compiled for several threads whose SIMD function covers at least
 ``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes imports ``env.parallel_lanes(lanes)`` and exports
@@ -25,7 +24,8 @@ results are bit-identical). Effects that allow it: only order-free instructions 
 ``effects.order_free``: no effect but on the lane's own registers, LDG included) and STG; decided at run time in ``simd_lanes``, every store's byte range over all the
 lanes must be disjoint from every other access's (loads read once in the prologue included), or be the
 same range with the same element size (then a lane only meets its own element). Anything else (a
-store that overlaps another lane's access, an instruction outside the table) keeps the single call.
+store that overlaps another lane's access, an instruction outside the table, a check in the step) keeps
+the single call.
 
 ``build_simd_function`` returns ``(function index, lanes covered)`` or None; inside
 ``scalar_lanes_only()`` always None (the scalar lane loop, for comparisons and benchmarks).
@@ -37,18 +37,17 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from atlas_web.isa.registers import SpecialRegister
-from atlas_web.lowering.structure import Code, EndLane, If
 
 from .. import layout
 from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_LANES_THRESHOLD
-from . import simd_arith, simd_masks, simd_memory  # noqa: F401  (they add their rules to SIMD_RULES on import)
+from . import simd_arith, simd_masks, simd_memory, simd_step  # noqa: F401  (they add their rules to SIMD_RULES)
 from .launch_layout import plan_launch_area
 from .module_context import HOST_IMPORTS, ModuleContext
 from .simd_lanes import (
-    SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, VECTOR_TYPES, LaneRange, LocalRecorder, SimdBuilder,
-    SimdUnsupported, Uniform,
+    SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, VECTOR_TYPES, LocalRecorder, SimdBuilder, SimdUnsupported, Uniform,
 )
+from .simd_control import Homes, Widen, home_keys, run_tree, straight_line, tree_indices
 from .typemap import bank_of, type_info
 
 __all__ = ["build_simd_function", "scalar_lanes_only", "simd_lane_mode_enabled", "SIMD_CHUNK",
@@ -65,6 +64,8 @@ LANES_PER_RANGE_STEP = SIMD_LANES * UNROLL
 _CHUNKABLE = 2
 #: stores whose byte ranges simd_lanes compares at run time
 _RANGE_CHECKED = frozenset({"STG"})
+#: the tests of the branches the SIMD function takes: they change nothing but the lanes' registers
+_BRANCHES = frozenset({"BRA", "LOOP"})
 
 # env.parallel_lanes(lanes): run simd_chunk over ranges of 0 .. lanes on the host's threads
 HOST_IMPORTS.setdefault("parallel_lanes", ((I32,), ()))
@@ -87,51 +88,30 @@ def simd_lane_mode_enabled() -> bool:
     return not _DISABLED
 
 
-def _shape(body) -> tuple[range | None, object | None, range | None] | None:
-    """(leading code, the If, guarded code) of a qualifying tree, or None."""
-    if len(body) in (1, 2) and isinstance(body[-1], EndLane) and all(isinstance(x, Code) for x in body[:-1]):
-        return (range(body[0].start, body[0].end) if len(body) == 2 else None), None, None
-    if len(body) != 2 or not isinstance(body[0], Code) or not isinstance(body[1], If):
-        return None
-    guard = body[1]
-    arms = (guard.then, guard.orelse)
-    ends = [arm == (EndLane(),) for arm in arms]
-    code = [len(arm) == 2 and isinstance(arm[0], Code) and isinstance(arm[1], EndLane) for arm in arms]
-    if not (ends[0] and code[1] or ends[1] and code[0]):
-        return None
-    work = guard.orelse[0] if ends[0] else guard.then[0]
-    return range(body[0].start, body[0].end), guard, range(work.start, work.end)
+#: analyses of one program at most (each Widen of a home's form starts one more)
+_MAX_ANALYSES = 16
 
 
-def _guarded_lanes(s: SimdBuilder, guard, total: int) -> int:
-    """How many leading lanes reach the guarded code (its lanes must be a prefix)."""
-    bra = s.program.instructions[guard.test.index]
-    if bra.INFO.name != "BRA" or bra.pred is None:
-        raise SimdUnsupported("the guard is not a BRA on a predicate")
-    found = s.values.get(("p", bra.pred.index))
-    if found is None or not isinstance(found[1], LaneRange):
-        raise SimdUnsupported("the guard's predicate is not a lane-id range")
-    taken = found[1].inverted() if bra.negate else found[1]
-    condition = taken.inverted() if guard.test.negated else taken
-    reaches_code = condition if guard.then != (EndLane(),) else condition.inverted()
-    if not reaches_code.below:
-        raise SimdUnsupported("the guarded lanes are not a prefix of the launch")
-    return min(reaches_code.bound, total)
-
-
-def _analyse(m: ModuleContext, info, state, config, shape, lanes: int) -> tuple[SimdBuilder, LocalRecorder]:
-    leading, guard, guarded = shape
-    recorder = LocalRecorder()
-    recorder.add_local(I32, "lo")  # the parameters of simd_range: locals 0 and 1
-    recorder.add_local(I32, "hi")
-    s = SimdBuilder(m, recorder, info.program, info, config, lanes)
-    _preset_values(s, plan_launch_area(info, state, config))
-    if leading is not None:
-        s.run(leading)
-    if guard is not None:
-        s.guarded_lanes = _guarded_lanes(s, guard, config.total_threads)
-        s.run(guarded)
-    return s, recorder
+def _analyse(m: ModuleContext, info, state, config, body, lanes: int) -> tuple[SimdBuilder, LocalRecorder]:
+    indices = tree_indices(body)
+    entries = home_keys(info, indices)
+    forms = {key: None for key in entries}
+    for _ in range(_MAX_ANALYSES):
+        recorder = LocalRecorder()
+        recorder.add_local(I32, "lo")  # the parameters of simd_range: locals 0 and 1
+        recorder.add_local(I32, "hi")
+        s = SimdBuilder(m, recorder, info.program, info, config, lanes)
+        _preset_values(s, plan_launch_area(info, state, config))
+        if not straight_line(body):
+            s.homes = Homes(forms)
+        try:
+            run_tree(s, body, [key for key, entry in entries.items() if entry])
+        except Widen as widen:
+            forms = widen.forms
+            continue
+        s.indices = indices
+        return s, recorder
+    raise SimdUnsupported("the forms of the values across control flow do not settle")
 
 
 def _preset_values(s: SimdBuilder, launch) -> None:
@@ -145,12 +125,11 @@ def _preset_values(s: SimdBuilder, launch) -> None:
         s.values[(reg.index, bank_of(ty))] = (ty, Uniform(local))
 
 
-def _order_free(s: SimdBuilder, shape) -> bool:
-    """Whether every instruction the SIMD function runs is order-free (the table's effects) or _RANGE_CHECKED."""
-    leading, _guard, guarded = shape
-    indices = [*(leading or ()), *(guarded or ())]
-    return all(info.effects.order_free or info.name in _RANGE_CHECKED
-               for info in (s.program.instructions[i].INFO for i in indices))
+def _order_free(s: SimdBuilder) -> bool:
+    """Whether every instruction the SIMD function runs is order-free (the table's effects), _RANGE_CHECKED or
+    a branch."""
+    return all(info.effects.order_free or info.name in _RANGE_CHECKED or info.name in _BRANCHES
+               for info in (s.program.instructions[i].INFO for i in s.indices))
 
 
 def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int] | None:
@@ -159,22 +138,23 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int
             SpecialRegister.GLOBAL_LANE_ID}:
         return None
     info = plan.info
-    shape = _shape(plan.segments[0].body)
-    if shape is None or any(ty not in VECTOR_TYPES for ty in info.preset_types.values()):
+    body = plan.segments[0].body
+    if any(ty not in VECTOR_TYPES for ty in info.preset_types.values()):
         return None
     total = config.total_threads - config.total_threads % SIMD_LANES
     try:
-        s, recorder = _analyse(m, info, state, config, shape, total)  # every lane's proofs hold for fewer lanes too
+        s, recorder = _analyse(m, info, state, config, body, total)  # every lane's proofs hold for fewer lanes too
         lanes = total if s.guarded_lanes is None else min(total, s.guarded_lanes)
         lanes -= lanes % SIMD_LANES
         if lanes < SIMD_LANES:
             return None
         if lanes != total:
-            s, recorder = _analyse(m, info, state, config, shape, lanes)
+            s, recorder = _analyse(m, info, state, config, body, lanes)
     except SimdUnsupported:
         return None
     simd_range = _build_range(m, s, recorder)
-    threaded = ("parallel_lanes" in m.imports and lanes >= PARALLEL_LANES_THRESHOLD and _order_free(s, shape))
+    threaded = ("parallel_lanes" in m.imports and lanes >= PARALLEL_LANES_THRESHOLD and not s.body_checks
+                and _order_free(s))
     fb, e = m.define("simd_lanes", (), (I32,))
     if threaded:
         check = _build_check(m, s, recorder)
@@ -183,11 +163,16 @@ def build_simd_function(m: ModuleContext, plan, state, config) -> tuple[int, int
         e.i32(0).i32(lanes).call(check).tee(status).i32(_CHUNKABLE).op("i32.eq")
         with e.if_():
             e.i32(lanes).call(m.host("parallel_lanes"))
-            e.i32(SIMD_DONE).op("return")
+            e.i32(lanes).op("return")
         e.get(status).i32(SIMD_FALLBACK).op("i32.eq")
         with e.if_():
-            e.i32(SIMD_FALLBACK).op("return")
-    e.i32(0).i32(lanes).call(simd_range)
+            e.i32(0).op("return")
+    # the first lane the scalar lane code runs: all SIMD lanes done, where a step stopped, or 0
+    result = fb.add_local(I32)
+    e.i32(0).i32(lanes).call(simd_range).tee(result).i32(SIMD_FALLBACK).op("i32.eq")
+    with e.if_():
+        e.i32(0).op("return")
+    e.get(result)
     return fb.index, lanes
 
 
@@ -209,8 +194,8 @@ def _prologue(e, s: SimdBuilder) -> None:
 
 def _build_range(m: ModuleContext, s: SimdBuilder, recorder: LocalRecorder) -> int:
     """``simd_range(lo, hi) -> i32``: the prologue, then lanes ``lo .. hi`` (``lo`` a multiple of
-    LANES_PER_RANGE_STEP, ``hi`` of SIMD_LANES), four per step; SIMD_DONE, or SIMD_FALLBACK before anything
-    ran."""
+    LANES_PER_RANGE_STEP, ``hi`` of SIMD_LANES), four per step; ``hi``, the first lane of a step that
+    stopped, or SIMD_FALLBACK before anything ran."""
     fb, e = _define_with_locals(m, "simd_range", recorder)
     lo, hi = 0, 1
     _prologue(e, s)
@@ -237,7 +222,7 @@ def _build_range(m: ModuleContext, s: SimdBuilder, recorder: LocalRecorder) -> i
             e.get(s.gid).get(hi).op("i32.ge_u").br_if("done")
             step()
             e.br("steps")
-    e.i32(SIMD_DONE)
+    e.get(hi)
     return fb.index
 
 

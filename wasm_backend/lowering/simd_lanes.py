@@ -1,14 +1,17 @@
-"""SIMD lane mode: four lanes per step in v128 registers, for straight-line programs that allow it.
+"""SIMD lane mode: four lanes per step in v128 registers, for programs that allow it.
 
-A program qualifies when its lanes never suspend, its one segment is straight-line code (no branch),
-and every instruction has a rule in ``SIMD_RULES`` for the abstract values of its operands. Each
-register value is, for the whole launch:
+A program qualifies when its lanes never suspend, its one segment's branches are the same in the four
+lanes of a step (straight-line code, loops over uniform counts, uniform branches, a lane-id guard:
+``simd_control``), and every instruction has a rule in ``SIMD_RULES`` for the abstract values of its
+operands. Each register value is one of:
 
 * ``Const`` — an integer known at compile time;
 * ``Uniform`` — the same in every lane, computed once in the prologue (presets, float constants,
   loads from addresses that are the same for every lane and not stored to before);
 * ``Affine`` — ``base + GLOBAL_LANE_ID * stride`` (integers; ``stride`` known at compile time, ``base``
   Const or Uniform) — lane ids and the addresses built from them;
+* ``Scalar`` / ``Strided`` — the same in the lanes of a step, or ``local + k * stride`` in lane k of the
+  step, computed in the step body (``simd_step``: loop counters, row and column indices, walking pointers);
 * ``Vector`` — anything else: one v128 per 4 lanes of 32-bit types (and of BF16, held in f32 lanes),
   two of 64-bit types.
 
@@ -20,11 +23,13 @@ SHL by a constant, ADD/SUB/MUL and the float DIV/MIN/MAX/ABS/NEG/SQRT/FLOOR/CEIL
 when one would trap); ``simd_masks`` SETcc on every 32/64-bit and BF16 type and SEL; ``simd_arith``
 integer NOT/NEG/ABS/MIN/MAX/SHR, shifts by uniform amounts, FMA/FMS and the transcendentals. Those
 modules add their rules to ``SIMD_RULES`` when imported (``simd_function`` imports them). Every rule
-computes what the scalar lane rule computes, bit for bit. BF16 values are f32 lanes rounded to BF16
+computes what the scalar lane rule computes, bit for bit; ``simd_step`` wraps the integer rules for
+Scalar and Strided operands. BF16 values are f32 lanes rounded to BF16
 after every inexact operation (``SimdBuilder.round_to``, the vector form of ``round_bf16``); F16 has no
 rules (its conversions to and from f32 have three regimes each, branches in the scalar helpers), nor
-do narrow integers and extended integers. Nothing in the loop can trap: instructions that might
-(integer division, Atlas lookups) and gathers have no rule. The function covers the first
+do narrow integers and extended integers. Nothing in a step traps: instructions that might (integer
+division by a register, Atlas lookups) and gathers have no rule, and accesses are checked before they
+run (in the prologue, or in the step, which then stops: ``simd_control``). The function covers the first
 ``lanes - lanes % 4`` lanes; the launch runs the rest with the scalar segment.
 
 ``build_simd_function`` returns None (no SIMD mode) whenever an instruction, an operand shape or an
@@ -43,12 +48,14 @@ from .emitter import Emitter
 from .module_context import ModuleContext
 from .typemap import bank_of, type_info
 
-__all__ = ["SimdBuilder", "SimdUnsupported", "Const", "Uniform", "Affine", "Vector", "LaneRange", "LocalRecorder",
+__all__ = ["SimdBuilder", "SimdUnsupported", "Const", "Uniform", "Affine", "Vector", "Scalar", "Strided", "LaneRange",
+           "LocalRecorder",
            "SIMD_DONE", "SIMD_FALLBACK", "SIMD_LANES", "SIMD_RULES", "UNROLL", "VECTOR_TYPES", "INT_TYPES",
            "FLOAT_LANE_TYPES", "lane_shape", "halves", "wrap", "lane_range_of", "float_unary", "float_binary"]
 
 SIMD_DONE = 0
-SIMD_FALLBACK = 1
+#: what the prologue returns when a check fails (nothing ran)
+SIMD_FALLBACK = -1
 #: lanes per step
 SIMD_LANES = 4
 #: steps per iteration of the main loop
@@ -83,6 +90,24 @@ class Affine:
 @dataclass(frozen=True)
 class Vector:
     locals: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """The same in the four lanes of a step, computed in the step body (``simd_step``): a local of the
+    type's value type."""
+
+    local: int
+
+
+@dataclass(frozen=True)
+class Strided:
+    """Integers: lane k of a step holds ``local + k * stride`` (wrapping), ``local`` computed in the step
+    body (``simd_step``); ``top``: a bound no lane's value exceeds (no wrap), when known."""
+
+    local: int
+    stride: int
+    top: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +172,13 @@ class SimdBuilder:
         self.instr = None
         #: derived forms of values, for the rules modules (a predicate's lane masks: ``simd_masks``)
         self.derived: dict[object, object] = {}
+        #: registers (and ("p", index) predicates) kept in fixed locals across control flow: key -> the
+        #: form chosen for them (``simd_control.Homes``); None: straight-line code only
+        self.homes = None
+        #: whether the step body checks accesses (and the budget) itself: it may stop at a step's first lane
+        self.body_checks = False
+        #: LDG index -> i32 local: its accesses in a loop were checked before the loop (``simd_control``)
+        self.hoisted: dict[int, int] = {}
 
     # ---- registers -----------------------------------------------------------------------------------
     def read(self, path: str) -> tuple[Type, object]:
@@ -163,8 +195,17 @@ class SimdBuilder:
 
     def write(self, value: object, path: str = "dst") -> None:
         ty = self.info.def_types[(self.index, path)]
-        reg = getattr(self.instr, path).index
-        self.values[(reg, bank_of(ty))] = (ty, value)
+        key = (getattr(self.instr, path).index, bank_of(ty))
+        if self.homes is not None and key in self.homes.forms:
+            value = self.homes.store(self, key, ty, value)
+        self.values[key] = (ty, value)
+
+    def write_predicate(self, index: int, value: object) -> None:
+        """Predicate ``index`` := ``value`` (kept in its home across control flow, ``simd_control``)."""
+        key = ("p", index)
+        if self.homes is not None and key in self.homes.forms:
+            value = self.homes.store(self, key, None, value)
+        self.values[key] = (None, value)
 
     def _special(self, reg: SpecialRegister):
         if reg is SpecialRegister.GLOBAL_LANE_ID:
@@ -173,6 +214,12 @@ class SimdBuilder:
         if reg not in constant:
             raise SimdUnsupported(f"{reg.name} varies in a way the SIMD mode does not model")
         return Const(constant[reg])
+
+    def stop_if(self, e: Emitter) -> None:
+        """Where the i32 on ``e``'s stack is nonzero, return the step's first lane: the lanes before it
+        are done, the scalar lane code runs from there (``simd_control``)."""
+        with e.if_():
+            e.get(self.gid).op("return")
 
     # ---- scalars (prologue) -----------------------------------------------------------------------------
     def scalar(self, value, ty: Type) -> None:
@@ -194,8 +241,13 @@ class SimdBuilder:
             return value.locals
         e = self.body
         out = tuple(self.fb.add_local(V128) for _ in range(halves(ty)))
-        if isinstance(value, (Const, Uniform)):
-            local = value.local if isinstance(value, Uniform) else None
+        if isinstance(value, Strided):
+            for h, half in enumerate(out):
+                e.get(value.local).op(f"{lane_shape(ty)}.splat")
+                e.op("v128.const", _lane_pattern(ty, value.stride, h)).op(f"{lane_shape(ty)}.add").set(half)
+            return out
+        if isinstance(value, (Const, Uniform, Scalar)):
+            local = None if isinstance(value, Const) else value.local
             for half in out:
                 if local is None:
                     (e.i64 if ty.bits == 64 else e.i32)(value.value)
@@ -255,6 +307,13 @@ class SimdBuilder:
             if rule is None:
                 raise SimdUnsupported(f"{self.instr.INFO.name} has no SIMD rule")
             rule(self, self.instr)
+
+
+def _lane_pattern(ty: Type, stride: int, half: int) -> bytes:
+    """``k * stride`` for the lanes k of vector half ``half`` of ``ty``."""
+    if ty.bits == 64:
+        return b"".join(((2 * half + k) * stride & ((1 << 64) - 1)).to_bytes(8, "little") for k in range(2))
+    return b"".join((k * stride & 0xFFFFFFFF).to_bytes(4, "little") for k in range(4))
 
 
 def _splat32(value: int) -> bytes:
@@ -508,7 +567,7 @@ def _simd_setcc(s: SimdBuilder, instr) -> None:
     found = lane_range_of(s, instr)
     if found is None:
         raise SimdUnsupported("a predicate that is not a lane-id guard")
-    s.values[("p", instr.pred.index)] = (None, found)
+    s.write_predicate(instr.pred.index, found)
 
 
 def _simd_nothing(s: SimdBuilder, instr) -> None:

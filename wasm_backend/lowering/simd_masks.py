@@ -29,7 +29,7 @@ from atlas_web.isa.types import Type
 from ..encoding.types import ValType
 from .rules_compare import FLOAT_CONDITIONS, INT_CONDITIONS
 from .simd_lanes import (
-    SIMD_RULES, VECTOR_TYPES, Const, LaneRange, SimdBuilder, SimdUnsupported, Uniform, Vector, halves,
+    SIMD_RULES, VECTOR_TYPES, Const, LaneRange, Scalar, SimdBuilder, SimdUnsupported, Uniform, Vector, halves,
     lane_range_of, lane_shape, wrap,
 )
 from .typemap import type_info
@@ -58,7 +58,7 @@ def predicate_value(s: SimdBuilder, index: int):
 
 
 def write_predicate(s: SimdBuilder, value) -> None:
-    s.values[("p", s.instr.pred.index)] = (None, value)
+    s.write_predicate(s.instr.pred.index, value)
 
 
 def _narrow(s: SimdBuilder, value) -> int:
@@ -69,8 +69,10 @@ def _narrow(s: SimdBuilder, value) -> int:
     out = s.fb.add_local(V128)
     if isinstance(value, Mask):
         e.get(value.wide[0]).get(value.wide[1]).op("i8x16.shuffle", _NARROW_64).set(out)
-    elif isinstance(value, Uniform):
+    elif isinstance(value, (Uniform, Scalar)):
         e.i32(0).get(value.local).op("i32.sub").op("i32x4.splat").set(out)
+    elif isinstance(value, Const):
+        e.op("v128.const", (b"\xff" if value.value else b"\x00") * 16).set(out)
     elif isinstance(value, LaneRange):
         e.get(s.gid).op("i32x4.splat").op("v128.const", _LANE_OFFSETS).op("i32x4.add")
         e.i32(value.bound).op("i32x4.splat").op("i32x4.lt_u" if value.below else "i32x4.ge_u").set(out)
@@ -84,7 +86,7 @@ def _wide(s: SimdBuilder, value) -> tuple[int, int]:
     if isinstance(value, Mask) and value.wide is not None:
         return value.wide
     e = s.body
-    if isinstance(value, Uniform):
+    if isinstance(value, (Uniform, Scalar)):
         both = s.fb.add_local(V128)
         e.i64(0).get(value.local).op("i64.extend_i32_u").op("i64.sub").op("i64x2.splat").set(both)
         return both, both
@@ -185,6 +187,17 @@ def _simd_setcc(s: SimdBuilder, instr) -> None:
         compare_scalar(s.pro, ty, cond)
         s.pro.set(local)
         write_predicate(s, Uniform(local))
+        return
+    if isinstance(a, (Const, Uniform, Scalar)) and isinstance(b, (Const, Uniform, Scalar)):
+        local = s.fb.add_local(I32)  # the same in the four lanes of the step: one comparison per step
+        for value in (a, b):
+            if isinstance(value, Const):
+                (s.body.i64 if ty.bits == 64 and ty.is_integer() else s.body.i32)(value.value)
+            else:
+                s.body.get(value.local)
+        compare_scalar(s.body, ty, cond)
+        s.body.set(local)
+        write_predicate(s, Scalar(local))
         return
     masks = compare_vectors(s, ty, cond, s.vector(a, ty), s.vector(b, ty))
     write_predicate(s, Mask(narrow=masks[0]) if len(masks) == 1 else Mask(wide=(masks[0], masks[1])))
