@@ -12,9 +12,9 @@ from atlas_web.docs_backends import BackendDocumentation
 __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
-_NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
-    **{name: _NO_ATTENTION_KERNEL for name in ("Attention", "FlashAttention")},
+    **{name: "F16, BF16 and F64: no kernel yet (issue 11; the kernel is F32, on the GEMM kernel): run on cpu"
+       for name in ("Attention", "FlashAttention")},
     "Conv2D": "F16 and BF16: no kernel yet (issue 11; the kernel is F32/F64 im2col + GEMM): run on cpu",
 }
 

@@ -44,7 +44,7 @@ KV_SHAPES = ((1, 1, 1, 1, 0), (2, 3, 5, 7, 6), (1, 4, 64, 16, 3), (2, 2, 3, 0, 4
 #: Attention: (batch, heads, seq_len, head_dim, kv_len, kv_heads, max_seq, causal)
 ATTENTION_SHAPES = ((1, 1, 1, 1, 0, 0, 0, False), (1, 2, 5, 3, 0, 0, 0, False), (2, 4, 7, 8, 0, 0, 0, True),
                     (1, 4, 1, 16, 37, 2, 40, False), (1, 8, 3, 64, 33, 1, 0, True), (2, 2, 17, 5, 0, 0, 0, True),
-                    (1, 2, 65, 32, 0, 0, 0, False), (1, 3, 4, 4, 9, 3, 12, True), (0, 2, 3, 4, 0, 0, 0, False),
+                    (1, 2, 65, 32, 0, 0, 0, False), (1, 3, 4, 4, 9, 3, 12, True), (1, 2, 70, 6, 0, 0, 0, True), (0, 2, 3, 4, 0, 0, 0, False),
                     (1, 1, 4, 0, 0, 0, 0, False))
 #: FlashAttention's block sizes: below, at and past the tiles
 BLOCK_SIZES = (4, 1, 64)

@@ -36,7 +36,8 @@ from atlas_web.lowering.stages import ResumeKind
 from .. import layout
 from ..encoding.types import ValType
 from . import (  # noqa: F401  (the rule modules register themselves on import)
-    coop_gemm, coop_kvcache, coop_layer_scale, coop_map, coop_norm, coop_pools, coop_qgemm, coop_reduce, coop_rope,
+    coop_attention, coop_gemm, coop_kvcache, coop_layer_scale, coop_map, coop_norm, coop_pools, coop_qgemm,
+    coop_reduce, coop_rope,
     coop_softmax, coop_sparse, extended, mathlib_adapter, rules_atlas, rules_compare, rules_control, rules_convert,
     rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )

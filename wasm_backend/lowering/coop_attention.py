@@ -1,0 +1,333 @@
+"""Attention and FlashAttention (F32): the cooperative rules, on the GEMM kernel machinery (``coop_gemm_kernel``)
+and the row functions of ``coop_attention_rows``.
+
+The cooperative function checks output, query, key and value over their extents (in operand order: handle,
+bounds, alignment; a trap writes nothing), then for each item ``b`` and head ``h`` (kv head ``h / (heads /
+kv_heads)``, its keys and values ``max_seq`` positions apart) walks the queries in blocks of ``br`` rows:
+
+* **Attention** (two passes over a block of rows): the scores ``Q K^T / sqrt(d)`` of the block against every key,
+  one GEMM driver (``trans_b``: K is read as stored, alpha = 1/sqrt(d) rounded to f32), into a ``br x kv_len``
+  scratch; each row's softmax over the keys it sees by ``coop_softmax``'s row function (max-subtracted, in
+  place); then ``P V``: one GEMM into the output rows (not causal), or (causal) key blocks of ``bk`` keys: a block
+  every row of the query block sees by a GEMM accumulating into the output (beta 1), the diagonal block row by
+  row over the keys each row sees (``attention_axpy_f32``), blocks no row sees skipped.
+* **FlashAttention** (one pass, online softmax): the output rows start at 0 and each row's running maximum and
+  sum at (-inf, 0); for each key block of ``block_size`` keys that some row of the query block sees: the block's
+  scores (a GEMM into a ``br x block_size`` scratch), each row's online step (``attention_online_row_f32``: new
+  maximum, rescale of the row's sum and output by one factor, the weights in place), then ``P V`` accumulated as
+  above (a GEMM for a block the whole query block sees, row by row on the diagonal); at the end each output row
+  times ``1 / sum``. ``br = min(seq_len, block_size)``: its extra memory is the scores tile, two numbers per row
+  and the GEMM's packing scratch (``flash_scratch_bytes``), whatever seq_len and kv_len.
+
+Hidden keys (causal) are never weighted: their scores are computed with the block's but not read, and their
+values are not read. Every sum is in f32 in some order, one or two roundings per product: within the contract's
+bound (docs/semantics.md, Attention kernels), which covers the tiles and the online rescaling.
+"""
+
+from __future__ import annotations
+
+import math
+
+from atlas_web.isa.extents import array_operands
+from atlas_web.isa.types import Type
+
+from ..encoding.types import ValType
+from .coop_attention_rows import axpy_rows, online_row, scale_row
+from .coop_context import COOP_OK, CoopContext
+from .coop_gemm_kernel import ELEMENTS, GemmShape, build_gemm_driver, scratch_bytes
+from .coop_softmax import _row as softmax_row
+from .rules import cooperative_rule
+
+__all__ = ["ATTENTION_TYPES", "attention_tiles", "attention_scratch_bytes", "ROW_BLOCK", "KEY_BLOCK"]
+
+I32 = ValType.I32
+ATTENTION_TYPES = frozenset({Type.F32})
+#: Attention's query rows per block and (causal) keys per P.V block
+ROW_BLOCK = 64
+KEY_BLOCK = 64
+
+
+def _shape(instr) -> tuple[int, int, int, int, int, int, int]:
+    """(batch, heads, seq_len, head_dim, kv_heads, kv_len, max_seq), zero defaults resolved."""
+    kv_len = instr.kv_len or instr.seq_len
+    return (instr.batch, instr.heads, instr.seq_len, instr.head_dim, instr.kv_heads or instr.heads, kv_len,
+            instr.max_seq or kv_len)
+
+
+def attention_tiles(instr) -> tuple[int, int, int]:
+    """(query rows per block, keys per key block, the scores' row length in the scratch)."""
+    _, _, seq, _, _, kv, _ = _shape(instr)
+    if instr.INFO.name == "FlashAttention":
+        br, bk = max(1, min(seq, instr.block_size)), max(1, min(kv, instr.block_size))
+        return br, bk, bk
+    return max(1, min(seq, ROW_BLOCK)), max(1, min(kv, KEY_BLOCK)), max(1, kv)
+
+
+def _round16(value: int) -> int:
+    return -(-value // 16) * 16
+
+
+def _scores_shape(instr, n: int) -> GemmShape:
+    br, _, lds = attention_tiles(instr)
+    d = instr.head_dim
+    return GemmShape(Type.F32, br, n, d, False, True, d, d, lds, 1.0 / math.sqrt(d), 0.0)
+
+
+def _pv_shape(instr, k: int, beta: float) -> GemmShape:
+    br, _, lds = attention_tiles(instr)
+    d = instr.head_dim
+    return GemmShape(Type.F32, br, d, k, False, False, lds, d, d, 1.0, beta)
+
+
+def _gemm_shapes(instr) -> dict[str, GemmShape]:
+    """The GEMM drivers of the instruction, by name suffix: scores and P.V over whole and last key blocks."""
+    batch, heads, seq, dim, _, kv, _ = _shape(instr)
+    _, bk, _ = attention_tiles(instr)
+    shapes: dict[str, GemmShape] = {}
+    if batch * heads * seq * dim == 0:   # nothing computed
+        return shapes
+    if instr.INFO.name == "Attention":
+        shapes["scores"] = _scores_shape(instr, kv)
+        if not instr.causal:
+            shapes["pv"] = _pv_shape(instr, kv, 0.0)
+    else:
+        shapes[f"scores_{bk}"] = _scores_shape(instr, bk)
+        if kv % bk:
+            shapes[f"scores_{kv % bk}"] = _scores_shape(instr, kv % bk)
+    if instr.INFO.name == "FlashAttention" or instr.causal:
+        shapes[f"pv_{bk}"] = _pv_shape(instr, bk, 1.0)
+        if kv % bk:
+            shapes[f"pv_{kv % bk}"] = _pv_shape(instr, kv % bk, 1.0)
+    return shapes
+
+
+def _layout(instr) -> tuple[int, int, int]:
+    """Byte offsets in the scratch of (the row states, the GEMM scratch, the end)."""
+    br, _, lds = attention_tiles(instr)
+    states = _round16(br * lds * 4)
+    gemm = states + _round16(br * 8)
+    return states, gemm, gemm + max((scratch_bytes(s) for s in _gemm_shapes(instr).values()), default=16)
+
+
+def attention_scratch_bytes(instr) -> int:
+    """Scratch bytes of the kernel: the scores of a block of rows, two f32 per row, the GEMM packing scratch."""
+    return _layout(instr)[2]
+
+
+class _Kernel:
+    """The emitter of one instruction's function (see the module docstring)."""
+
+    def __init__(self, cc: CoopContext, pointers: dict) -> None:
+        self.cc, self.e, self.m, self.instr = cc, cc.e, cc.m, cc.instr
+        self.p = pointers
+        self.batch, self.heads, self.seq, self.dim, self.kv_heads, self.kv, self.slots = _shape(cc.instr)
+        self.br, self.bk, self.lds = attention_tiles(cc.instr)
+        self.offset = self.kv - self.seq   # causal: query i sees key j <= i + offset
+        self.drivers = {suffix: build_gemm_driver(self.m, f"attention_{cc.index}_{suffix}", shape)
+                        for suffix, shape in _gemm_shapes(cc.instr).items()}
+        self.locals = {name: cc.local(I32) for name in (
+            "scratch", "states", "gscratch", "bh", "bh_end", "q", "k", "v", "o", "i0", "i_end", "rows", "j0", "j_end",
+            "r", "seen", "row_s", "row_o")}
+
+    def __getattr__(self, name: str) -> int:
+        return self.__dict__["locals"][name]
+
+    def run(self) -> None:
+        cc, e = self.cc, self.e
+        states, gemm, _ = _layout(self.instr)
+        cc.launch_base()
+        e.i32(cc.launch.coop_scratch).op("i32.add").tee(self.scratch).i32(states).op("i32.add").set(self.states)
+        e.get(self.scratch).i32(gemm).op("i32.add").set(self.gscratch)
+        e.i32(0).set(self.bh)
+        e.i32(self.batch * self.heads).set(self.bh_end)
+        e.while_below(self.bh, self.bh_end, 1, self.head, labels=("heads_done", "heads"))
+
+    def head(self) -> None:
+        """Pointers of item b = bh / heads, head h = bh % heads, kv head h / group; then its query blocks."""
+        e, d4 = self.e, self.dim * 4
+        group = self.heads // self.kv_heads
+        for name in ("q", "o"):
+            e.get(self.p[name]).get(self.bh).i32(self.seq * d4).op("i32.mul").op("i32.add").set(getattr(self, name))
+        for name in ("k", "v"):   # ((b * kv_heads + h / group) * max_seq) * d
+            e.get(self.p[name])
+            e.get(self.bh).i32(self.heads).op("i32.div_u").i32(self.kv_heads).op("i32.mul")
+            e.get(self.bh).i32(self.heads).op("i32.rem_u").i32(group).op("i32.div_u").op("i32.add")
+            e.i32(self.slots * d4).op("i32.mul").op("i32.add").set(getattr(self, name))
+        e.i32(0).set(self.i0)
+        e.i32(self.seq).set(self.i_end)
+        e.while_below(self.i0, self.i_end, self.br, self.query_block, labels=("queries_done", "queries"))
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+    def rows_loop(self, body, label: str) -> None:
+        """``body()`` for r < rows, with row_s (the row's scores) and row_o (its output) set."""
+        e = self.e
+
+        def one() -> None:
+            e.get(self.scratch).get(self.r).i32(self.lds * 4).op("i32.mul").op("i32.add").set(self.row_s)
+            e.get(self.o).get(self.i0).get(self.r).op("i32.add").i32(self.dim * 4).op("i32.mul").op("i32.add")
+            e.set(self.row_o)
+            body()
+
+        e.i32(0).set(self.r)
+        e.while_below(self.r, self.rows, 1, one, labels=(f"{label}_rows_done", f"{label}_rows"))
+
+    def push_seen(self, width: int | None) -> None:
+        """Push how many keys of the block at j0 (``width`` keys; None: all kv_len from 0) row r sees."""
+        e = self.e
+        full = self.kv if width is None else width
+        if not self.instr.causal:
+            e.i32(full)
+            return
+        # clamp(i0 + r + offset + 1 - j0, 0, full): signed, the block may lie wholly past the row
+        e.get(self.i0).get(self.r).op("i32.add").i32(self.offset + 1).op("i32.add")
+        if width is not None:
+            e.get(self.j0).op("i32.sub")
+        e.set(self.seen)
+        e.get(self.seen).i32(0).get(self.seen).i32(0).op("i32.gt_s").op("select").set(self.seen)
+        e.i32(full).get(self.seen).get(self.seen).i32(full).op("i32.gt_s").op("select")
+
+    def gemm(self, suffix: str, a_push, b_push, c_push) -> None:
+        a_push()
+        b_push()
+        c_push()
+        self.e.get(self.gscratch).i32(0).get(self.rows).call(self.drivers[suffix])
+
+    def key_block_pointer(self, base: int) -> None:
+        self.e.get(base).get(self.j0).i32(self.dim * 4).op("i32.mul").op("i32.add")
+
+    def key_blocks(self, body) -> None:
+        """``body(width)`` for each key block j0 some row of the query block sees (width: bk, or the last block's
+        kv % bk, known when built)."""
+        e, bk, tail = self.e, self.bk, self.kv % self.bk
+        e.i32(0).set(self.j0)
+        if self.instr.causal:   # keys up to the last row's: min(kv, i0 + rows + offset)
+            e.get(self.i0).get(self.rows).op("i32.add").i32(self.offset).op("i32.add").set(self.j_end)
+        else:
+            e.i32(self.kv).set(self.j_end)
+
+        def one() -> None:
+            if not tail:
+                body(bk)
+                return
+            e.get(self.j0).i32(bk).op("i32.add").i32(self.kv).op("i32.le_u")
+            with e.if_():
+                body(bk)
+                e.else_()
+                body(tail)
+
+        e.while_below(self.j0, self.j_end, bk, one, labels=("keys_done", "keys"))
+
+    def values(self, width: int) -> None:
+        """o += P V for the key block at j0: one GEMM (beta 1) when every row sees the whole block, else row by
+        row over the keys each sees."""
+        e = self.e
+        two_pass = self.instr.INFO.name == "Attention"   # its scores hold every key: block j0 starts at column j0
+
+        def weights(base: int) -> None:
+            e.get(base)
+            if two_pass:
+                e.get(self.j0).i32(2).op("i32.shl").op("i32.add")
+
+        gemm = lambda: self.gemm(f"pv_{width}", lambda: weights(self.scratch),  # noqa: E731
+                                 lambda: self.key_block_pointer(self.v),
+                                 lambda: e.get(self.o).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add"))
+        if not self.instr.causal:
+            gemm()
+            return
+        e.get(self.j0).i32(width).op("i32.add").get(self.i0).i32(self.offset + 1).op("i32.add").op("i32.le_u")
+        with e.if_():
+            gemm()
+            e.else_()
+            axpy = axpy_rows(self.m)
+
+            def one() -> None:
+                weights(self.row_s)
+                self.key_block_pointer(self.v)
+                e.get(self.row_o)
+                self.push_seen(width)
+                e.i32(self.dim).call(axpy)
+
+            self.rows_loop(one, f"axpy_{width}")
+
+    # ---- the query block ---------------------------------------------------------------------------------
+    def query_block(self) -> None:
+        e = self.e
+        e.i32(self.seq).get(self.i0).op("i32.sub").set(self.rows)
+        e.i32(self.br).get(self.rows).get(self.rows).i32(self.br).op("i32.gt_u").op("select").set(self.rows)
+        if self.instr.INFO.name == "FlashAttention":
+            self.flash_block()
+        else:
+            self.two_pass_block()
+
+    def output_block(self) -> None:
+        self.e.get(self.o).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add")
+
+    def zero_output_block(self) -> None:
+        e = self.e
+        self.output_block()
+        e.i32(0).get(self.rows).i32(self.dim * 4).op("i32.mul").op("memory.fill", 0)
+
+    def two_pass_block(self) -> None:
+        e = self.e
+        q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add")  # noqa: E731
+        self.gemm("scores", q_block, lambda: e.get(self.k), lambda: e.get(self.scratch))
+        softmax = softmax_row(self.m, ELEMENTS[Type.F32], False)
+
+        def normalize() -> None:
+            e.get(self.row_s).get(self.row_s)
+            self.push_seen(None)
+            e.call(softmax)
+
+        self.rows_loop(normalize, "softmax")
+        if not self.instr.causal:
+            self.gemm("pv", lambda: e.get(self.scratch), lambda: e.get(self.v), self.output_block)
+            return
+        self.zero_output_block()
+        self.key_blocks(self.values)
+
+    def flash_block(self) -> None:
+        e = self.e
+        online, scale = online_row(self.m), scale_row(self.m)
+        self.zero_output_block()
+
+        def start() -> None:   # the row's running maximum and sum: (-inf, 0)
+            e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").f32(float("-inf")).op("f32.store", 0)
+            e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").f32(0.0).op("f32.store", 4)
+
+        self.rows_loop(start, "start")
+
+        def block(width: int) -> None:
+            q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add")  # noqa: E731
+            self.gemm(f"scores_{width}", q_block, lambda: self.key_block_pointer(self.k), lambda: e.get(self.scratch))
+
+            def step() -> None:
+                e.get(self.row_s)
+                self.push_seen(width)
+                e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").get(self.row_o).i32(self.dim)
+                e.call(online)
+
+            self.rows_loop(step, f"online_{width}")
+            self.values(width)
+
+        self.key_blocks(block)
+
+        def finish() -> None:   # o /= l
+            e.get(self.row_o).i32(self.dim).f32(1.0)
+            e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").op("f32.load", 4).op("f32.div")
+            e.call(scale)
+
+        self.rows_loop(finish, "finish")
+
+
+def _build(cc: CoopContext) -> None:
+    instr = cc.instr
+    pointers = {array.name[0] if array.name != "output" else "o": cc.array(array.name, array.ty, array.elements)
+                for array in array_operands(instr)}
+    batch, heads, seq, dim, _, _, _ = _shape(instr)
+    if batch * heads * seq * dim:
+        _Kernel(cc, pointers).run()
+    cc.e.i32(COOP_OK)
+
+
+for _name in ("Attention", "FlashAttention"):
+    cooperative_rule(_name, ATTENTION_TYPES, scratch=attention_scratch_bytes)(_build)
