@@ -39,7 +39,7 @@ __all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", 
 #: the types the kernel computes
 SOFTMAX_TYPES = frozenset({Type.F32})
 #: invocations per workgroup (a power of two: the tree reductions halve it)
-WORKGROUP = 256
+WORKGROUP = 64
 _NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
 
 
