@@ -117,12 +117,14 @@ class _Cluster:
 
 
 def _map_form(record: Record) -> MapNode | None:
-    """The per-lane elementwise node of ``record`` where it writes its whole result contiguously."""
+    """The per-lane elementwise node of ``record`` where it writes its whole output buffer contiguously."""
     node = record.node
     if isinstance(node, CoopMapNode):
         node = record.fallback
     if not isinstance(node, MapNode) or node.out_based or record.out[1] != 0:
         return None
+    if size_of(node.shape) * node.out.size_bytes() != record.out[0].nbytes:
+        return None   # writes part of its buffer (the first part of a concatenate): others write the rest
     return node if node.out_strides == row_major(node.shape) else None
 
 

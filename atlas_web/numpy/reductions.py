@@ -120,7 +120,11 @@ ARG_CHUNK = 256
 def _arg(op: str, a: Array, axis: Any, keepdims: bool) -> Array:
     if axis is not None or a.size <= ARG_CHUNK:
         return _reduce(op, a, axis, keepdims, a.dtype, Type.I64, False)
-    # the first best of the chunks' bests, then the first best inside that chunk (NaN: the first NaN)
+    # the first best of the chunks' bests (NaN: the first NaN), then the first best inside that chunk, all
+    # on the device (no value comes to the host, so jit traces it): the chunk's start plus its inner index
+    # is picked by comparing the chunk numbers with the best chunk
+    from .creation import arange
+    from .manipulation import concatenate
     flat = a.reshape(-1)
     whole = a.size - a.size % ARG_CHUNK
     rows = flat[:whole].reshape(-1, ARG_CHUNK)
@@ -128,12 +132,14 @@ def _arg(op: str, a: Array, axis: Any, keepdims: bool) -> Array:
     inner = _reduce(op, rows, 1, False, a.dtype, Type.I64, False)
     if whole < a.size:
         tail = flat[whole:]
-        from .manipulation import concatenate
         best = concatenate([best, (max if op == "argmax" else min)(tail, None, keepdims=True)])
         inner = concatenate([inner, _reduce(op, tail, None, True, a.dtype, Type.I64, False)])
-    chunk = _arg(op, best, None, False).item()
-    from .creation import full
-    return full((1,) * a.ndim if keepdims else (), chunk * ARG_CHUNK + inner[chunk].item(), Type.I64, a.device)
+    chunk = _arg(op, best, None, False)
+    numbers = arange(best.size, dtype=Type.I64, device=a.device)
+    picked = apply("where", apply("equal", numbers, chunk), apply("add", apply("multiply", numbers, ARG_CHUNK),
+                                                                     inner), -1)
+    index = max(picked, None)
+    return index.reshape((1,) * a.ndim) if keepdims else index
 
 
 def argmax(a: Array, axis: Any = None, *, keepdims: bool = False) -> Array:

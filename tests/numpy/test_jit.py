@@ -193,3 +193,14 @@ def test_functions_that_look_at_values_or_return_other_things_are_refused(device
         anp.jit(lambda x: 1.0)(x)
     with pytest.raises(ArrayError, match="neither an Array nor hashable"):
         anp.jit(lambda x, opts: x)(x, [1, 2])
+
+
+def test_argmax_over_a_long_flat_array_stays_on_the_device(device):
+    logits = data((1001,))
+    logits[[17, 900]] = 5.0    # a tie: the first wins
+    x = anp.array(logits, device=device)
+    greedy = anp.jit(lambda v: (anp.argmax(v), anp.argmin(v, keepdims=True)))
+    best, worst = greedy(x)
+    check(best, np.argmax(logits))
+    check(worst, np.argmin(logits, keepdims=True))
+    assert best.item() == 17
