@@ -19,8 +19,8 @@ from atlas_web.isa.operations import OPERATION_INSTRUCTIONS
 from atlas_web.isa.types import Type
 
 from . import (
-    atlas_cases, contract_cases, control_cases, cooperative_cases, kernel_cases, lane_cases, matrix_cases, memory_cases,
-    norm_cases, trap_cases,
+    atlas_cases, attention_cases, contract_cases, control_cases, cooperative_cases, kernel_cases, lane_cases,
+    matrix_cases, memory_cases, norm_cases, trap_cases,
 )
 
 __all__ = ["CASE_LISTS", "SKIPPED", "all_cases", "needs_of", "skipped", "documented_missing", "DOC"]
@@ -36,6 +36,7 @@ CASE_LISTS: dict[str, Callable[[], list]] = {
     "matrix": matrix_cases.matrix_cases, "matrix_trap": matrix_cases.trap_cases,
     "contract": contract_cases.contract_cases, "contract_trap": contract_cases.trap_cases,
     "norm": norm_cases.norm_cases, "norm_trap": norm_cases.trap_cases,
+    "attention": attention_cases.attention_cases, "attention_trap": attention_cases.trap_cases,
 }
 
 #: backend name -> (cases skipped as unsupported, cases), filled by the test that computes them
