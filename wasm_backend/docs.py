@@ -72,6 +72,14 @@ def backend_documentation() -> BackendDocumentation:
         "LayerScale runs its own kernel (`coop_layer_scale`: f32x4/f64x2 products row by row; F16/BF16 in f32, "
         "where the product is exact, rounded once): the reference's bits, without the default expansion's one "
         "ParallelMapBinary step per row.",
+        "Softmax and LogSoftmax (`coop_softmax`) run three SIMD passes per row (max in four v128 accumulators; "
+        "exp(x - m) summed in four, Softmax storing it; then times 1/s, or (x - m) - log(s)); F32's exp is "
+        "XNNPACK's rr2-p5 for arguments <= 0 (3.1 u, results below f32's smallest normal flushed to 0), F64's the "
+        "math library's; F16/BF16 rows go through an f32 scratch row. A row whose maximum is not finite (NaN, "
+        "+inf, only -inf) is NaN. Natively, 2**20 elements or more split their rows over the threads, "
+        "bit-identical to one thread. Measured on 256 x 1024 normal*4 f32 logits against binary64: Softmax "
+        "28.6 u relative at most (median 4.1 u), LogSoftmax 9.4 u * max(1, |y|) absolute; within the contract's "
+        "bound on every conformance case.",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)

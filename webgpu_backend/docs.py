@@ -52,6 +52,12 @@ NOTES = (
     "workgroup memory, in f32 on the row scaled by the power of two that brings its largest magnitude into "
     "[1, 2) (so no sum or square of a finite row over- or underflows); two passes (mean, then squared "
     "deviations), then the outputs in the reference's order (within the contract's bound).",
+    "Softmax and LogSoftmax (F32) run one shader per shape (`wgsl/kernels/softmax.py`): a workgroup of 64 per row "
+    "(64, not 256: llvmpipe runs each barrier as a switch through every invocation), the maximum over the finite "
+    "elements compared as ordered bit keys, NaN/+inf/only -inf rows written NaN as bits, exp_f32(x - m) and the "
+    "sum by tree reductions in workgroup memory, then e * (1/s) or (x - m) - log_f32(s). Measured on 256 x 1024 "
+    "normal*4 f32 logits against binary64 (lavapipe): Softmax 22.5 u relative at most (median 3.9 u), "
+    "LogSoftmax 5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
     "On Mesa's llvmpipe a lane may take at most 60000 backward jumps per dispatch (the engine ends longer "
     "loops silently). There the backend's default budget is 60000, so a runaway loop traps BUDGET_EXCEEDED "
     "exactly as the other backends do with that budget; with a larger budget given, a lane past 60000 "
