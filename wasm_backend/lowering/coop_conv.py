@@ -29,7 +29,7 @@ from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import ELEMENTS, GemmShape, _function, build_gemm_driver, scratch_bytes
 from .rules import cooperative_rule
 
-__all__ = ["CONV_TYPES", "CHUNK_COLUMNS", "ConvShape", "conv_shape", "conv_scratch_bytes"]
+__all__ = ["CONV_TYPES", "CHUNK_COLUMNS", "ConvShape", "conv_scratch_bytes", "build_conv_driver"]
 
 I32 = ValType.I32
 CONV_TYPES = frozenset({Type.F32, Type.F64})
@@ -68,10 +68,6 @@ class ConvShape:
     @property
     def cols_bytes(self) -> int:
         return _round_up(max(1, self.k * self.chunk_rows * self.ow * self.size), 16)
-
-
-def conv_shape(instr) -> ConvShape:
-    return ConvShape(instr)
 
 
 def conv_scratch_bytes(instr) -> int:
@@ -172,63 +168,74 @@ def _fill_bias(e, fb, s: ConvShape, out: int, bias: int) -> None:
     e.while_below(o, end_o, 1, one_channel, labels=("bias_channels_done", "bias_channels"))
 
 
+def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
+    """Define ``name(output, input, kernel, bias, scratch, lo, hi)``: Conv2D ``instr`` over items lo .. hi (item
+    = b*groups + g; byte addresses of the arrays' element 0 and of ``conv_scratch_bytes(instr)`` bytes of 16-byte
+    aligned scratch; ``bias`` unused without has_bias). Returns its function index (``export``: exported)."""
+    s = ConvShape(instr)
+    im2col = _im2col(m, f"{name}_im2col", s)
+    full = build_gemm_driver(m, f"{name}_gemm", s.gemm(s.chunk_rows))
+    tail = build_gemm_driver(m, f"{name}_gemm_tail", s.gemm(s.tail_rows)) if s.tail_rows else None
+
+    def build(fb, e) -> None:
+        output, input_, kernel, bias_base, scratch, item, end_item = range(7)
+        cols, gemm_scratch, src, a, out, t, rows, end_t, out_rows, bias = (fb.add_local(I32) for _ in range(10))
+        e.get(scratch).tee(cols).i32(s.cols_bytes).op("i32.add").set(gemm_scratch)
+        e.i32(s.oh).set(end_t)
+
+        def one_item() -> None:   # item = b*groups + g: the input, kernel rows, output rows and bias of group g of b
+            g = lambda: e.get(item).i32(s.groups).op("i32.rem_u")   # noqa: E731
+            e.get(input_).get(item).i32(s.cin_g * s.h * s.w * s.size).op("i32.mul").op("i32.add").set(src)
+            e.get(kernel)
+            g()
+            e.i32(s.cout_g * s.k * s.size).op("i32.mul").op("i32.add").set(a)
+            e.get(output).get(item).i32(s.cout_g * s.oh * s.ow * s.size).op("i32.mul").op("i32.add").set(out)
+            if s.bias:
+                e.get(bias_base)
+                g()
+                e.i32(s.cout_g * s.size).op("i32.mul").op("i32.add").set(bias)
+                e.get(out).set(out_rows)
+                _fill_bias(e, fb, s, out_rows, bias)
+            e.i32(0).set(t)
+
+            def gemm(driver: int) -> None:
+                e.get(a).get(cols).get(out).get(t).i32(s.ow * s.size).op("i32.mul").op("i32.add")
+                e.get(gemm_scratch).i32(0).i32(s.cout_g).call(driver)
+
+            def one_chunk() -> None:
+                e.get(end_t).get(t).op("i32.sub").set(rows)
+                e.get(rows).i32(s.chunk_rows).op("i32.gt_u")
+                with e.if_():
+                    e.i32(s.chunk_rows).set(rows)
+                e.get(src).get(cols).get(t).get(rows).call(im2col)
+                if tail is None:
+                    gemm(full)
+                    return
+                e.get(rows).i32(s.chunk_rows).op("i32.eq")
+                with e.if_():
+                    gemm(full)
+                    e.else_()
+                    gemm(tail)
+
+            e.while_below(t, end_t, s.chunk_rows, one_chunk, labels=("chunks_done", "chunks"))
+
+        e.while_below(item, end_item, 1, one_item, labels=("items_done", "items"))
+
+    return _function(m, name, (I32,) * 7, build, export=export)
+
+
 @cooperative_rule("Conv2D", CONV_TYPES, scratch=conv_scratch_bytes)
 def _build(cc: CoopContext) -> None:
-    instr, m, e = cc.instr, cc.m, cc.e
+    instr, e = cc.instr, cc.e
     s = ConvShape(instr)
     # checked in operand order (output, input, kernel, bias), as the reference checks them: the first bad one traps
     checked = {array.name: cc.array(array.name, array.ty, array.elements) for array in array_operands(instr)}
     if s.batch * s.cout * s.oh * s.ow == 0:
         e.i32(COOP_OK)
         return
-    name = f"conv_{cc.index}"
-    im2col = _im2col(m, f"{name}_im2col", s)
-    full = build_gemm_driver(m, f"{name}_gemm", s.gemm(s.chunk_rows))
-    tail = build_gemm_driver(m, f"{name}_gemm_tail", s.gemm(s.tail_rows)) if s.tail_rows else None
-    fb = cc.fb
-    cols, gemm_scratch = cc.local(I32), cc.local(I32)
-    item, end_item, src, a, out, t, rows, end_t, out_rows, bias = (cc.local(I32) for _ in range(10))
+    driver = build_conv_driver(cc.m, f"conv_{cc.index}", instr)
+    for name in ("output", "input", "kernel", "bias"):
+        e.get(checked[name])
     cc.launch_base()
-    e.i32(cc.launch.coop_scratch).op("i32.add").tee(cols).i32(s.cols_bytes).op("i32.add").set(gemm_scratch)
-    e.i32(0).set(item)
-    e.i32(s.batch * s.groups).set(end_item)
-    e.i32(s.oh).set(end_t)
-
-    def one_item() -> None:   # item = b*groups + g: the input, kernel rows, output rows and bias of group g of b
-        g = lambda: e.get(item).i32(s.groups).op("i32.rem_u")   # noqa: E731
-        e.get(checked["input"]).get(item).i32(s.cin_g * s.h * s.w * s.size).op("i32.mul").op("i32.add").set(src)
-        e.get(checked["kernel"])
-        g()
-        e.i32(s.cout_g * s.k * s.size).op("i32.mul").op("i32.add").set(a)
-        e.get(checked["output"]).get(item).i32(s.cout_g * s.oh * s.ow * s.size).op("i32.mul").op("i32.add").set(out)
-        if s.bias:
-            e.get(checked["bias"])
-            g()
-            e.i32(s.cout_g * s.size).op("i32.mul").op("i32.add").set(bias)
-            e.get(out).set(out_rows)
-            _fill_bias(e, fb, s, out_rows, bias)
-        e.i32(0).set(t)
-
-        def gemm(driver: int) -> None:
-            e.get(a).get(cols).get(out).get(t).i32(s.ow * s.size).op("i32.mul").op("i32.add")
-            e.get(gemm_scratch).i32(0).i32(s.cout_g).call(driver)
-
-        def one_chunk() -> None:
-            e.get(end_t).get(t).op("i32.sub").set(rows)
-            e.get(rows).i32(s.chunk_rows).op("i32.gt_u")
-            with e.if_():
-                e.i32(s.chunk_rows).set(rows)
-            e.get(src).get(cols).get(t).get(rows).call(im2col)
-            if tail is None:
-                gemm(full)
-                return
-            e.get(rows).i32(s.chunk_rows).op("i32.eq")
-            with e.if_():
-                gemm(full)
-                e.else_()
-                gemm(tail)
-
-        e.while_below(t, end_t, s.chunk_rows, one_chunk, labels=("chunks_done", "chunks"))
-
-    e.while_below(item, end_item, 1, one_item, labels=("items_done", "items"))
+    e.i32(cc.launch.coop_scratch).op("i32.add").i32(0).i32(s.batch * s.groups).call(driver)
     e.i32(COOP_OK)

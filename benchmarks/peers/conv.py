@@ -1,0 +1,155 @@
+"""f32 Conv2D in one headless Chromium page: atlas-web's wasm Conv2D kernel against TensorFlow.js and ONNX Runtime
+Web (issue 11: 1x64x56x56, 64 filters 3x3, padding 1; atlas-web at least TF.js wasm's speed).
+
+The peers and the page are those of ``benchmarks/peers/run.py`` (the npm packages pinned there, the same Chromium
+flags, one thread: the page is not cross-origin isolated): TF.js 4.22.0's ``wasm`` backend (XNNPACK;
+``tf.conv2d`` of an NHWC input and an HWIO filter, its layout: the page transposes the same values for it; its
+kernels run synchronously, so the op alone is timed and its output disposed unread) and ``onnxruntime-web``'s
+wasm execution provider on a one-node Conv model written here (NCHW, opset 13, the weights a graph input;
+``session.run`` returns the output, so its time includes handing it back).
+
+atlas-web's side is the module its wasm backend generates for ``Conv2D`` (NCHW): the driver of
+``wasm_backend.lowering.coop_conv`` (im2col chunks into the GEMM kernel), exported and instantiated by the page on
+a WebAssembly.Memory of its own; the launch through Pyodide adds the host's per-launch overhead
+(benchmarks/browser_vs_native.py) and is not part of these timings.
+
+The sides are timed interleaved, best of ``--repeats`` samples of ``--inner`` calls after one warm-up each; the
+page checks that atlas-web's output agrees with TF.js's. Printed: ms, GFLOP/s and each peer's time over atlas-web's
+(above 1: atlas-web is faster).
+
+Run ``PYTHONPATH=. python3 benchmarks/peers/conv.py [--shape 1 64 56 56 64 3] [--repeats 10]``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from atlas_web.isa import Address, Conv2D  # noqa: E402
+from wasm_backend.lowering.coop_conv import build_conv_driver, conv_scratch_bytes  # noqa: E402
+from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
+
+from benchmarks.peers.run import _field, run_page  # noqa: E402
+
+
+def conv_model(b: int, c: int, h: int, w: int, f: int, k: int) -> bytes:
+    """An ONNX model (IR 8, opset 13) of one Conv node: Y = conv(X[b, c, h, w], W[f, c, k, k]), pads k // 2,
+    float32."""
+    def value(name: str, dims: tuple) -> bytes:
+        shape = b"".join(_field(1, _field(1, d)) for d in dims)
+        return _field(1, name) + _field(2, _field(1, _field(1, 1) + _field(2, shape)))
+
+    def ints(name: str, values: tuple) -> bytes:   # AttributeProto: name, ints, type INTS (7)
+        return _field(5, _field(1, name) + b"".join(_field(8, v) for v in values) + _field(20, 7))
+
+    pad, out = k // 2, (h, w)
+    node = (_field(1, "X") + _field(1, "W") + _field(2, "Y") + _field(4, "Conv") + ints("kernel_shape", (k, k))
+            + ints("pads", (pad,) * 4) + ints("strides", (1, 1)))
+    graph = (_field(1, node) + _field(2, "conv") + _field(11, value("X", (b, c, h, w)))
+             + _field(11, value("W", (f, c, k, k))) + _field(12, value("Y", (b, f, *out))))
+    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(2, 13))
+
+
+def atlas_module(b: int, c: int, h: int, w: int, f: int, k: int) -> tuple[bytes, int]:
+    """(module bytes, scratch bytes) of atlas-web's Conv2D driver, exported as ``conv`` with the parameters
+    (output, input, kernel, bias, scratch, first item, end item)."""
+    a = Address.BufferOffset(2)
+    instr = Conv2D(output=a, input=a, kernel=a, batch=b, in_channels=c, out_channels=f, height=h, width=w,
+                   kernel_h=k, kernel_w=k, stride_h=1, stride_w=1, padding_h=k // 2, padding_w=k // 2)
+    m = ModuleContext("atlas_conv")
+    build_conv_driver(m, "conv", instr, export=True)
+    return m.to_bytes(), conv_scratch_bytes(instr)
+
+
+PAGE = """<!doctype html><meta charset="utf-8"><title>Conv2D peers</title>
+<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
+<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
+<script src="bench.js"></script>
+"""
+
+BENCH_JS = r"""
+async function runBench(config) {
+  tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
+  await tf.setBackend('wasm'); await tf.ready();
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+  const [b, c, h, w, f, k] = config.shape;
+  const x = new Float32Array(b * c * h * w).map(() => Math.random() - 0.5);       // NCHW
+  const wt = new Float32Array(f * c * k * k).map(() => Math.random() - 0.5);      // OIHW
+  const xNHWC = new Float32Array(x.length), wHWIO = new Float32Array(wt.length);
+  for (let n = 0; n < b; n++) for (let ch = 0; ch < c; ch++) for (let i = 0; i < h * w; i++)
+    xNHWC[(n * h * w + i) * c + ch] = x[(n * c + ch) * h * w + i];
+  for (let o = 0; o < f; o++) for (let ch = 0; ch < c; ch++) for (let t = 0; t < k * k; t++)
+    wHWIO[(t * c + ch) * f + o] = wt[(o * c + ch) * k * k + t];
+  // atlas-web: output, input, kernel, scratch in a memory of its own
+  const bytes = await (await fetch('atlas_conv.wasm')).arrayBuffer();
+  const outN = b * f * h * w, at = [4096, 4096 + outN * 4 + 64], kAt = at[1] + x.length * 4 + 64;
+  const s = Math.ceil((kAt + wt.length * 4 + 64) / 16) * 16;
+  const memory = new WebAssembly.Memory({initial: Math.ceil((s + config.scratch) / 65536) + 1});
+  const {instance} = await WebAssembly.instantiate(bytes, {env: {memory}});
+  new Float32Array(memory.buffer).set(x, at[1] / 4);
+  new Float32Array(memory.buffer).set(wt, kAt / 4);
+  const atlas = () => instance.exports.conv(at[0], at[1], kAt, 0, s, 0, b);
+  const tx = tf.tensor4d(xNHWC, [b, h, w, c]), tw = tf.tensor4d(wHWIO, [k, k, c, f]);
+  const session = await ort.InferenceSession.create(new Uint8Array(await (await fetch('conv.onnx')).arrayBuffer()),
+                                                    {executionProviders: ['wasm']});
+  const feeds = {X: new ort.Tensor('float32', x, [b, c, h, w]), W: new ort.Tensor('float32', wt, [f, c, k, k])};
+  const sides = {
+    'atlas-web wasm (coop_conv)': async () => atlas(),
+    'TF.js wasm (tf.conv2d, NHWC)': async () => { tf.conv2d(tx, tw, 1, 'same').dispose(); },
+    'ORT web wasm (Conv node)': async () => { await session.run(feeds); },
+  };
+  atlas();
+  const mine = new Float32Array(memory.buffer, at[0], outN).slice();
+  const theirsT = tf.conv2d(tx, tw, 1, 'same'), theirs = await theirsT.data();
+  theirsT.dispose();
+  let worst = 0;
+  for (let n = 0; n < b; n++) for (let o = 0; o < f; o++) for (let i = 0; i < h * w; i++)
+    worst = Math.max(worst, Math.abs(mine[(n * f + o) * h * w + i] - theirs[(n * h * w + i) * f + o]));
+  const best = {};
+  for (const name in sides) { await sides[name](); best[name] = Infinity; }
+  for (let r = 0; r < config.repeats; r++) {
+    for (const name in sides) {
+      const t0 = performance.now();
+      for (let q = 0; q < config.inner; q++) await sides[name]();
+      best[name] = Math.min(best[name], (performance.now() - t0) / config.inner);
+    }
+  }
+  tx.dispose(); tw.dispose();
+  return {ms: best, max_abs_difference: worst, engine: navigator.userAgent};
+}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", type=int, nargs=6, default=[1, 64, 56, 56, 64, 3], metavar=("B", "C", "H", "W", "F", "K"))
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--inner", type=int, default=2)
+    args = parser.parse_args()
+    module, scratch = atlas_module(*args.shape)
+    files = {"index.html": PAGE, "bench.js": BENCH_JS, "conv.onnx": conv_model(*args.shape), "atlas_conv.wasm": module}
+    result = run_page(files, {"shape": args.shape, "repeats": args.repeats, "inner": args.inner, "scratch": scratch},
+                      900_000)
+    b, c, h, w, f, k = args.shape
+    flop = 2.0 * b * f * h * w * c * k * k
+    print(f"f32 Conv2D {b}x{c}x{h}x{w}, {f} filters {k}x{k}, padding {k // 2}, in one headless Chromium page, one "
+          f"thread, best of {args.repeats} samples of {args.inner} calls, interleaved")
+    print(f"engine: {result['engine']}; atlas-web vs TF.js largest difference {result['max_abs_difference']:.2e}")
+    atlas = result["ms"]["atlas-web wasm (coop_conv)"]
+    for name, ms in result["ms"].items():
+        print(f"  {name:<32} {ms:8.2f} ms  {flop / (ms / 1e3) / 1e9:6.2f} GFLOP/s  peer time / atlas-web's: "
+              f"{ms / atlas:5.2f}")
+    if os.environ.get("PEERS_JSON"):
+        Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
