@@ -80,6 +80,16 @@ def backend_documentation() -> BackendDocumentation:
         "bit-identical to one thread. Measured on 256 x 1024 normal*4 f32 logits against binary64: Softmax "
         "28.6 u relative at most (median 4.1 u), LogSoftmax 9.4 u * max(1, |y|) absolute; within the contract's "
         "bound on every conformance case.",
+        "Conv2D (F32, F64; `coop_conv`) is im2col chunks of whole output rows (about 512 columns, padding written "
+        "as zeros that take part in the products) in per-launch scratch, each multiplied by GEMM's kernel straight "
+        "into the NCHW output (the bias filled first, then added to), per batch item and group, one thread. "
+        "Measured (F32, 1x64x20x20 and 2x8x12x13 5x5 against binary64): at most 2.6 u * sum|input * kernel|, "
+        "the contract's bound being (K + 2) u times it.",
+        "FFT (F32, F64; `coop_fft`) is radix-2 on SIMD128: bit reversal (swaps in place), twiddles per launch from "
+        "two binary64 tables of about sqrt(n/2) entries made with the math library's sin and cos (rounded once), "
+        "stages below 2**14 complex values block by block in cache, no fused multiply-add; inverse times 1/n. "
+        "Measured (F32 against binary64): normwise error 2.0 u * ||y|| at n = 2**10, 2.6 u at 2**16 (the "
+        "contract allows (8 log2 n + 2) u).",
     )
     return BackendDocumentation("wasm", "w", op_supported, cooperative_operation_supported, dict(MEASURED_ULPS), notes,
                                 unsupported=UNSUPPORTED)
