@@ -47,6 +47,12 @@ NOTES = (
     "GEMM and BatchedGEMM (F32) run one tiled shader per shape (`wgsl/kernels/gemm.py`): 64 x 64 tiles of C per "
     "workgroup of 16 x 16 invocations, each a 4 x 4 block in registers, 16-deep slices of op(A) and op(B) staged "
     "in workgroup memory; f32 products and sums, each rounded (within the contract's bound).",
+    "MixedPrecisionGEMM (F16, BF16) runs the same shader with its halves unpacked to f32 while staged "
+    "(`unpack2x16float`, or the bf16 bits shifted; exact, no shader-f16 needed). QuantizedGEMM (I8 and F32 C) "
+    "stages sign-extended i8 (`extractBits`) and sums in wrapping i32, converts the sum to f32 rounded to even "
+    "exactly (its two 16-bit halves), multiplies by the scale rounded on the host as the reference's f32 steps, "
+    "and for I8 C rounds half to even, maps NaN to 0, saturates and writes each byte with atomic and/or on its "
+    "word: the reference's bits. `dot4I8Packed` is not used.",
     "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32) run one shader per shape (`wgsl/kernels/norm.py`): a "
     "workgroup of 256 per row (GroupNorm group, BatchNorm item and channel), its statistics tree reductions in "
     "workgroup memory, in f32 on the row scaled by the power of two that brings its largest magnitude into "
@@ -105,8 +111,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 _NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
-    "MixedPrecisionGEMM": _NO_KERNEL,
-    "QuantizedGEMM": _NO_KERNEL,
     "SparseGEMM": _NO_KERNEL,
     "TensorContract": _NO_KERNEL,
     **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
