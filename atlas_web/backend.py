@@ -403,7 +403,9 @@ class Backend(abc.ABC):
         """What runs this backend: a new dict with at least ``name``, ``device``, ``engine`` and
         ``device_type`` (one of DEVICE_TYPES: "cpu" for the host's processor, "gpu" for a graphics
         processor, "software-gpu" for a GPU API implemented on the CPU such as lavapipe, llvmpipe or
-        SwiftShader, which ``init_backend(AUTO)`` tries last). ``max_memory``, where reported, lets
+        SwiftShader, which ``init_backend(AUTO)`` tries last) and ``subnormals``: "preserved", or "flushed"
+        where the device reads F32 (and BF16) subnormal operands and writes subnormal results of arithmetic
+        as zeros of their sign (docs/semantics.md, Numbers). ``max_memory``, where reported, lets
         ``init_backend_with_memory_check`` answer without allocating."""
 
     @abc.abstractmethod

@@ -434,6 +434,7 @@ class WasmBackend(Backend):
         return {
             "name": self.name,
             "device_type": "cpu",
+            "subnormals": "preserved",
             "device": f"{_host_cpu()} (WebAssembly SIMD128)",
             "engine": f"{engine} {_engine_version(engine)}",
             "memory_limit": self._memory.limit,

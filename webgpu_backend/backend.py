@@ -301,14 +301,16 @@ class WebGpuBackend(Backend):
     @one_thread_at_a_time
     def device_info(self) -> dict:
         """``name``, ``device_type`` ("gpu", or "software-gpu" on lavapipe, llvmpipe or SwiftShader),
-        ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
+        ``subnormals`` ("flushed" where the device flushes f32 subnormals in arithmetic, found by a probe
+        shader the first time; "unknown" where the probe cannot be read back synchronously), ``device``, ``engine``, ``backend``, ``features``, ``memory_limit``, ``memory_used``,
         ``max_memory`` (what the chunks can hold), ``chunk_capacity``, ``max_allocation`` (the largest buffer
         or pool: one chunk)."""
         info = self._driver.adapter_info()
         capacity = self._memory.chunk_capacity * self._memory.max_chunks
         limit = self._memory.memory_limit
         return {
-            "name": self.name, "device_type": self._driver.device_type(), "device": info["device"],
+            "name": self.name, "device_type": self._driver.device_type(), "subnormals": self._subnormals(),
+            "device": info["device"],
             "engine": info["engine"], "backend": info["backend"],
             "adapter_type": info["adapter_type"], "features": sorted(self._driver.features),
             "memory_limit": limit, "memory_used": self._memory.used,
@@ -316,6 +318,12 @@ class WebGpuBackend(Backend):
             "chunk_capacity": self._memory.chunk_capacity,
             "max_allocation": self._memory.chunk_capacity if limit is None else min(limit, self._memory.chunk_capacity),
         }
+
+    def _subnormals(self) -> str:
+        try:
+            return self._driver.subnormals()
+        except ExecutionFailed:
+            return "unknown"
 
     @one_thread_at_a_time
     def resonance_accumulator(self) -> list[float]:

@@ -28,15 +28,20 @@ NOTES = (
     "F64: WGSL has no 64-bit float, so every F64 instruction raises `UnsupportedOperation` (no software "
     "emulation); `init_backend(AUTO, program=...)` skips webgpu for such programs and picks the next backend "
     "that supports every (instruction, type) of the program.",
-    "F16 computes in f32 and rounds with `f16()` where the device has shader-f16, else with "
-    "`pack2x16float`; BF16 rounds to nearest even on the bits. 8/16-bit integers live in u32 words, 64-bit ones "
+    "F16 computes in f32 and rounds to nearest even in integer code on the bits (also where the device has "
+    "shader-f16: WGSL's `f16()` may round either way, and an NVIDIA H200 kept an overflowed product finite); "
+    "BF16 rounds to nearest even on the bits. 8/16-bit integers live in u32 words, 64-bit ones "
     "in `vec2<u32>`, the extended integers in a per-lane register file in memory (limb loops).",
     "Transcendentals: the WGSL builtins were measured on " + DEVICE + " and replaced by our own f32 "
     "implementations wherever they are worse than 4 ulp (all of them there); GELU and POW carry their "
     "argument in double-f32. F16/BF16 results are the f32 function rounded once (bound: 1 ulp). The table "
     "below is the largest error seen by the backend's measurement and, for f32, the transcendentals' own "
     "sweep (2^20 inputs each); `ulp_tolerance` adds one ulp of margin to the sweep's figure.",
-    "FMA/FMS are computed exactly in integer arithmetic (WGSL's `fma` may round twice); MIN/MAX test NaN on "
+    "FMA/FMS, and DIV/RCP/SQRT/RSQRT, are computed exactly in integer arithmetic (WGSL's `fma` may round "
+    "twice, its `/` and `sqrt` may be 2.5 ulp off: an NVIDIA H200 was 1 ulp off); signed REM is `a - (a / b) * "
+    "b` (that H200's signed `%` was wrong for negative operands). A device that flushes f32 subnormals "
+    "(`device_info()[\"subnormals\"]`, found by a probe shader) keeps that behaviour in the other arithmetic "
+    "(docs/semantics.md, Numbers). MIN/MAX test NaN on "
     "the bits; products and constants that must not be fused or folded pass through a run-time XOR with zero.",
     "ParallelReduce accumulates floats in f32 in a tree (within the contract's `count * eps`); float sums "
     "keep magnitudes of 2**64 and more scaled by 2**-64 in an accumulator of their own, so no partial of "

@@ -118,6 +118,17 @@ class ResolvedBinding(tuple):
         return self[3]
 
 
+#: one lane multiplies two pairs of f32 read from the buffer: one product is subnormal, one reads a subnormal
+_SUBNORMAL_PROBE = """
+@group(0) @binding(0) var<storage, read_write> io: array<u32, 6>;
+@compute @workgroup_size(1)
+fn main() {
+    io[4] = bitcast<u32>(bitcast<f32>(io[0]) * bitcast<f32>(io[1]));
+    io[5] = bitcast<u32>(bitcast<f32>(io[2]) * bitcast<f32>(io[3]));
+}
+"""
+
+
 class GpuDriver(abc.ABC):
     """One WebGPU device and the caches around it. Not thread-safe: use it from one thread.
 
@@ -138,6 +149,7 @@ class GpuDriver(abc.ABC):
         self._bind_groups = ProgramCache(_MAX_CACHED_BIND_GROUPS, plain_keys=True)  # see _bind_group
         self._features: frozenset[str] = frozenset()
         self._limits: dict[str, int] = {}
+        self._subnormals: str | None = None   # see subnormals()
         self._closed = False
 
     def _adopt_device(self, features: Iterable[str], limits: Mapping[str, int]) -> None:
@@ -183,6 +195,26 @@ class GpuDriver(abc.ABC):
             return self.limits[name]
         except KeyError:
             raise ExecutionFailed(f"the device reports no limit named {name!r}") from None
+
+    def subnormals(self) -> str:
+        """"flushed" when the device reads f32 subnormal operands or writes f32 subnormal results of
+        arithmetic as zero (WGSL allows it; an NVIDIA GPU under Vulkan does), else "preserved". Found once
+        by a one-lane probe shader (operands from a buffer, so nothing is folded) and kept. Raises as
+        dispatch and read_buffer (in a browser without a synchronous wait: ExecutionFailed)."""
+        if self._subnormals is None:
+            pipeline = self.create_pipeline(self.compile(_SUBNORMAL_PROBE), "main", {0: "storage"})
+            io = self.create_buffer(24)
+            try:
+                # 2^-100, 2^-30 (their product is subnormal); 2^-138 (subnormal), 2^40
+                self.write_buffer(io, 0, b"".join(v.to_bytes(4, "little") for v in
+                                                  (0x0D800000, 0x30800000, 0x00000800, 0x53800000)))
+                self.dispatch(pipeline, {0: io})
+                words = bytes(self.read_buffer(io, 16, 8))
+            finally:
+                self.destroy_buffer(io)
+            kept = all(int.from_bytes(words[k:k + 4], "little") != 0 for k in (0, 4))
+            self._subnormals = "preserved" if kept else "flushed"
+        return self._subnormals
 
     # ---- buffers --------------------------------------------------------------------------------
     def create_buffer(self, size: int, usage: BufferUsage | int | None = None) -> GpuBuffer:

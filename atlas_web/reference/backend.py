@@ -207,6 +207,7 @@ class CpuBackend(Backend):
         return {
             "name": self.name,
             "device_type": "cpu",
+            "subnormals": "preserved",
             "device": platform.processor() or platform.machine() or "host CPU",
             "engine": f"NumPy {np.__version__}",
             "memory_limit": limit,

@@ -8,7 +8,7 @@ import pytest
 from atlas_web import UnsupportedOperation
 from atlas_web.isa import CVT, MOV_IMM, MUL, OR, ADD, Register, Type
 
-from .harness import Case, compare, run_case
+from .harness import Case, compare_with_reference, run_case
 from .values import encode, float_values, int_values
 
 __all__ = ["lane_pointer", "values_of", "bytes_of", "check_case", "SCRATCH"]
@@ -50,12 +50,10 @@ def check_case(reference, backend_name: str, backend, case: Case, runner=run_cas
         with pytest.raises(UnsupportedOperation):
             runner(backend, case)
         return
-    expected = runner(reference, case)
-    actual = runner(backend, case)
     tolerance = backend.ulp_tolerance(case.op, case.ty) if case.ty is not None and case.ty.is_float() else 0.0
     if tolerance_of is not None:
         tolerance = tolerance_of(case, tolerance)
-    problems = compare(case, expected, actual, tolerance)
+    problems = compare_with_reference(reference, backend, case, tolerance, runner)
     assert not problems, f"{backend_name} {case}: " + "; ".join(problems)
 
 

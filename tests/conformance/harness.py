@@ -8,14 +8,15 @@ ulp tolerance for the case's op, traps by (code, instruction index, lane).
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from atlas_web import AtlasTrap, Backend, LaunchConfig, Program
 from atlas_web.isa import Type
 
-from .values import decode, ulp_distance
+from .values import decode, encode, ulp_distance
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,52 @@ def run_case(backend: Backend, case: Case) -> Result:
     return Result(outputs, trap, resonance, message)
 
 
-def compare(case: Case, expected: Result, actual: Result, ulps: float) -> list[str]:
-    """Human-readable mismatches between the reference result and a backend's (empty when they agree)."""
+#: types whose subnormals are f32 subnormals: what a device that flushes f32 subnormals reads and writes as 0
+FLUSHED_TYPES = frozenset({Type.F32, Type.BF16})
+#: the smallest normal magnitude of those types (2^-126)
+_SMALLEST_NORMAL = 2.0 ** -126
+
+
+def flushes_subnormals(backend: Backend) -> bool:
+    """Whether ``backend`` says its device flushes f32 subnormals (device_info()["subnormals"])."""
+    return backend.device_info().get("subnormals") == "flushed"
+
+
+def with_subnormals_flushed(case: Case) -> Case:
+    """``case`` with every F32/BF16 subnormal of its input buffers replaced by a zero of its sign."""
+    buffers = []
+    for buf in case.buffers:
+        if buf.ty in FLUSHED_TYPES and not buf.output:
+            values = [math.copysign(0.0, v) if _subnormal(v) else v for v in decode(buf.ty, buf.data)]
+            buf = replace(buf, data=encode(buf.ty, values))
+        buffers.append(buf)
+    return replace(case, buffers=tuple(buffers))
+
+
+def _subnormal(value) -> bool:
+    return isinstance(value, float) and value != 0.0 and abs(value) < _SMALLEST_NORMAL
+
+
+def compare_with_reference(reference: Backend, backend: Backend, case: Case, ulps: float,
+                           runner: Callable[[Backend, Case], Result] | None = None) -> list[str]:
+    """Run ``case`` on both and compare (empty when they agree). On a device that flushes f32 subnormals
+    (docs/semantics.md, Numbers) a result also agrees when it matches the reference's with F32/BF16
+    subnormal results read as zeros of their sign, computed from the inputs as given or with their
+    subnormals flushed."""
+    runner = runner or run_case
+    expected = runner(reference, case)
+    actual = runner(backend, case)
+    problems = compare(case, expected, actual, ulps)
+    if problems and flushes_subnormals(backend):
+        flushed_inputs = runner(reference, with_subnormals_flushed(case))
+        if any(not compare(case, want, actual, ulps, flushed=True) for want in (expected, flushed_inputs)):
+            return []
+    return problems
+
+
+def compare(case: Case, expected: Result, actual: Result, ulps: float, flushed: bool = False) -> list[str]:
+    """Human-readable mismatches between the reference result and a backend's (empty when they agree).
+    ``flushed``: an F32/BF16 subnormal of the reference's also matches a zero of its sign."""
     if expected.trap != actual.trap:
         return [f"trap: reference {expected.trap}, backend {actual.trap}"]
     if expected.trap is not None:
@@ -107,6 +152,9 @@ def compare(case: Case, expected: Result, actual: Result, ulps: float) -> list[s
                 problems.append(f"output {k} element {first}: reference {w[first]}, backend {g[first]}")
             continue
         for i, (w, g) in enumerate(zip(decode(ty, want), decode(ty, got))):
+            if flushed and ty in FLUSHED_TYPES and _subnormal(w) and g == 0.0 \
+                    and math.copysign(1, g) == math.copysign(1, w):
+                continue
             d = ulp_distance(w, g, ty)
             if d > ulps:
                 problems.append(f"output {k} element {i}: reference {w!r}, backend {g!r} ({d} ulp > {ulps})")
@@ -114,4 +162,5 @@ def compare(case: Case, expected: Result, actual: Result, ulps: float) -> list[s
     return problems
 
 
-__all__ = ["Buffer", "Case", "Result", "run_case", "compare"]
+__all__ = ["Buffer", "Case", "Result", "run_case", "compare", "compare_with_reference", "flushes_subnormals",
+           "with_subnormals_flushed"]

@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from atlas_web import UnsupportedOperation
 from atlas_web.isa import ParallelReduce, ReduceMul, ReduceOperation, Type
 
+from .harness import FLUSHED_TYPES, flushes_subnormals
 from .test_float_sums import BACKENDS, FORMATS, INF, NAN, reduce_on
-from .values import encode
+from .values import decode, encode
 
 #: type -> its smallest normal (products whose exact value lies below it are compared loosely: devices may
 #: flush subnormal results, docs/backends.md)
@@ -96,7 +98,29 @@ def test_per_lane_reduce_mul_at_the_edges_gives_the_references_bits(backend_name
             _product_on(backend, ty, values, per_lane=True)
         return
     got, want = (_product_on(b, ty, values, per_lane=True) for b in (backend, BACKENDS["cpu"]))
-    assert (math.isnan(got) and math.isnan(want)) or encode(ty, [got]) == encode(ty, [want]), (got, want)
+    if flushes_subnormals(backend) and ty in FLUSHED_TYPES and not _same(ty, got, want):
+        want = _fold_flushing(ty, values)   # the device read and wrote each subnormal as a zero of its sign
+    assert _same(ty, got, want), (got, want)
+
+
+def _same(ty: Type, got: float, want: float) -> bool:
+    return (math.isnan(got) and math.isnan(want)) or encode(ty, [got]) == encode(ty, [want])
+
+
+def _fold_flushing(ty: Type, values: list[float]) -> float:
+    """ReduceMul's fold in index order, each step rounded to ``ty``, every subnormal operand and partial a zero
+    of its sign (docs/semantics.md, Numbers: a device that flushes subnormals)."""
+    def flush(x: float) -> float:
+        return math.copysign(0.0, x) if x != 0 and abs(x) < TINY[ty] else x
+
+    def rounded(x: float) -> float:
+        return decode(ty, encode(ty, [x]))[0]
+
+    product = 1.0
+    for value in values:
+        with np.errstate(all="ignore"):
+            product = flush(rounded(float(np.float32(product) * np.float32(flush(rounded(value))))))
+    return product
 
 
 def test_the_issue_16_values_give_the_references_product():

@@ -8,7 +8,7 @@ from atlas_web import UnsupportedOperation
 from atlas_web.reference import CpuBackend
 
 from .backends import compiled_backends
-from .harness import compare, run_case
+from .harness import compare_with_reference, run_case
 from .lane_cases import lane_cases
 
 CASES = lane_cases()
@@ -31,7 +31,6 @@ def test_backend_matches_reference(reference, backend_name, case):
         with pytest.raises(UnsupportedOperation):
             backend.execute_program(case.program([2 + i for i in range(len(case.buffers))]), case.config)
         return
-    expected = run_case(reference, case)
-    actual = run_case(backend, case)
-    problems = compare(case, expected, actual, backend.ulp_tolerance(case.op, case.ty) if case.ty else 0.0)
+    problems = compare_with_reference(reference, backend, case,
+                                      backend.ulp_tolerance(case.op, case.ty) if case.ty else 0.0)
     assert not problems, f"{backend_name} {case}: " + "; ".join(problems)

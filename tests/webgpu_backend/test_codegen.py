@@ -45,8 +45,7 @@ def test_a_barrier_some_lanes_skip_by_ending_still_runs_as_on_the_reference(gpu_
 def _library_module(features: ShaderFeatures) -> str:
     helpers = HelperSet()
     for name in HELPERS:
-        if name != "round_f16_native" or features.shader_f16:
-            helpers.require(name)
+        helpers.require(name)
     for name in FAMILY_HELPERS:
         for param in ((0, 1, 2) if name == "round_top" else (2, 4, 128)):
             helpers.require(name, param)

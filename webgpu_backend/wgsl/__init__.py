@@ -17,7 +17,7 @@ Importing this package registers every rule.
 from __future__ import annotations
 
 from . import (  # noqa: F401  (registration by import)
-    lib_double, lib_float, lib_int64, lib_math, lib_wide, rules_atlas, rules_convert, rules_dword, rules_float,
+    lib_double, lib_float, lib_int64, lib_math, lib_rounding, lib_wide, rules_atlas, rules_convert, rules_dword, rules_float,
     rules_lane, rules_math, rules_memory, rules_word, kernels,
 )
 from .kernels.shader import KernelSpec, kernel_layout, kernel_source, kernel_supported

@@ -102,14 +102,6 @@ fn fsign(x: f32) -> f32 {
 }"""
 
 
-@helper("round_f16_native")
-def _round_f16_native() -> str:
-    return """
-fn round_f16_native(x: f32) -> f32 {
-    return f32(f16(x));
-}"""
-
-
 @helper("round_f16_packed", deps=("f16_bits", "f16_value"))
 def _round_f16_packed() -> str:
     return """

@@ -91,8 +91,10 @@ fn exponent_split(x: f32) -> vec2<f32> {
     var b = bitcast<u32>(x);
     var e = -127;
     if (b < 0x00800000u) {
-        b = bitcast<u32>(x * 8388608.0);
-        e = e - 23;
+        // normalized on the bits (a device that flushes subnormals would read x * 2^23 as 0)
+        let shift = countLeadingZeros(b) - 8u;
+        b = ((b << shift) & 0x7fffffu) | 0x00800000u;
+        e = e - i32(shift);
     }
     e = e + i32(b >> 23u);
     var m = bitcast<f32>((b & 0x7fffffu) | 0x3f800000u);

@@ -1,9 +1,10 @@
 """Value rules of the float family (F16, BF16, F32 held in f32).
 
 Each result is computed in f32 and rounded to the instruction's format (``finish``), as the
-contract says for F16 and BF16. Products that must round before an addition (MAD, LERP) and
-the constant 1 of RCP/RSQRT pass through ``opaque_f32`` so the compiler can neither fuse nor
-rewrite them (``1/sqrt(x)`` into an approximate ``inverseSqrt``); an operation whose two
+contract says for F16 and BF16. Products that must round before an addition (MAD, LERP) pass
+through ``opaque_f32`` so the compiler cannot fuse them. DIV, RCP, SQRT and RSQRT are the
+correctly rounded integer helpers of ``lib_rounding`` (WGSL's ``/`` and ``sqrt`` may be 2.5 ulp
+off, and real GPUs' are); an operation whose two
 operands are the same register gets one of them opaque, so ``x - x`` keeps its NaN for
 infinite ``x``. NaN tests look at bits (``is_nan``).
 """
@@ -24,8 +25,9 @@ def _finish_f32(w: CodeWriter, expr: str) -> str:
 
 
 def _finish_f16(w: CodeWriter, expr: str) -> str:
-    name = "round_f16_native" if w.features.shader_f16 else "round_f16_packed"
-    return f"{w.helper(name)}({expr})"
+    # integer rounding also where the device has shader-f16: WGSL lets f16(x) round either way and gives
+    # an indeterminate value out of range (an NVIDIA H200 kept 3.0 where an f16 product had overflowed)
+    return f"{w.helper('round_f16_packed')}({expr})"
 
 
 def _finish_bf16(w: CodeWriter, expr: str) -> str:
@@ -54,13 +56,18 @@ def _distinct(w: CodeWriter, a: str, b: str) -> tuple[str, str]:
     return (a, _opaque(w, b)) if a == b else (a, b)
 
 
-_ARITHMETIC = {"ADD": "+", "SUB": "-", "MUL": "*", "DIV": "/"}
+_ARITHMETIC = {"ADD": "+", "SUB": "-", "MUL": "*"}
 
 
-@value_rule("ADD", "SUB", "MUL", "DIV", family="float")
+@value_rule("ADD", "SUB", "MUL", family="float")
 def _arithmetic(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
     a, b = _distinct(w, *args)
     return finish(w, wt, f"({a} {_ARITHMETIC[name]} {b})")
+
+
+@value_rule("DIV", family="float")
+def _div(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
+    return finish(w, wt, f"{w.helper('div_f32')}({args[0]}, {args[1]})")
 
 
 @value_rule("REM", family="float")
@@ -102,17 +109,17 @@ def _neg(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 
 @value_rule("RCP", family="float")
 def _rcp(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
-    return finish(w, wt, f"({_opaque(w, '1.0')} / {args[0]})")
+    return finish(w, wt, f"{w.helper('div_f32')}(1.0, {args[0]})")
 
 
 @value_rule("RSQRT", family="float")
 def _rsqrt(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
-    return finish(w, wt, f"({_opaque(w, '1.0')} / sqrt({args[0]}))")
+    return finish(w, wt, f"{w.helper('div_f32')}(1.0, {w.helper('sqrt_f32')}({args[0]}))")
 
 
 @value_rule("SQRT", family="float")
 def _sqrt(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
-    return finish(w, wt, f"sqrt({args[0]})")
+    return finish(w, wt, f"{w.helper('sqrt_f32')}({args[0]})")
 
 
 @value_rule("CLAMP", family="float")

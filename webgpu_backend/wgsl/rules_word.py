@@ -57,12 +57,16 @@ def _mad(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
 def _division(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
     a, b = args
     w.trap(TrapCode.DIVISION_BY_ZERO, f"{b} == 0u", operand="lhs", value=a)
-    symbol = "/" if name == "DIV" else "%"
     if not wt.signed:
-        return f"({a} {symbol} {b})"
+        return f"({a} {'/' if name == 'DIV' else '%'} {b})"
     minimum = u32_literal(1 << (wt.bits - 1))
     w.trap(TrapCode.INTEGER_OVERFLOW, f"{a} == {minimum} && {b} == {u32_literal(wt.mask)}")
-    return wrap(wt, f"bitcast<u32>({sext(wt, a)} {symbol} {sext(wt, b)})")
+    sa, sb = w.temp(sext(wt, a)), w.temp(sext(wt, b))
+    if name == "DIV":
+        return wrap(wt, f"bitcast<u32>({sa} / {sb})")
+    # the remainder from the truncated quotient, not WGSL's `%`: on an NVIDIA H200 (Vulkan) the signed `%`
+    # gave wrong remainders for negative operands (REM.i32 367 came back as 53437); the quotient is right there
+    return wrap(wt, f"bitcast<u32>({sa} - ({sa} / {sb}) * {sb})")
 
 
 @value_rule("MIN", "MAX", family="word")
