@@ -263,7 +263,7 @@ def _absorbed(record: Record, cluster: _Cluster) -> Step:
 
 def _cluster_step(cluster: _Cluster) -> Step:
     """The one launch of ``cluster`` (its original launch where fusion changed nothing)."""
-    if len(cluster.members) == 1 and len(cluster.stored) == 1:
+    if len(cluster.terms) == 1 and len(cluster.stored) == 1:   # one member, nothing inlined into it
         record = cluster.members[0]
         return Step(record.what, record.node, record.fallback, record.operands, record.out)
     roots = [("term", cluster.produced[k][0]) for k in cluster.stored]
