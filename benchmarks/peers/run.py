@@ -13,6 +13,11 @@ kernel of ``wasm_backend.lowering.coop_gemm_kernel`` (the exported driver, in bo
 on a WebAssembly.Memory of its own. The launch through Pyodide adds the host's per-launch overhead (tens of
 microseconds, benchmarks/browser_vs_native.py measures it) and is not part of these timings.
 
+With ``--webgpu`` (sizes up to 512), atlas-web's WebGPU side is the WGSL its webgpu backend generates for the
+same GEMM (``webgpu_backend.wgsl.kernels.gemm``: 64 x 64 tiles, 4 x 4 per invocation), run by the page on the
+same SwiftShader adapter as TF.js's webgpu backend: the pipeline's creation is timed once (its first launch),
+then each run is one dispatch awaited with ``onSubmittedWorkDone``; its C is checked against TF.js's.
+
 Every side gets the same n x n inputs (uniform in [-0.5, 0.5)), the sides are timed interleaved, best of
 ``--repeats`` after one warm-up each, and the page checks that atlas-web's C agrees with TF.js's. Printed:
 ms, GFLOP/s and the ratio of each peer's time to atlas-web's (above 1: atlas-web is faster).
@@ -44,6 +49,9 @@ from wasm_backend.lowering.coop_gemm_kernel import (  # noqa: E402
     DEFAULT_TILING, GemmShape, Tiling, build_gemm_driver, scratch_bytes,
 )
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
+from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
+from webgpu_backend.wgsl.kernels.gemm import GemmSpec, gemm_source, gemm_workgroups  # noqa: E402
+from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 #: the browser tests' flags (tests/web/conftest.py): off the network, WebGPU on SwiftShader
@@ -51,6 +59,8 @@ CHROMIUM_ARGS = ("--no-sandbox", "--disable-background-networking", "--disable-c
                  "--no-first-run", "--disable-quic", "--disable-default-apps", "--disable-breakpad",
                  "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader")
 FORMS = {"relaxed_madd": True, "mul+add": False}
+#: one 2.6 GHz core's SIMD128 peak with fused multiply-add: 4 lanes x 2 FMA ports x 2 flops x 2.6 GHz (issue 10)
+SIMD_PEAK_GFLOPS = 41.6
 
 
 def _varint(value: int) -> bytes:
@@ -93,6 +103,14 @@ def atlas_module(n: int, relaxed: bool) -> tuple[bytes, int]:
     return m.to_bytes(), scratch_bytes(shape, tiling)
 
 
+def atlas_webgpu(n: int) -> dict:
+    """atlas-web's WGSL GEMM shader for n x n x n f32 (alpha 1, beta 0; C, A, B in buffers of their own at
+    offset 0, no step guard), its launch record and workgroup counts, for the page."""
+    spec = GemmSpec(1, n, n, n, False, False, n, n, n, n * n, n * n, n * n, 0x3F800000, 0, ("ro", "ro"), False)
+    return {"code": gemm_source(spec, ShaderFeatures()), "launch": list(pack_launch(resume=1)),
+            "rt_bytes": 4 * (REACHED + MAX_STEPS), "groups": list(gemm_workgroups(spec, 65535))}
+
+
 PAGE = """<!doctype html><meta charset="utf-8"><title>GEMM peers</title>
 <script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
 <script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
@@ -118,6 +136,40 @@ async function tfSide(backend, n, a, b) {
   return {run: async () => { const c = tf.matMul(ta, tb); await c.data(); c.dispose(); },
           result: async () => { const c = tf.matMul(ta, tb); const d = await c.data(); c.dispose(); return d; },
           backend};
+}
+async function atlasGpuSide(n, shader, a, b) {
+  const adapter = await navigator.gpu.requestAdapter();
+  const device = await adapter.requestDevice();
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const buffer = (bytes) => device.createBuffer({size: Math.max(16, bytes), usage});
+  const launch = buffer(256), rt = buffer(shader.rt_bytes), c = buffer(n * n * 4), ab = buffer(n * n * 4),
+        bb = buffer(n * n * 4);
+  device.queue.writeBuffer(launch, 0, new Uint8Array(shader.launch));
+  device.queue.writeBuffer(ab, 0, a); device.queue.writeBuffer(bb, 0, b);
+  const t0 = performance.now();
+  const module = device.createShaderModule({code: shader.code});
+  const pipeline = await device.createComputePipelineAsync({layout: 'auto', compute: {module, entryPoint: 'main'}});
+  const group = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries: [
+    {binding: 0, resource: {buffer: launch}}, {binding: 1, resource: {buffer: rt}},
+    {binding: 3, resource: {buffer: c}}, {binding: 4, resource: {buffer: ab}}, {binding: 5, resource: {buffer: bb}}]});
+  const run = async () => {
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(...shader.groups); pass.end();
+    device.queue.submit([encoder.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run();
+  const firstMs = performance.now() - t0;
+  const result = async () => {
+    const read = device.createBuffer({size: n * n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(c, 0, read, 0, n * n * 4);
+    device.queue.submit([encoder.finish()]);
+    await read.mapAsync(GPUMapMode.READ);
+    return new Float32Array(read.getMappedRange().slice(0));
+  };
+  return {run, result, firstMs};
 }
 async function ortSide(n, a, b) {
   const model = new Uint8Array(await (await fetch(`matmul_${n}.onnx`)).arrayBuffer());
@@ -165,6 +217,21 @@ async function runBench(config) {
         }
       } catch (e) { best['TF.js webgpu (SwiftShader): ' + e.message] = NaN; }
       await tf.setBackend('wasm');
+      try {
+        const mine = await atlasGpuSide(n, config.shaders[n], a, b);
+        const label = 'atlas-web webgpu (SwiftShader)';
+        best[label] = Infinity;
+        for (let r = 0; r < Math.min(3, config.repeats); r++) {
+          const t0 = performance.now(); await mine.run(); best[label] = Math.min(best[label], performance.now() - t0);
+        }
+        const got = await mine.result(), want = await tfwasm.result();
+        let gpuWorst = 0, magnitude = 0;
+        for (let i = 0; i < got.length; i++) {
+          gpuWorst = Math.max(gpuWorst, Math.abs(got[i] - want[i])); magnitude += Math.abs(got[i]);
+        }
+        out.sizes[n + '_webgpu'] = {first_ms: mine.firstMs, max_abs_difference: gpuWorst,
+                                    mean_abs: magnitude / got.length};
+      } catch (e) { best['atlas-web webgpu (SwiftShader): ' + e.message] = NaN; }
     }
     out.sizes[n] = {ms: best, max_abs_difference: worst};
   }
@@ -223,19 +290,30 @@ def main() -> None:
         files[f"matmul_{n}.onnx"] = matmul_model(n)
         for form, relaxed in FORMS.items():
             files[f"atlas_{n}_{form}.wasm"], scratch[n] = atlas_module(n, relaxed)
+    webgpu_max = 512
     config = {"sizes": args.sizes, "repeats": args.repeats, "forms": list(FORMS), "scratch": scratch,
-              "webgpu": args.webgpu, "webgpuMax": 512}
+              "webgpu": args.webgpu, "webgpuMax": webgpu_max,
+              "shaders": {n: atlas_webgpu(n) for n in args.sizes if args.webgpu and n <= webgpu_max}}
     result = run_page(files, config, 1_800_000)
     print(f"f32 matmul n x n x n in one headless Chromium page, one thread, best of {args.repeats}, interleaved")
     print(f"engine: {result['engine']}")
-    for n, row in result["sizes"].items():
-        n = int(n)
-        atlas = min(ms for name, ms in row["ms"].items() if name.startswith("atlas-web"))
+    for key, row in result["sizes"].items():
+        if key.endswith("_webgpu"):
+            continue
+        n = int(key)
+        ms_of = row["ms"]
+        atlas = min(ms for name, ms in ms_of.items() if name.startswith("atlas-web wasm"))
         print(f"  n = {n}: atlas-web C vs TF.js C, largest difference {row['max_abs_difference']:.2e}")
-        for name, ms in row["ms"].items():
+        for name, ms in ms_of.items():
             gflops = 2 * n ** 3 / (ms / 1e3) / 1e9 if ms == ms else float("nan")
-            print(f"    {name:<34} {ms:9.2f} ms  {gflops:6.1f} GFLOP/s  "
-                  f"peer time / atlas-web's best: {ms / atlas:5.2f}")
+            print(f"    {name:<34} {ms:9.2f} ms  {gflops:6.1f} GFLOP/s  {gflops / SIMD_PEAK_GFLOPS:5.1%} of peak  "
+                  f"peer time / atlas-web wasm's best: {ms / atlas:5.2f}")
+        gpu = result["sizes"].get(f"{key}_webgpu")
+        mine, theirs = ms_of.get("atlas-web webgpu (SwiftShader)"), ms_of.get("TF.js webgpu (SwiftShader)")
+        if gpu and mine and theirs:
+            print(f"    webgpu: TF.js time / atlas-web's {theirs / mine:5.2f}; atlas-web's first launch (pipeline "
+                  f"creation + one run) {gpu['first_ms']:.0f} ms; C (mean |c| {gpu['mean_abs']:.2f}) vs TF.js "
+                  f"wasm's, largest difference {gpu['max_abs_difference']:.2e}")
     if os.environ.get("PEERS_JSON"):
         Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
 

@@ -21,7 +21,7 @@ import numpy as np
 from atlas_web.isa import OPCODE_TABLE, Type
 from atlas_web.isa.contraction import output_shape, size
 
-from .matrix_cases import MatrixCase, decode_array, encode_array, run_with_arrays
+from .matrix_cases import MatrixCase, decode_array, encode_array, fill_inputs, run_with_arrays
 
 __all__ = ["CONTRACT_ROWS", "SHAPES", "contract_cases", "trap_cases", "run_contract", "expected", "compare"]
 
@@ -82,23 +82,10 @@ def trap_cases() -> list[MatrixCase]:
     return out
 
 
-def _inputs(case: MatrixCase, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    arrays = {name: decode_array(array.ty, encode_array(array.ty, rng.uniform(-4, 4, array.elements)))
-              for name, array in case.arrays().items()}
-    if case.fill == "nan_c":
-        arrays["output"][:] = np.nan
-    if case.fill == "specials":
-        for name, specials in (("a", (np.nan, np.inf, -np.inf, 0.0)), ("b", (np.inf, 0.0, np.nan, -np.inf))):
-            for position, value in zip(range(1, len(arrays[name]), 5), specials):
-                arrays[name][position] = value
-    return arrays
-
-
 def run_contract(backend, case: MatrixCase, seed: int = 11):
     """Run ``case`` on ``backend``: (inputs by array name, the output's bytes afterwards, trap or None)."""
     arrays = case.arrays()
-    inputs = _inputs(case, seed)
+    inputs = fill_inputs(case, seed, "output")
     raw, trap = run_with_arrays(backend, case, arrays, inputs, "output")
     return inputs, raw, trap
 

@@ -25,7 +25,8 @@ from atlas_web.isa.extents import reads_at_launch
 from atlas_web.isa.instructions import INSTRUCTION_CLASSES
 
 
-__all__ = ["MATRIX_ROWS", "MatrixCase", "Output", "encode_array", "decode_array", "matrix_cases", "trap_cases", "run_matrix", "run_with_arrays", "compare"]
+__all__ = ["MATRIX_ROWS", "MatrixCase", "Output", "encode_array", "decode_array", "matrix_cases", "trap_cases", "run_matrix", "run_with_arrays", "compare",
+           "fill_inputs"]
 
 #: every dense matrix row of the opcode table
 MATRIX_ROWS = tuple(info for info in OPCODE_TABLE if info.category == "matrix"
@@ -144,8 +145,9 @@ def trap_cases() -> list[MatrixCase]:
     return out
 
 
-def _inputs(case: MatrixCase, seed: int) -> dict[str, np.ndarray]:
-    """Array name -> its values (as float64), representable in the array's type."""
+def fill_inputs(case: MatrixCase, seed: int, written: str = "c") -> dict[str, np.ndarray]:
+    """Array name -> its values (as float64), representable in the array's type; the fills "nan_c" (NaN in the
+    written array ``written``) and "specials" (NaN and infinities among A's and B's values)."""
     rng = np.random.default_rng(seed)
     arrays = {}
     for name, array in case.arrays().items():
@@ -156,7 +158,7 @@ def _inputs(case: MatrixCase, seed: int) -> dict[str, np.ndarray]:
             values = rng.integers(lo, hi + 1, array.elements).astype(np.float64)
         arrays[name] = values
     if case.fill == "nan_c":
-        arrays["c"][:] = np.nan
+        arrays[written][:] = np.nan
     if case.fill == "specials":
         for name, specials in (("a", (np.nan, np.inf, -np.inf, 0.0)), ("b", (np.inf, 0.0, np.nan, -np.inf))):
             values = arrays[name]
@@ -169,7 +171,7 @@ def run_matrix(backend, case: MatrixCase, seed: int = 11):
     """Run ``case`` on ``backend``: (inputs by array name, C's whole buffer afterwards, trap or None). The
     addresses are held in lane 0's registers (a short array traps at the launch, not at verify)."""
     arrays = case.arrays()
-    inputs = _inputs(case, seed)
+    inputs = fill_inputs(case, seed)
     raw, trap = run_with_arrays(backend, case, arrays, inputs, "c")
     return inputs, Output(arrays["c"].ty, raw), trap
 
