@@ -59,8 +59,8 @@ NOTES = (
     "and for I8 C rounds half to even, maps NaN to 0, saturates and writes each byte with atomic and/or on its "
     "word: the reference's bits. `dot4I8Packed` is not used.",
     "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32) run one shader per shape (`wgsl/kernels/norm.py`): a "
-    "workgroup of 256 per row (GroupNorm group, BatchNorm item and channel), its statistics tree reductions in "
-    "workgroup memory, in f32 on the row scaled by the power of two that brings its largest magnitude into "
+    "workgroup of 64 per row (GroupNorm group, BatchNorm item and channel), each statistic the 64 partials added "
+    "in order by one invocation between two barriers, in f32 on the row scaled by the power of two that brings its largest magnitude into "
     "[1, 2) (so no sum or square of a finite row over- or underflows); two passes (mean, then squared "
     "deviations), then the outputs in the reference's order. Measured over the conformance cases "
     "(benchmarks/norms_accuracy.py, lavapipe): at most 0.05-0.19 of the conformance allowance (2 x the "

@@ -3,7 +3,9 @@
 A *group* is a LayerNorm/RMSNorm row (``n`` elements), a GroupNorm group of one item (``channels / groups *
 spatial`` consecutive elements) or a BatchNorm run of one item and channel (``spatial`` elements). Groups are a
 grid-stride loop over the dispatched workgroups (at most the device's count per dimension). In each group the
-256 invocations stride over its elements, and every statistic is a tree reduction in workgroup memory:
+64 invocations stride over its elements, and every statistic is reduced in workgroup memory: each invocation's
+partial stored, one barrier, invocation 0 adds the 64 partials in order, and ``workgroupUniformLoad`` hands the
+total to all (two barriers a statistic: llvmpipe pays for each barrier once per invocation):
 
 1. ``A = max |x|`` (an infinity or NaN counts as infinite), and the exact power of two ``c`` that brings ``A``
    into [1, 2) (2**126 at most; 1 when ``A`` is 0 or not finite), so sums and squares of ``x * c`` neither
@@ -43,7 +45,8 @@ __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
 #: the types the kernels compute
 NORM_TYPES = frozenset({Type.F32})
-WORKGROUP = 256
+#: invocations per workgroup: 64, not 256 (llvmpipe runs each barrier as a switch through every invocation)
+WORKGROUP = 64
 #: the launch words holding the arrays' byte offsets, in binding-role order
 _ROLES = ("dst", "src_a", "src_b", "src_c", "src_d", "src_e")
 #: the source arrays of each row, in operand order (after the output)
@@ -147,14 +150,13 @@ _REDUCTIONS = "\n".join(f"""
 fn wg_{kind}(v: f32, lid: u32) -> f32 {{
     red[lid] = v;
     workgroupBarrier();
-    for (var half = {WORKGROUP // 2}u; half > 0u; half = half >> 1u) {{
-        if (lid < half) {{ red[lid] = {expr}; }}
-        workgroupBarrier();
+    if (lid == 0u) {{
+        var r = red[0];
+        for (var k = 1u; k < {WORKGROUP}u; k = k + 1u) {{ r = {expr}; }}
+        total = r;
     }}
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}}""" for kind, expr in (("sum", "red[lid] + red[lid + half]"), ("max", "max(red[lid], red[lid + half])")))
+    return workgroupUniformLoad(&total);
+}}""" for kind, expr in (("sum", "r + red[k]"), ("max", "max(r, red[k])")))
 
 
 def _statistics_body(spec: NormSpec) -> str:
@@ -218,6 +220,7 @@ const REACHED: u32 = {REACHED}u;
 const GROUPS: u32 = {spec.groups}u;
 const N: u32 = {spec.size}u;
 var<workgroup> red: array<f32, {WORKGROUP}>;
+var<workgroup> total: f32;
 var<workgroup> go: u32;
 
 fn finite(v: f32) -> bool {{ return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u; }}
