@@ -114,11 +114,12 @@ def _ulps() -> dict[tuple[str, str], float]:
 
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
-_NO_ATTENTION_KERNEL = "no kernel yet (issue 11; no default expansion: a row softmax needs a broadcast): runs on cpu"
 UNSUPPORTED = {
     "SparseGEMM": _NO_KERNEL,
     "TensorContract": _NO_KERNEL,
-    **{name: _NO_ATTENTION_KERNEL for name in ("RoPE", "KVCacheUpdate", "Attention", "FlashAttention")},
+    **{name: "F16 and BF16: no kernel yet (issue 11; the kernel is F32): run on cpu"
+       for name in ("RoPE", "Attention", "FlashAttention")},
+    "KVCacheUpdate": "types of 1 and 2 bytes: no kernel yet (issue 11; WebGPU copies whole 32-bit words): run on cpu",
     "Conv2D": "F16 and BF16: no kernel yet (issue 11; the kernel is an F32 implicit GEMM): run on cpu",
 }
 #: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)

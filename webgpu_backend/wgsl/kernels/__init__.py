@@ -157,5 +157,7 @@ def kernel_for(name: str) -> Kernel | None:
 _MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm")
 #: issue 11's convolution kernels
 _MODULES += ("conv2d", "fft")
+#: issue 11's attention kernels (RoPE, KVCacheUpdate, Attention, FlashAttention)
+_MODULES += ("attention",)
 for _module in _MODULES:
     importlib.import_module(f"{__name__}.{_module}")

@@ -1,0 +1,334 @@
+"""The kernels of the attention rows (docs/semantics.md, Attention kernels): RoPE, KVCacheUpdate, Attention and
+FlashAttention. Standard library only.
+
+* **RoPE** (F32): one invocation per pair, a grid-stride loop: ``theta = f32(position + s) * freqs[p]`` (one
+  rounding: the contract's ``u * |theta|``), the library's ``cos_f32``/``sin_f32`` (range-reduced), then ``x1*c -
+  x2*s``, ``x1*s + x2*c``; each invocation reads its pair before writing it, so the output may be the input.
+* **KVCacheUpdate** (types of 4 and 8 bytes): a host step: a position past the cache (``position >= max_seq``)
+  traps OUT_OF_BOUNDS naming position (lane -1) before the arrays are checked; else one buffer copy per row
+  (bits as they are).
+* **Attention and FlashAttention** (F32): one workgroup of 64 invocations per query row (a grid-stride loop over
+  ``batch * heads * seq_len`` rows), an online softmax over tiles of 64 keys (both rows: on a GPU a tile per
+  workgroup is the natural form; FlashAttention's block_size says how much a backend may hold, and this holds
+  64 scores and one output row in workgroup memory): each invocation scores one key of the tile (the query row
+  is in workgroup memory), the tile's maximum over its finite scores (ordered as ``float_key``: WGSL lets a
+  device assume no NaN or infinity), a NaN or +inf score flags the row (all NaN, as IEEE arithmetic of the
+  max-subtracted formula gives), ``alpha = exp(m - m')`` rescales the running sum and the output row, the
+  weights ``exp(s - m')`` (0 for -inf and hidden keys) are summed by a tree and applied to the tile's values,
+  each invocation owning output elements ``li, li + 64, ...``; at the end ``o / l``. A causal row walks only the
+  keys it sees (hidden values are never read).
+
+The arrays are bound as whole chunk buffers with run-time byte offsets (launch fields ``dst``, ``src_a`` ...):
+one binding per distinct buffer (the output's read-write, slot 0), as the normalization kernels bind them. The
+host checked handle, bounds (the table's extents) and alignment of every array before the dispatch.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+from atlas_web.errors import TrapCode
+from atlas_web.isa.extents import array_operands
+from atlas_web.isa.types import Type
+from atlas_web.trap_report import TrapRecord, operand_position
+
+from ...host_steps import kernel_operands, step_trap
+from ..emitter import ShaderFeatures
+from ..library import HelperSet
+from ..rules import unsupported
+from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
+from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
+from .norm import _slots
+
+__all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_HEAD_DIM"]
+
+ATTENTION_TYPES = frozenset({Type.F32})
+#: KVCacheUpdate's types: whole 32-bit words (F64 is refused by the backend for every instruction)
+KV_CACHE_TYPES = frozenset(t for t in (Type.F32, Type.I32, Type.U32, Type.I64, Type.U64, Type.F64))
+#: invocations per workgroup, and keys per tile of the attention kernel
+TILE = 64
+#: the longest output row the attention kernel keeps in workgroup memory
+MAX_HEAD_DIM = 1024
+_ROLES = ("dst", "src_a", "src_b", "src_c")
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What every spec of this module has: the binding slot of each role (one per distinct buffer, the output's
+    0), the step guard, whole-chunk bindings."""
+
+    slots: tuple[int, ...]
+    guarded: bool = True
+    bound: bool = False
+
+    def layout(self) -> dict[int, str]:
+        layout = {0: "read-only-storage", 1: "storage", 3: "storage"}
+        for slot in set(self.slots) - {0}:
+            layout[3 + slot] = "read-only-storage"
+        return layout
+
+    def header(self, features: ShaderFeatures, helpers: HelperSet | None = None) -> str:
+        """Launch, rt, the array bindings, ``ld<k>(i) -> u32`` per role and ``st(i, bits)``, helpers, constants."""
+        lines = [features.enable_directives + launch_struct(),
+                 "@group(0) @binding(0) var<storage, read> launch: Launch;",
+                 "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
+        for slot in sorted(set(self.slots)):
+            mode = "read_write" if slot == 0 else "read"
+            lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<u32>;")
+        for k, slot in enumerate(self.slots):
+            lines.append(f"fn ld{k}(i: u32) -> u32 {{ return buf{slot}[(launch.{_ROLES[k]} >> 2u) + i]; }}")
+        lines.append("fn st(i: u32, bits: u32) { buf0[(launch.dst >> 2u) + i] = bits; }")
+        if helpers is not None:
+            lines.append(helpers.render())
+        lines.append(f"const TRAPS: u32 = {TRAPS}u;\nconst REACHED: u32 = {REACHED}u;\nvar<workgroup> go: u32;")
+        return "\n".join(lines)
+
+    def prologue(self) -> str:
+        """The start of ``main``: the guard, the reached mark."""
+        guard = GUARD_WGSL if self.guarded else "true"
+        return f"""    if (lid == 0u) {{ go = select(0u, 1u, {guard}); }}
+    if (workgroupUniformLoad(&go) == 0u) {{ return; }}
+    if (lid == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}"""
+
+
+_MAIN = f"""@compute @workgroup_size({TILE})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{"""
+
+
+@dataclass(frozen=True)
+class RopeSpec(_Spec):
+    rows: int = 0
+    seq_len: int = 0
+    heads: int = 0
+    half: int = 0
+    position: int = 0
+    interleaved: bool = False
+
+    def source(self, features: ShaderFeatures) -> str:
+        helpers = HelperSet()
+        for name in ("sin_f32", "cos_f32"):
+            helpers.require(name)
+        first, second = ("2u * p", "2u * p + 1u") if self.interleaved else ("p", "p + HALF")
+        return self.header(features, helpers) + f"""
+const PAIRS: u32 = {self.rows * self.half}u;
+const HALF: u32 = {self.half}u;
+{_MAIN}
+{self.prologue()}
+    let stride = nwg.x * {TILE}u;
+    for (var t = wid.x * {TILE}u + lid; t < PAIRS; t = t + stride) {{
+        let row = t / HALF;
+        let p = t % HALF;
+        let token = (row / {self.heads}u) % {self.seq_len}u;
+        let theta = f32({self.position}u + token) * bitcast<f32>(ld2(p));
+        let c = cos_f32(theta);
+        let s = sin_f32(theta);
+        let base = row * 2u * HALF;
+        let x1 = bitcast<f32>(ld1(base + {first}));
+        let x2 = bitcast<f32>(ld1(base + {second}));
+        st(base + {first}, bitcast<u32>(x1 * c - x2 * s));
+        st(base + {second}, bitcast<u32>(x1 * s + x2 * c));
+    }}
+}}"""
+
+
+@dataclass(frozen=True)
+class AttentionSpec(_Spec):
+    rows: int = 0        # batch * heads * seq_len query rows
+    heads: int = 0
+    seq_len: int = 0
+    dim: int = 0
+    kv_heads: int = 0
+    kv_len: int = 0
+    max_seq: int = 0
+    causal: bool = False
+
+    def source(self, features: ShaderFeatures) -> str:
+        if self.dim > MAX_HEAD_DIM:
+            raise unsupported("Attention", Type.F32, f"head_dim {self.dim} is more than the {MAX_HEAD_DIM} this "
+                              "kernel keeps in workgroup memory")
+        helpers = HelperSet()
+        for name in ("float_key", "exp_f32"):
+            helpers.require(name)
+        scale = struct.unpack("<I", struct.pack("<f", 1.0 / math.sqrt(self.dim)))[0]
+        group = self.heads // self.kv_heads
+        seen = f"min({self.kv_len}u, i + {self.kv_len - self.seq_len + 1}u)" if self.causal else f"{self.kv_len}u"
+        return self.header(features, helpers) + f"""
+const D: u32 = {self.dim}u;
+var<workgroup> qrow: array<f32, {self.dim}>;
+var<workgroup> orow: array<f32, {self.dim}>;
+var<workgroup> keys: array<i32, {TILE}>;
+var<workgroup> flags: array<u32, {TILE}>;
+var<workgroup> sums: array<f32, {TILE}>;
+var<workgroup> weights: array<f32, {TILE}>;
+
+fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80000000u, k < 0)); }}
+
+{_MAIN}
+{self.prologue()}
+    let scale = bitcast<f32>(launch.zero ^ {scale}u);
+    for (var row = wid.x; row < {self.rows}u; row = row + nwg.x) {{
+        let i = row % {self.seq_len}u;
+        let bh = row / {self.seq_len}u;
+        let kv = ((bh / {self.heads}u) * {self.kv_heads}u + (bh % {self.heads}u) / {group}u) * {self.max_seq}u * D;
+        let seen = {seen};
+        for (var d = lid; d < D; d = d + {TILE}u) {{ qrow[d] = bitcast<f32>(ld1(row * D + d)); orow[d] = 0.0; }}
+        workgroupBarrier();
+        var m = 0.0;          // the running maximum of the finite scores (when any)
+        var l = 0.0;
+        var any_finite = false;
+        var bad = false;      // a NaN or +inf score
+        for (var j0 = 0u; j0 < seen; j0 = j0 + {TILE}u) {{
+            let j = j0 + lid;
+            var s = 0.0;
+            var bits = 0xff800000u;   // -inf: a hidden key
+            if (j < seen) {{
+                for (var d = 0u; d < D; d = d + 1u) {{ s = s + qrow[d] * bitcast<f32>(ld2(kv + j * D + d)); }}
+                s = s * scale;
+                bits = bitcast<u32>(s);
+            }}
+            var flag = 0u;
+            var key = float_key(-3.4028234663852886e38);
+            if ((bits & 0x7fffffffu) > 0x7f800000u || bits == 0x7f800000u) {{
+                flag = 1u;
+            }} else if (bits != 0xff800000u) {{
+                flag = 2u;
+                key = float_key(s);
+            }}
+            keys[lid] = key;
+            flags[lid] = flag;
+            workgroupBarrier();
+            for (var width = {TILE // 2}u; width > 0u; width = width / 2u) {{
+                if (lid < width) {{
+                    keys[lid] = max(keys[lid], keys[lid + width]);
+                    flags[lid] = flags[lid] | flags[lid + width];
+                }}
+                workgroupBarrier();
+            }}
+            let tile_flags = workgroupUniformLoad(&flags[0]);
+            let tile_max = key_value(workgroupUniformLoad(&keys[0]));
+            bad = bad || (tile_flags & 1u) != 0u;
+            if ((tile_flags & 2u) == 0u || bad) {{ continue; }}   // nothing finite here (or the row is NaN)
+            let m_new = select(tile_max, max(m, tile_max), any_finite);
+            let alpha = select(0.0, exp_f32(m - m_new), any_finite);
+            any_finite = true;
+            m = m_new;
+            var w = 0.0;
+            if (flag == 2u) {{ w = exp_f32(s - m_new); }}
+            weights[lid] = w;
+            sums[lid] = w;
+            workgroupBarrier();
+            for (var width = {TILE // 2}u; width > 0u; width = width / 2u) {{
+                if (lid < width) {{ sums[lid] = sums[lid] + sums[lid + width]; }}
+                workgroupBarrier();
+            }}
+            l = alpha * l + workgroupUniformLoad(&sums[0]);
+            let count = min({TILE}u, seen - j0);
+            for (var d = lid; d < D; d = d + {TILE}u) {{
+                var acc = alpha * orow[d];
+                for (var k = 0u; k < count; k = k + 1u) {{
+                    acc = acc + weights[k] * bitcast<f32>(ld3(kv + (j0 + k) * D + d));
+                }}
+                orow[d] = acc;
+            }}
+            workgroupBarrier();
+        }}
+        for (var d = lid; d < D; d = d + {TILE}u) {{
+            st(row * D + d, select(bitcast<u32>(orow[d] / l), 0x7fc00000u, bad || !any_finite));
+        }}
+        workgroupBarrier();
+    }}
+}}"""
+
+
+def _fields(instr, operands: dict, count: int) -> dict:
+    return {role: operands[role][1] for role in _ROLES[:count]}
+
+
+def _bindings(slots: tuple[int, ...]) -> dict:
+    out: dict = {}
+    for role, slot in zip(_ROLES, slots):
+        out.setdefault(3 + slot, role)
+    return out
+
+
+class _AttentionFamily(Kernel):
+    launch_fields = _ROLES
+    types = ATTENTION_TYPES
+
+    def __init__(self, instruction: str) -> None:
+        self.instruction = instruction
+
+    def supports(self, operation, ty) -> bool:
+        return ty in self.types
+
+    def spec(self, instr, slots: tuple[int, ...]):
+        kv_len = instr.kv_len or instr.seq_len
+        if not self.groups(instr):   # nothing to compute: a shader that only marks the step reached
+            return AttentionSpec(slots, rows=0, heads=1, seq_len=1, dim=1, kv_heads=1, kv_len=1, max_seq=1)
+        return AttentionSpec(slots, rows=instr.batch * instr.heads * instr.seq_len, heads=instr.heads,
+                             seq_len=instr.seq_len, dim=instr.head_dim, kv_heads=instr.kv_heads or instr.heads,
+                             kv_len=kv_len, max_seq=instr.max_seq or kv_len, causal=bool(instr.causal))
+
+    def groups(self, instr) -> int:
+        return instr.batch * instr.heads * instr.seq_len if instr.head_dim else 0
+
+    def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
+        count = len(array_operands(instr))
+        slots = _slots(operands, count)
+        groups = max(1, min(device.max_groups, self.groups(instr)))
+        return KernelPlan((Dispatch(self.spec(instr, slots), _bindings(slots), (groups, 1, 1)),),
+                          _fields(instr, operands, count))
+
+    def listing(self, instr):
+        return [(self.instruction.lower(), self.spec(instr, tuple(range(len(array_operands(instr))))))]
+
+
+class _RopeKernel(_AttentionFamily):
+    def spec(self, instr, slots):
+        return RopeSpec(slots, rows=instr.batch * instr.seq_len * instr.heads, seq_len=max(1, instr.seq_len),
+                        heads=max(1, instr.heads), half=instr.head_dim // 2, position=instr.position,
+                        interleaved=bool(instr.interleaved))
+
+    def groups(self, instr) -> int:
+        return -(-instr.batch * instr.seq_len * instr.heads * (instr.head_dim // 2) // TILE)
+
+
+class _KvCacheKernel(Kernel):
+    """KVCacheUpdate: a host step (between two submissions): the position check, the arrays' checks, then one
+    buffer-to-buffer copy per row (bits as they are; WebGPU copies whole 32-bit words, hence the types), or,
+    both arrays in one chunk buffer (WebGPU copies only between two), the rows read and written back."""
+
+    instruction = "KVCacheUpdate"
+    host = True
+
+    def supports(self, operation, ty) -> bool:
+        return ty in KV_CACHE_TYPES
+
+    def run_host(self, step, lane0: dict, memory, driver, rt, uniforms_byte: int) -> None:
+        """Raises AtlasTrap (lane -1): OUT_OF_BOUNDS naming position for a position past the cache (before the
+        arrays are checked), or the array checks' traps."""
+        instr = step.instr
+        if instr.max_seq and instr.position >= instr.max_seq:
+            raise step_trap(step, TrapCode.OUT_OF_BOUNDS,
+                            TrapRecord(operand_position(instr, "position"), 0, instr.position, 0, instr.max_seq))
+        operands = kernel_operands(memory, step, lane0)
+        (cache, at), (new, start) = operands["dst"], operands["src_a"]
+        row = instr.head_dim * instr.ty.size_bytes()
+        slots = instr.max_seq or instr.position + 1
+        rows = instr.batch * instr.heads if row else 0
+        if rows and new is cache:   # WebGPU copies between two buffers only: read the rows, then write them
+            data = bytes(driver.read_buffer(new, start, rows * row))
+            for r in range(rows):
+                driver.write_buffer(cache, at + (r * slots + instr.position) * row, data[r * row:(r + 1) * row])
+            return
+        for r in range(rows):
+            driver.copy_buffer(new, start + r * row, cache, at + (r * slots + instr.position) * row, row)
+
+
+register(_RopeKernel("RoPE"))
+register(_KvCacheKernel())
+register(_AttentionFamily("Attention"))
+register(_AttentionFamily("FlashAttention"))
