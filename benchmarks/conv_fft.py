@@ -22,33 +22,21 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402  (after the thread settings)
 
-from atlas_web import Address, LaunchConfig, ProgramBuilder  # noqa: E402
-from atlas_web.isa import EXIT, Type  # noqa: E402
+from atlas_web.isa import Type  # noqa: E402
 from atlas_web.isa.instructions import FFT, Conv2D  # noqa: E402
 from wasm_backend import WasmBackend  # noqa: E402
 
 from benchmarks.gemm import WasmGemm, best_of  # noqa: E402
+from benchmarks.gemm_quantized import Program  # noqa: E402
 
 
-class Launch:
-    """One instruction over buffers holding ``arrays`` (name -> bytes) on ``backend``; ``result(name)`` reads."""
+def launch(backend: WasmBackend, make, arrays: dict) -> Program:
+    """One instruction over buffers holding ``arrays`` (gemm_quantized's Program); its f32 output by ``output``."""
+    return Program(backend, make, arrays, np.float32)
 
-    def __init__(self, backend: WasmBackend, make, arrays: dict) -> None:
-        self.backend = backend
-        self.handles = {}
-        for name, data in arrays.items():
-            self.handles[name] = int(backend.allocate_buffer(max(4, len(data))))
-            backend.copy_to_buffer(self.handles[name], data)
-        builder = ProgramBuilder()
-        builder.add(make(**{name: Address.BufferOffset(h) for name, h in self.handles.items()}))
-        builder.add(EXIT())
-        self.program = builder.build()
 
-    def __call__(self) -> None:
-        self.backend.execute_program(self.program, LaunchConfig())
-
-    def result(self, name: str = "output") -> np.ndarray:
-        return np.frombuffer(bytes(self.backend.copy_from_buffer(self.handles[name])), np.float32)
+def output(program: Program) -> np.ndarray:
+    return np.frombuffer(bytes(program.backend.copy_from_buffer(program.handles["output"])), np.float32)
 
 
 def numpy_conv2d(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
@@ -66,16 +54,16 @@ def conv(shape: list[int], repeats: int, one: WasmBackend) -> None:
     x = rng.standard_normal((b, c, h, wd)).astype(np.float32)
     w = rng.standard_normal((f, c, k, k)).astype(np.float32)
     oh, ow = h + 2 * pad - k + 1, wd + 2 * pad - k + 1
-    launch = Launch(one, lambda **a: Conv2D(**a, batch=b, in_channels=c, out_channels=f, height=h, width=wd,
+    conv_launch = launch(one, lambda **a: Conv2D(**a, batch=b, in_channels=c, out_channels=f, height=h, width=wd,
                                             kernel_h=k, kernel_w=k, stride_h=1, stride_w=1, padding_h=pad,
                                             padding_w=pad),
                     {"output": bytes(b * f * oh * ow * 4), "input": x.tobytes(), "kernel": w.tobytes()})
     cols = np.ascontiguousarray(np.random.default_rng(2).standard_normal((c * k * k, oh * ow)).astype(np.float32))
-    sides = {"wasm Conv2D": launch, "NumPy im2col + tensordot": lambda: numpy_conv2d(x, w, pad),
+    sides = {"wasm Conv2D": conv_launch, "NumPy im2col + tensordot": lambda: numpy_conv2d(x, w, pad),
              "wasm GEMM of the same product": WasmGemm(one, w.reshape(f, -1), cols)}
     times = best_of(sides, repeats)
     want = numpy_conv2d(x.astype(np.float64), w.astype(np.float64), pad)
-    got = launch.result().reshape(want.shape)
+    got = output(conv_launch).reshape(want.shape)
     assert np.max(np.abs(got - want)) <= 1e-4 * np.max(np.abs(want)), "Conv2D differs from NumPy"
     flop = 2.0 * b * f * oh * ow * c * k * k
     print(f"Conv2D {b}x{c}x{h}x{wd}, {f} filters {k}x{k}, padding {pad}, f32, one thread: best of {repeats}")
@@ -91,11 +79,11 @@ def fft(log2n: int, repeats: int, one: WasmBackend) -> None:
         return
     rng = np.random.default_rng(3)
     z = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
-    launch = Launch(one, lambda **a: FFT(**a, n=n, inverse=False),
+    fft_launch = launch(one, lambda **a: FFT(**a, n=n, inverse=False),
                     {"output": bytes(8 * n), "input": z.view(np.float32).tobytes()})
-    times = best_of({"wasm FFT": launch, "numpy.fft.fft complex64": lambda: np.fft.fft(z)}, repeats)
+    times = best_of({"wasm FFT": fft_launch, "numpy.fft.fft complex64": lambda: np.fft.fft(z)}, repeats)
     want = np.fft.fft(z.astype(np.complex128))
-    got = launch.result().view(np.complex64)
+    got = output(fft_launch).view(np.complex64)
     bound = (8 * log2n + 2) * 2.0 ** -24 * np.linalg.norm(want)
     error = np.linalg.norm(got - want)
     assert error <= bound, f"FFT error {error} past the contract's bound {bound}"

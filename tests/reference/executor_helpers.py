@@ -9,7 +9,7 @@ from atlas_web.isa import ADD, CVT, MOV_IMM, MUL, Register, Type
 from atlas_web.isa.addresses import make_pointer
 from atlas_web.reference import CpuBackend
 
-__all__ = ["r", "prog", "pointer", "lane_pointer", "run", "trap_of", "typed_bytes", "decode"]
+__all__ = ["r", "prog", "pointer", "lane_pointer", "run", "trap_of", "typed_bytes", "decode", "load_arrays"]
 
 GID = Register(255)
 
@@ -67,3 +67,13 @@ def decode(ty: Type, data: bytes) -> list:
     size = ty.size_bytes()
     raw = np.frombuffer(bytes(data), dtype=np.uint8)[: len(data) - len(data) % size].reshape(-1, size)
     return [v.item() if hasattr(v, "item") else v for v in numeric.load(ty, raw)]
+
+
+def load_arrays(backend, ty: Type, arrays: dict) -> dict:
+    """name -> the handle of a new buffer holding ``arrays[name]`` (Python numbers) in ``ty`` (at least 1 byte)."""
+    handles = {}
+    for name, values in arrays.items():
+        h = int(backend.allocate_buffer(max(1, len(values) * ty.size_bytes())))
+        backend.copy_to_buffer(h, typed_bytes(ty, list(values)))
+        handles[name] = h
+    return handles

@@ -17,7 +17,7 @@ from atlas_web.isa.opcodes import FLOATS, SCALARS
 from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
 
-from .executor_helpers import decode, prog, run, trap_of, typed_bytes
+from .executor_helpers import decode, load_arrays, prog, run, trap_of, typed_bytes
 
 FLOAT_TYPES = [Type.F16, Type.BF16, Type.F32, Type.F64]
 COVERS = [(name, ty) for name in ("RoPE", "Attention", "FlashAttention") for ty in FLOATS] + \
@@ -30,18 +30,9 @@ def _rounded(ty: Type, values: np.ndarray) -> np.ndarray:
     return np.array(decode(ty, typed_bytes(ty, list(np.ravel(values)))), dtype=np.float64)
 
 
-def _load(backend, ty: Type, arrays: dict) -> dict:
-    handles = {}
-    for name, values in arrays.items():
-        h = int(backend.allocate_buffer(max(1, len(values) * ty.size_bytes())))
-        backend.copy_to_buffer(h, typed_bytes(ty, list(values)))
-        handles[name] = h
-    return handles
-
-
 def _run(cls, ty: Type, arrays: dict, written: str, **fields) -> list:
     backend = CpuBackend()
-    handles = _load(backend, ty, arrays)
+    handles = load_arrays(backend, ty, arrays)
     run(backend, prog(cls(**{k: Address.BufferOffset(h) for k, h in handles.items()}, **fields, ty=ty)), 1)
     return decode(ty, backend.copy_from_buffer(handles[written]))
 
@@ -82,7 +73,7 @@ def test_rope_in_place_and_the_pairings_differ():
     x = np.arange(8.0)
     freqs = [0.5, 0.25, 0.125, 0.0625]
     backend = CpuBackend()
-    handles = _load(backend, Type.F64, dict(input=x, freqs=freqs))
+    handles = load_arrays(backend, Type.F64, dict(input=x, freqs=freqs))
     a = {k: Address.BufferOffset(h) for k, h in handles.items()}
     run(backend, prog(RoPE(output=a["input"], **a, batch=1, seq_len=1, heads=1, head_dim=8, position=3,
                            ty=Type.F64)), 1)
@@ -127,7 +118,7 @@ def test_kv_cache_update_copies_nan_payloads_and_defaults_to_position_plus_one()
 
 def test_a_position_past_the_cache_traps_before_anything_is_written():
     backend = CpuBackend()
-    handles = _load(backend, Type.F32, dict(cache=[3.0] * 8, new_kv=[1.0, 2.0]))
+    handles = load_arrays(backend, Type.F32, dict(cache=[3.0] * 8, new_kv=[1.0, 2.0]))
     a = {k: Address.BufferOffset(h) for k, h in handles.items()}
     for position in (4, 9):
         instr = KVCacheUpdate(**a, position=position, batch=1, heads=1, head_dim=2, max_seq=4)
@@ -201,7 +192,7 @@ def test_attention_nan_key_makes_every_row_that_sees_it_nan():
 
 def test_attention_checks_every_array_before_writing():
     backend = CpuBackend()
-    handles = _load(backend, Type.F32, dict(output=[5.0] * 8, query=[1.0] * 8, key=[1.0] * 8, value=[1.0] * 7))
+    handles = load_arrays(backend, Type.F32, dict(output=[5.0] * 8, query=[1.0] * 8, key=[1.0] * 8, value=[1.0] * 7))
     a = {k: Address.BufferOffset(h) for k, h in handles.items()}
     a["value"] = Address.RegisterIndirect(Register(1), 0)   # one element short: checked last, at the launch
     program = prog(MOV_IMM(dst=Register(1), value=handles["value"] << 32, ty=Type.U64),

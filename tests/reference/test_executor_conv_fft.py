@@ -16,7 +16,7 @@ from atlas_web.isa import FFT, MOV_IMM, Address, Conv2D, Register, Type
 from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
 
-from .executor_helpers import decode, prog, run, trap_of, typed_bytes
+from .executor_helpers import decode, load_arrays, prog, run, trap_of, typed_bytes
 
 CONV_TYPES = [Type.F16, Type.BF16, Type.F32, Type.F64]
 FFT_TYPES = [Type.F32, Type.F64]
@@ -25,15 +25,6 @@ COVERS = [("Conv2D", ty) for ty in CONV_TYPES] + [("FFT", ty) for ty in FFT_TYPE
 
 def _rounded(ty: Type, values) -> list:
     return decode(ty, typed_bytes(ty, list(np.asarray(values, dtype=np.float64).ravel())))
-
-
-def _load(backend, ty: Type, arrays: dict) -> dict:
-    handles = {}
-    for name, values in arrays.items():
-        h = int(backend.allocate_buffer(max(1, len(values) * ty.size_bytes())))
-        backend.copy_to_buffer(h, typed_bytes(ty, list(values)))
-        handles[name] = h
-    return handles
 
 
 def direct_conv2d(x, w, bias, stride, padding, dilation, groups):
@@ -82,7 +73,7 @@ def _conv(ty, shape, rng, *, x=None, w=None):
     arrays = dict(input=x, kernel=w, output=[7.0] * want.size)
     if has_bias:
         arrays["bias"] = bias
-    handles = _load(backend, ty, arrays)
+    handles = load_arrays(backend, ty, arrays)
     addresses = {k: Address.BufferOffset(v) for k, v in handles.items()}
     instr = Conv2D(**addresses, batch=batch, in_channels=cin, out_channels=cout, height=h, width=wd, kernel_h=kh,
                    kernel_w=kw, stride_h=stride[0], stride_w=stride[1], padding_h=padding[0], padding_w=padding[1],
@@ -114,7 +105,7 @@ def test_conv2d_padding_zero_times_an_infinite_tap_is_nan():
 
 def test_conv2d_checks_every_array_before_writing():
     backend, ty = CpuBackend(), Type.F32
-    handles = _load(backend, ty, dict(input=[1.0] * 16, output=[0.0] * 4))
+    handles = load_arrays(backend, ty, dict(input=[1.0] * 16, output=[0.0] * 4))
     short = int(backend.allocate_buffer(8 * 4))   # kernel needs 9
     instr = Conv2D(output=Address.BufferOffset(handles["output"]), input=Address.BufferOffset(handles["input"]),
                    kernel=Address.RegisterIndirect(Register(1), 0), batch=1, in_channels=1, out_channels=1,
@@ -149,7 +140,7 @@ def _dft(z: np.ndarray, inverse: bool) -> np.ndarray:
 def _fft(ty, n, batch, inverse, rng, in_place=False):
     x = np.array(_rounded(ty, rng.uniform(-1, 1, 2 * n * batch)))
     backend = CpuBackend()
-    handles = _load(backend, ty, dict(input=x, output=[7.0] * x.size))
+    handles = load_arrays(backend, ty, dict(input=x, output=[7.0] * x.size))
     if in_place:
         handles["output"] = handles["input"]
     instr = FFT(output=Address.BufferOffset(handles["output"]), input=Address.BufferOffset(handles["input"]), n=n,
@@ -184,7 +175,7 @@ def test_fft_of_an_infinity_is_non_finite_everywhere():
     backend, ty = CpuBackend(), Type.F32
     x = np.zeros(16)
     x[6] = math.inf   # the real part of element 3
-    handles = _load(backend, ty, dict(input=x, output=[0.0] * 16))
+    handles = load_arrays(backend, ty, dict(input=x, output=[0.0] * 16))
     run(backend, prog(FFT(output=Address.BufferOffset(handles["output"]),
                           input=Address.BufferOffset(handles["input"]), n=8, inverse=False)), 1)
     got = np.array(decode(ty, backend.copy_from_buffer(handles["output"]))).reshape(8, 2)
@@ -201,7 +192,7 @@ def test_fft_needs_a_power_of_two():
 
 def test_fft_checks_its_arrays_before_writing():
     backend, ty = CpuBackend(), Type.F32
-    handles = _load(backend, ty, dict(output=[0.0] * 16))
+    handles = load_arrays(backend, ty, dict(output=[0.0] * 16))
     short = int(backend.allocate_buffer(15 * 4))
     instr = FFT(output=Address.BufferOffset(handles["output"]), input=Address.RegisterIndirect(Register(1), 0), n=8,
                 inverse=False)

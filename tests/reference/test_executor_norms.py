@@ -14,7 +14,7 @@ from atlas_web.isa import MOV_IMM, Address, BatchNorm, GroupNorm, LayerNorm, Reg
 from atlas_web.reference import CpuBackend
 from atlas_web.verify import verify
 
-from .executor_helpers import decode, prog, run, trap_of, typed_bytes
+from .executor_helpers import decode, load_arrays, prog, run, trap_of, typed_bytes
 
 TYPES = [Type.F16, Type.BF16, Type.F32, Type.F64]
 COVERS = [(name, ty) for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm") for ty in TYPES]
@@ -25,15 +25,6 @@ N, ROWS = 9, 3
 def _rounded(ty: Type, values: np.ndarray) -> list:
     """float64 ``values`` rounded once to ``ty``, as Python floats (through the reference's bytes)."""
     return decode(ty, typed_bytes(ty, list(values)))
-
-
-def _load(backend, ty: Type, arrays: dict) -> dict:
-    handles = {}
-    for name, values in arrays.items():
-        h = int(backend.allocate_buffer(max(1, len(values) * ty.size_bytes())))
-        backend.copy_to_buffer(h, typed_bytes(ty, list(values)))
-        handles[name] = h
-    return handles
 
 
 def _standardized(x: np.ndarray) -> np.ndarray:
@@ -69,7 +60,7 @@ def _case(name: str, ty: Type, rng) -> tuple:
 def _run(name: str, ty: Type, in_place: bool = False):
     backend = CpuBackend()
     cls, fields, inputs, want = _case(name, ty, np.random.default_rng(11))
-    handles = _load(backend, ty, {**inputs, "output": [0.0] * want.size})
+    handles = load_arrays(backend, ty, {**inputs, "output": [0.0] * want.size})
     if in_place:
         handles["output"] = handles["input"]
     addresses = {k: Address.BufferOffset(h) for k, h in handles.items()}
@@ -99,7 +90,7 @@ def test_a_layer_norm_row_with_nan_or_infinity_is_all_nan(special):
     backend, ty = CpuBackend(), Type.F32
     x = np.arange(2 * N, dtype=np.float64)
     x[3] = special
-    handles = _load(backend, ty, dict(input=x, gamma=np.ones(N), beta=np.zeros(N), output=[0.0] * (2 * N)))
+    handles = load_arrays(backend, ty, dict(input=x, gamma=np.ones(N), beta=np.zeros(N), output=[0.0] * (2 * N)))
     run(backend, prog(LayerNorm(**{k: Address.BufferOffset(h) for k, h in handles.items()}, n=N, eps=EPS, rows=2)), 1)
     got = decode(ty, backend.copy_from_buffer(handles["output"]))
     assert all(math.isnan(v) for v in got[:N]) and not any(math.isnan(v) for v in got[N:])
@@ -109,7 +100,7 @@ def test_an_rms_norm_row_with_an_infinity_gives_zeros_and_nan_there():
     backend, ty = CpuBackend(), Type.F32
     x = np.arange(1.0, N + 1.0)
     x[2] = math.inf
-    handles = _load(backend, ty, dict(input=x, weight=np.ones(N), output=[7.0] * N))
+    handles = load_arrays(backend, ty, dict(input=x, weight=np.ones(N), output=[7.0] * N))
     run(backend, prog(RMSNorm(**{k: Address.BufferOffset(h) for k, h in handles.items()}, n=N, eps=EPS)), 1)
     got = decode(ty, backend.copy_from_buffer(handles["output"]))
     assert math.isnan(got[2]) and [v for i, v in enumerate(got) if i != 2] == [0.0] * (N - 1)
@@ -118,14 +109,14 @@ def test_an_rms_norm_row_with_an_infinity_gives_zeros_and_nan_there():
 def test_a_constant_row_gives_beta():
     backend, ty = CpuBackend(), Type.F32
     beta = np.linspace(-1, 1, N)
-    handles = _load(backend, ty, dict(input=[2.5] * N, gamma=np.full(N, 3.0), beta=beta, output=[0.0] * N))
+    handles = load_arrays(backend, ty, dict(input=[2.5] * N, gamma=np.full(N, 3.0), beta=beta, output=[0.0] * N))
     run(backend, prog(LayerNorm(**{k: Address.BufferOffset(h) for k, h in handles.items()}, n=N, eps=EPS)), 1)
     assert decode(ty, backend.copy_from_buffer(handles["output"])) == _rounded(ty, beta)
 
 
 def test_norm_checks_every_array_before_writing():
     backend, ty = CpuBackend(), Type.F32
-    handles = _load(backend, ty, dict(input=[1.0] * (ROWS * N), gamma=[1.0] * N, output=[0.0] * (ROWS * N)))
+    handles = load_arrays(backend, ty, dict(input=[1.0] * (ROWS * N), gamma=[1.0] * N, output=[0.0] * (ROWS * N)))
     short = int(backend.allocate_buffer((N - 1) * 4))   # beta one element short: checked last
     layer = LayerNorm(output=Address.BufferOffset(handles["output"]), input=Address.BufferOffset(handles["input"]),
                       gamma=Address.BufferOffset(handles["gamma"]), beta=Address.RegisterIndirect(Register(1), 0),

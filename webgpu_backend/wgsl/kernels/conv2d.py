@@ -25,7 +25,7 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .gemm import DEPTH, SIDE, TILE
+from .gemm import DEPTH, SIDE, TILE, tile_product
 
 __all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES"]
 
@@ -150,35 +150,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let g = item % {spec.groups}u;
     for (var tm = wid.y; tm < TILES_M; tm = tm + nwg.y) {{
     for (var tn = wid.x; tn < TILES_N; tn = tn + nwg.x) {{
-        let row0 = tm * {TILE}u;
-        let col0 = tn * {TILE}u;
-        var acc: array<vec4<f32>, 4>;
-        for (var l0 = 0u; l0 < K; l0 = l0 + {DEPTH}u) {{
-            for (var t = 0u; t < {DEPTH * TILE // (SIDE * SIDE)}u; t = t + 1u) {{
-                let e = li + t * {SIDE * SIDE}u;
-                let depth = e / {TILE}u;
-                let along = e % {TILE}u;
-                a_tile[e] = load_a(g, row0 + along, l0 + depth);
-                b_tile[e] = load_b(b, g, l0 + depth, col0 + along);
-            }}
-            workgroupBarrier();
-            for (var l = 0u; l < {DEPTH}u; l = l + 1u) {{
-                let a = vec4<f32>(a_tile[l * {TILE}u + lid.y * 4u], a_tile[l * {TILE}u + lid.y * 4u + 1u],
-                                  a_tile[l * {TILE}u + lid.y * 4u + 2u], a_tile[l * {TILE}u + lid.y * 4u + 3u]);
-                let bv = vec4<f32>(b_tile[l * {TILE}u + lid.x * 4u], b_tile[l * {TILE}u + lid.x * 4u + 1u],
-                                   b_tile[l * {TILE}u + lid.x * 4u + 2u], b_tile[l * {TILE}u + lid.x * 4u + 3u]);
-                acc[0] = acc[0] + a.x * bv;
-                acc[1] = acc[1] + a.y * bv;
-                acc[2] = acc[2] + a.z * bv;
-                acc[3] = acc[3] + a.w * bv;
-            }}
-            workgroupBarrier();
-        }}
-        for (var r = 0u; r < 4u; r = r + 1u) {{
-            for (var c = 0u; c < 4u; c = c + 1u) {{
-                store_c(b, g, row0 + lid.y * 4u + r, col0 + lid.x * 4u + c, acc[r][c]);
-            }}
-        }}
+{tile_product("g", "b, g", "b, g")}
     }}
     }}
     }}

@@ -44,7 +44,7 @@ from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
 
-__all__ = ["GemmSpec", "GemmKernel", "GEMM_TYPES"]
+__all__ = ["GemmSpec", "GemmKernel", "GEMM_TYPES", "tile_product"]
 
 #: the types the kernel computes (GEMM's and BatchedGEMM's)
 GEMM_TYPES = frozenset({Type.F32})
@@ -242,35 +242,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var item = wid.z; item < BATCH; item = item + nwg.z) {{
     for (var tm = wid.y; tm < TILES_M; tm = tm + nwg.y) {{
     for (var tn = wid.x; tn < TILES_N; tn = tn + nwg.x) {{
-        let row0 = tm * {TILE}u;
-        let col0 = tn * {TILE}u;
-        var acc: array<vec4<{scalar}>, 4>;
-        for (var l0 = 0u; l0 < K; l0 = l0 + {DEPTH}u) {{
-            for (var t = 0u; t < {DEPTH * TILE // (SIDE * SIDE)}u; t = t + 1u) {{
-                let e = li + t * {SIDE * SIDE}u;
-                let depth = e / {TILE}u;
-                let along = e % {TILE}u;
-                a_tile[e] = load_a(item, row0 + along, l0 + depth);
-                b_tile[e] = load_b(item, l0 + depth, col0 + along);
-            }}
-            workgroupBarrier();
-            for (var l = 0u; l < {DEPTH}u; l = l + 1u) {{
-                let a = vec4<{scalar}>(a_tile[l * {TILE}u + lid.y * 4u], a_tile[l * {TILE}u + lid.y * 4u + 1u],
-                                  a_tile[l * {TILE}u + lid.y * 4u + 2u], a_tile[l * {TILE}u + lid.y * 4u + 3u]);
-                let b = vec4<{scalar}>(b_tile[l * {TILE}u + lid.x * 4u], b_tile[l * {TILE}u + lid.x * 4u + 1u],
-                                  b_tile[l * {TILE}u + lid.x * 4u + 2u], b_tile[l * {TILE}u + lid.x * 4u + 3u]);
-                acc[0] = acc[0] + a.x * b;
-                acc[1] = acc[1] + a.y * b;
-                acc[2] = acc[2] + a.z * b;
-                acc[3] = acc[3] + a.w * b;
-            }}
-            workgroupBarrier();
-        }}
-        for (var r = 0u; r < 4u; r = r + 1u) {{
-            for (var c = 0u; c < 4u; c = c + 1u) {{
-                store_c(item, row0 + lid.y * 4u + r, col0 + lid.x * 4u + c, acc[r][c]);
-            }}
-        }}
+{tile_product("item", "item", "item", scalar)}
     }}
     }}
     }}
@@ -283,6 +255,42 @@ _EXACT_F32 = """fn exact_f32(v: i32) -> f32 {
     return f32(v >> 16u) * 65536.0 + f32(v & 0xFFFF);
 }
 """
+
+
+def tile_product(a_args: str, b_args: str, c_args: str, scalar: str = "f32") -> str:
+    """The WGSL of one 64 x 64 tile of C = A @ B in ``scalar`` (f32; i32 for QuantizedGEMM), inside the loops
+    giving ``tm`` and ``tn`` (K the depth): 16-deep slices staged by ``load_a(<a_args>, row, depth)`` and
+    ``load_b(<b_args>, depth, col)`` in workgroup memory, 16 rank-1 updates of each invocation's 4 x 4 block, then
+    ``store_c(<c_args>, row, col, acc)`` (shared by the GEMM and Conv2D kernels, whose loads and stores differ)."""
+    return f"""        let row0 = tm * {TILE}u;
+        let col0 = tn * {TILE}u;
+        var acc: array<vec4<{scalar}>, 4>;
+        for (var l0 = 0u; l0 < K; l0 = l0 + {DEPTH}u) {{
+            for (var t = 0u; t < {DEPTH * TILE // (SIDE * SIDE)}u; t = t + 1u) {{
+                let e = li + t * {SIDE * SIDE}u;
+                let depth = e / {TILE}u;
+                let along = e % {TILE}u;
+                a_tile[e] = load_a({a_args}, row0 + along, l0 + depth);
+                b_tile[e] = load_b({b_args}, l0 + depth, col0 + along);
+            }}
+            workgroupBarrier();
+            for (var l = 0u; l < {DEPTH}u; l = l + 1u) {{
+                let a = vec4<{scalar}>(a_tile[l * {TILE}u + lid.y * 4u], a_tile[l * {TILE}u + lid.y * 4u + 1u],
+                                  a_tile[l * {TILE}u + lid.y * 4u + 2u], a_tile[l * {TILE}u + lid.y * 4u + 3u]);
+                let bv = vec4<{scalar}>(b_tile[l * {TILE}u + lid.x * 4u], b_tile[l * {TILE}u + lid.x * 4u + 1u],
+                                   b_tile[l * {TILE}u + lid.x * 4u + 2u], b_tile[l * {TILE}u + lid.x * 4u + 3u]);
+                acc[0] = acc[0] + a.x * bv;
+                acc[1] = acc[1] + a.y * bv;
+                acc[2] = acc[2] + a.z * bv;
+                acc[3] = acc[3] + a.w * bv;
+            }}
+            workgroupBarrier();
+        }}
+        for (var r = 0u; r < 4u; r = r + 1u) {{
+            for (var c = 0u; c < 4u; c = c + 1u) {{
+                store_c({c_args}, row0 + lid.y * 4u + r, col0 + lid.x * 4u + c, acc[r][c]);
+            }}
+        }}"""
 
 
 def _store(spec: GemmSpec) -> str:
