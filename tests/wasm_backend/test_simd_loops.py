@@ -163,3 +163,44 @@ def test_a_loop_whose_count_varies_between_lanes_keeps_the_scalar_path():
     text = program_text([Type.U32], ["and.u32 r40, r10, r10", "mov_imm.u32 r41, 0", "mov_imm.u32 r43, 1", "top:",
                                      "add.u32 r41, r41, r43", "loop r40, @top"], Type.U32, "r41", None)
     assert not uses_simd(text, [Type.U32], LaunchConfig(grid=(1, 1, 1), block=(16, 1, 1)))
+
+
+def _divergent_body(rng: random.Random, ty: Type, steps: int, kind: str) -> tuple[list[str], str]:
+    """r41 := r10, then a branch on a lane mask (a comparison of loaded values) around short random
+    regions of pure code (``test_simd_lanes_coverage``) that write r41: ``skip`` (if-then by a BRA over
+    the region) or ``else`` (if-then-else); optionally inside a uniform loop."""
+    t = ty.suffix
+    then, then_result = _random_body(rng, ty, steps)
+    other, other_result = _random_body(random.Random(rng.random()), ty, steps)
+    cond = rng.choice(["lt", "ge", "ne", "gtu"])
+    lines = [f"mov.{t} r41, r10", f"set.{cond}.{t} p3, r10, r11"]
+    if kind == "skip":
+        lines += ["bra.p3 @join", *then, f"mov.{t} r41, {then_result}", "join:"]
+    else:
+        lines += ["bra.!p3 @other", *then, f"mov.{t} r41, {then_result}", "bra @join", "other:", *other,
+                  f"mov.{t} r41, {other_result}", "join:"]
+    return lines, "r41"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 1 << 30), st.sampled_from(INTS + (Type.F32, Type.F64)), st.integers(5, 40),
+       st.integers(1, 5), st.sampled_from(["skip", "else"]), st.booleans())
+def test_short_divergent_regions_run_masked_like_the_reference_and_the_scalar_path(seed, ty, lanes, steps, kind,
+                                                                                     looped):
+    rng = random.Random(seed)
+    body, result = _divergent_body(rng, ty, steps, kind)
+    if looped:  # three iterations, each starting from the last one's r41
+        t = ty.suffix
+        body = ["mov_imm.u32 r40, 3", "top:", *body, f"mov.{t} r10, r41", "loop r40, @top"]
+    inputs = [ty] * 3
+    arrays = [values_of(ty, lanes, seed + k) for k in range(3)]
+    if ty.is_float():  # keep fma's operands where fma64 rounds exactly once
+        arrays = [np.where(np.isfinite(x), np.clip(x, -1e6, 1e6), x).astype(x.dtype) for x in arrays]
+    check_exact(program_text(inputs, body, ty, result, None), inputs, arrays, ty, lanes, False)
+
+
+def test_a_divergent_branch_around_a_load_keeps_the_scalar_path():
+    """A load may trap in the lanes that skip it: no masked execution."""
+    text = program_text([Type.F32, Type.F32], ["mov.f32 r41, r10", "set.lt.f32 p3, r10, r11", "bra.p3 @join",
+                                               "ldg.f32 r41, [r71 + 0]", "join:"], Type.F32, "r41", None)
+    assert not uses_simd(text, [Type.F32, Type.F32], LaunchConfig(grid=(1, 1, 1), block=(16, 1, 1)))

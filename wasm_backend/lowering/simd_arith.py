@@ -185,6 +185,7 @@ def _shift(s: SimdBuilder, op: str, instr, const_shl) -> None:
 # ---- fused multiply-add -----------------------------------------------------------------------------------
 
 _ONE_64 = (1).to_bytes(8, "little") * 2
+_INF_64 = (0x7FF0000000000000).to_bytes(8, "little") * 2
 _HIGH_HALF_LOW = tuple(range(8, 16)) * 2
 _LOW_HALVES = tuple(range(0, 8)) + tuple(range(16, 24))
 
@@ -199,10 +200,12 @@ def _fma32_half(s: SimdBuilder, a: int, b: int, c: int, out: int) -> None:
     e.get(sum_).get(p).op("f64x2.sub").set(bb)
     e.get(p).get(sum_).get(bb).op("f64x2.sub").op("f64x2.sub").get(c).get(bb).op("f64x2.sub").op("f64x2.add").set(err)
     zero = bytes(16)
-    # nudge where err is finite and nonzero and the sum's last bit is 0: toward err
-    e.get(err).op("v128.const", zero).op("f64x2.ne")
-    e.get(err).get(err).op("f64x2.sub").op("v128.const", zero).op("f64x2.eq").op("v128.and")
+    # nudge where err is finite and nonzero and the sum's last bit is 0: toward err. err is finite exactly
+    # where the sum is (f32 operands: no finite sum of f64 products of them overflows), and the sum's
+    # tests come off the chain through c that bounds a loop of FMAs
+    e.get(sum_).op("f64x2.abs").op("v128.const", _INF_64).op("f64x2.lt")
     e.get(sum_).op("v128.const", _ONE_64).op("v128.and").op("v128.const", zero).op("i64x2.eq").op("v128.and")
+    e.get(err).op("v128.const", zero).op("f64x2.ne").op("v128.and")
     # +1 (away from zero) where err and the sum have the same sign (by > 0, as the helper), else -1
     e.get(err).op("v128.const", zero).op("f64x2.gt").get(sum_).op("v128.const", zero).op("f64x2.gt")
     e.op("v128.xor").op("v128.const", _ONE_64).op("v128.or")  # 1 where equal, all ones (-1) where not

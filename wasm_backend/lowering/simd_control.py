@@ -11,7 +11,12 @@ a test qualifies when its condition is the same in the step's lanes:
 * ``BRA`` on a lane-id guard (``LaneRange``): the SIMD function covers only the lanes below its bound,
   which all take the same arm, and the other arm is not written (the scalar lane code runs the rest).
 
-A test on a lane mask (a divergent branch) has no rule: the scalar lane code runs the program.
+A test on a lane mask (a branch that may diverge) runs *masked* when what it branches around is short
+(at most MAX_MASKED instructions) straight-line code that only reads and writes registers and cannot
+trap, and both sides meet again at one Block's end: ``BrIf`` over a region, or an ``If`` whose two arms
+are such regions. Every arm runs in every lane; a definition of a home is blended in (``bitselect``) only
+in the lanes of the arm's mask (homes written so are vectors or masks), and other definitions are read
+only inside their arm. Any other divergent branch has no rule: the scalar lane code runs the program.
 
 Values across control flow. A register (or predicate) one of whose reads may see two definitions
 (``ProgramInfo.reaching``) is kept in a *home*: fixed locals every definition writes, in one form for
@@ -122,6 +127,8 @@ class Homes:
     def store(self, s: SimdBuilder, key, ty, value):
         """Write ``value`` into the home of ``key`` (in the step body); returns the home's value."""
         natural = _natural(key, value)
+        if s.active is not None:  # under a lane mask: only a vector (or mask) can keep the other lanes' values
+            natural = "mask" if key[0] == "p" else "vector"
         form = self.forms[key]
         if form is None:
             form = self.forms[key] = natural
@@ -131,7 +138,9 @@ class Homes:
         if home is None:
             home = self.values[key] = self._allocate(s, key, ty, form)
         e = s.body
-        if form == "scalar":
+        if s.active is not None:
+            _blend(s, home, value, ty)
+        elif form == "scalar":
             push_scalar(s, value, ty if ty is not None else _PREDICATE)
             e.set(home.local)
         elif form == "mask":
@@ -153,6 +162,18 @@ class Homes:
             return Vector(tuple(s.fb.add_local(V128) for _ in range(halves(ty))))
         local = s.fb.add_local(I32 if ty is None else type_info(ty).valtype)
         return Scalar(local) if form == "scalar" else Strided(local, form[1])
+
+
+def _blend(s: SimdBuilder, home, value, ty) -> None:
+    """home := value in the lanes of the active mask, home elsewhere (``v128.bitselect``)."""
+    e = s.body
+    if isinstance(home, Mask):
+        new, old, mask = mask_locals(s, value, 32)[0], home.narrow, mask_locals(s, s.active, 32)[0]
+        e.get(new).get(old).get(mask).op("v128.bitselect").set(old)
+        return
+    masks = mask_locals(s, s.active, 64 if ty.bits == 64 else 32)
+    for new, old, mask in zip(s.vector(value, ty), home.locals, masks):
+        e.get(new).get(old).get(mask).op("v128.bitselect").set(old)
 
 
 class _PredicateType:
@@ -185,6 +206,7 @@ def run_tree(s: SimdBuilder, body, entries=()) -> None:
     home keys whose reads may see the value at entry."""
     s.jumps = None
     s.counted = set()
+    s.active = None  # the lane mask of a divergent region being run (_run_masked)
     if any(isinstance(stmt, CountJump) for stmt in walk(body)):
         s.jumps = s.fb.add_local(I64, "simd_jumps")
         s.budget = s.fb.add_local(I64, "simd_budget")
@@ -197,8 +219,95 @@ def run_tree(s: SimdBuilder, body, entries=()) -> None:
 
 
 def _statements(s: SimdBuilder, body) -> None:
-    for stmt in body:
+    for k, stmt in enumerate(body):
+        if isinstance(stmt, BrIf) and _mask_of(s, stmt.test) is not None:
+            _masked_skip(s, stmt, body[k + 1:])
+            return
         _STATEMENTS.get(type(stmt), _unsupported)(s, stmt)
+
+
+# ---- masked execution of short divergent regions ------------------------------------------------------------
+
+#: the most instructions a divergent region may hold (both arms of an If run in every step)
+MAX_MASKED = 32
+
+
+def _mask_of(s: SimdBuilder, test) -> Mask | None:
+    """The lane mask of where ``test`` holds, when it is a BRA on a lane mask (a branch that may diverge)."""
+    bra = s.program.instructions[test.index]
+    if bra.INFO.name != "BRA" or bra.pred is None:
+        return None
+    found = predicate_value(s, bra.pred.index)
+    if not isinstance(found, Mask):
+        return None
+    return _not(s, found) if bra.negate != test.negated else found
+
+
+def _not(s: SimdBuilder, mask: Mask) -> Mask:
+    out = s.fb.add_local(V128)
+    s.body.get(mask_locals(s, mask, 32)[0]).op("v128.not").set(out)
+    return Mask(narrow=out)
+
+
+def _and(s: SimdBuilder, a: Mask | None, b: Mask) -> Mask:
+    if a is None:
+        return b
+    out = s.fb.add_local(V128)
+    s.body.get(mask_locals(s, a, 32)[0]).get(mask_locals(s, b, 32)[0]).op("v128.and").set(out)
+    return Mask(narrow=out)
+
+
+def _region(s: SimdBuilder, arm, label: int) -> list[Code] | None:
+    """The Code of ``arm`` when it is at most MAX_MASKED instructions of straight-line code that only reads and
+    writes registers and cannot trap (the table's effects), ending in ``Br(label)`` to a Block, else None."""
+    if not arm or not isinstance(arm[-1], Br) or arm[-1].label != label or label not in s.exits:
+        return None
+    codes = list(arm[:-1])
+    if not all(isinstance(c, Code) for c in codes):
+        return None
+    indices = [i for c in codes for i in range(c.start, c.end)]
+    if len(indices) > MAX_MASKED or not all(_maskable(s.program.instructions[i]) for i in indices):
+        return None
+    return codes
+
+
+def _maskable(instr) -> bool:
+    effects = instr.INFO.effects
+    return effects.order_free and effects.reads <= {"registers"} and not effects.traps
+
+
+def _run_masked(s: SimdBuilder, codes, mask: Mask) -> None:
+    outer = s.active
+    s.active = _and(s, outer, mask)
+    values, derived = dict(s.values), dict(s.derived)
+    for code in codes:
+        _code(s, code)
+    s.values, s.derived = values, derived
+    s.active = outer
+
+
+def _masked_skip(s: SimdBuilder, stmt: BrIf, rest) -> None:
+    """``BrIf`` to a Block's end on a lane mask, then straight-line code and ``Br`` to the same end: the code
+    runs in every lane, its definitions kept only where the branch was not taken."""
+    mask = _mask_of(s, stmt.test)
+    codes = _region(s, tuple(rest), stmt.label)
+    if codes is None:
+        raise SimdUnsupported("a divergent branch around more than a short region of pure code")
+    s.index = stmt.test.index
+    _run_masked(s, codes, _not(s, mask))
+    _br(s, rest[-1])
+
+
+def _masked_if(s: SimdBuilder, stmt: If, mask: Mask) -> None:
+    """An If on a lane mask whose arms are short regions of pure code that both end at one Block's end:
+    both arms run, each keeping its definitions where its side of the test holds."""
+    label = stmt.then[-1].label if stmt.then and isinstance(stmt.then[-1], Br) else None
+    arms = [_region(s, arm, label) for arm in (stmt.then, stmt.orelse)]
+    if label is None or any(codes is None for codes in arms):
+        raise SimdUnsupported("a divergent branch around more than a short region of pure code")
+    _run_masked(s, arms[0], mask)
+    _run_masked(s, arms[1], _not(s, mask))
+    _br(s, stmt.then[-1])
 
 
 def _unsupported(s: SimdBuilder, stmt) -> None:
@@ -387,6 +496,10 @@ def _push_test(s: SimdBuilder, test) -> None:
 
 
 def _if(s: SimdBuilder, stmt: If) -> None:
+    mask = _mask_of(s, stmt.test)
+    if mask is not None:
+        _masked_if(s, stmt, mask)
+        return
     holds = _lane_range(s, stmt.test)
     if holds is not None:
         arm = stmt.then if _guard(s, holds) else stmt.orelse
