@@ -26,8 +26,10 @@ def backend_documentation() -> BackendDocumentation:
 
     notes = (
         "Compiled to WebAssembly with SIMD128 and run by wasmtime (natively) or the browser's engine. Lane code "
-        "follows the shared lowering plan; straight-line programs whose instructions all have SIMD rules run four "
-        "lanes per step (SIMD lane mode), the rest one lane at a time.",
+        "follows the shared lowering plan; programs whose instructions all have SIMD rules and whose branches are "
+        "the same in four consecutive lanes (straight-line code, LOOP over a uniform count, counted loops and "
+        "branches on uniform values, lane-id guards; short divergent regions of register-only code run masked) "
+        "run four lanes per step (SIMD lane mode), the rest one lane at a time.",
         "Transcendentals come from the vectorized math library (`wasm_backend.mathlib`); F16/BF16 use its F32 "
         "functions and round once to their format.",
         "ParallelReduce sums F32 in blocks: each lane of four f32x4 accumulators adds 32 values in f32, then the "
