@@ -15,7 +15,6 @@ __all__ = ["backend_documentation", "UNSUPPORTED"]
 UNSUPPORTED = {
     **{name: "F16, BF16 and F64: no kernel yet (issue 11; the kernel is F32, on the GEMM kernel): run on cpu"
        for name in ("Attention", "FlashAttention")},
-    "Conv2D": "F16 and BF16: no kernel yet (issue 11; the kernel is F32/F64 im2col + GEMM): run on cpu",
 }
 
 
@@ -84,9 +83,10 @@ def backend_documentation() -> BackendDocumentation:
         "bit-identical to one thread. Measured on 256 x 1024 normal*4 f32 logits against binary64: Softmax "
         "28.6 u relative at most (median 4.1 u), LogSoftmax 9.4 u * max(1, |y|) absolute; within the contract's "
         "bound on every conformance case.",
-        "Conv2D (F32, F64; `coop_conv`) is im2col chunks of whole output rows (about 512 columns, padding written "
-        "as zeros that take part in the products) in per-launch scratch, each multiplied by GEMM's kernel straight "
-        "into the NCHW output (the bias filled first, then added to), per batch item and group, one thread. "
+        "Conv2D (F32, F64; F16/BF16 computed in f32 and rounded once; `coop_conv`) is im2col chunks of whole "
+        "output rows (about 512 columns, padding written as zeros that take part in the products) in per-launch "
+        "scratch, each multiplied by GEMM's kernel straight into the NCHW output (the bias filled first, then "
+        "added to), per batch item and group, one thread. "
         "Measured (F32, 1x64x20x20 and 2x8x12x13 5x5 against binary64): at most 2.6 u * sum|input * kernel|, "
         "the contract's bound being (K + 2) u times it.",
         "FFT (F32, F64; `coop_fft`) is radix-2 on SIMD128: bit reversal (swaps in place), twiddles per launch from "

@@ -1,7 +1,8 @@
 """Conv2D launched on the wasm backend (coop_conv: im2col chunks into the GEMM kernel), on what only the wasm
 kernel has: output rows cut into chunks with a shorter tail chunk, a depth K past the GEMM's depth block with a
 bias (the GEMM adding to the bias-filled output), the im2col's paths (memory.copy runs at stride_w 1, element
-loops at other strides, rows and runs reading only padding, dilation), groups, F64; a trapped launch leaves the
+loops at other strides, rows and runs reading only padding, dilation), groups, F64, F16 and BF16 (through f32
+scratch, rounded once); a trapped launch leaves the
 output unchanged and the backend usable. Results within the contract's bound against NumPy (the conformance
 suite's ``compare``); the conformance suite checks the row's generated cases."""
 
@@ -45,7 +46,7 @@ def test_the_shapes_reach_the_kernels_paths():
     assert ConvShape(ConvCase("k", CONV, Type.F32, SHAPES["deep_k_bias"]).probe()).k > KC
 
 
-@pytest.mark.parametrize("ty", [Type.F32, Type.F64], ids=lambda t: t.name)
+@pytest.mark.parametrize("ty", [Type.F32, Type.F64, Type.F16, Type.BF16], ids=lambda t: t.name)
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_conv2d_within_the_contract(wasm, shape, ty):
     case = ConvCase(f"Conv2D.{ty.name}.{shape}", CONV, ty, SHAPES[shape])

@@ -1,4 +1,4 @@
-"""Conv2D (F32, F64): the cooperative rule, as im2col chunks multiplied by the GEMM kernel of ``coop_gemm_kernel``.
+"""Conv2D (F32, F64; F16, BF16 computed in f32): the cooperative rule, as im2col chunks multiplied by the GEMM kernel of ``coop_gemm_kernel``.
 
 The cooperative function checks output, input, kernel and bias over their extents (in operand order: handle,
 bounds, alignment; a trap writes nothing), then for each batch item b and group g computes the group's output
@@ -17,6 +17,10 @@ output rows are first filled with bias[o] and the GEMM adds to them (beta 1), el
 read). So each output is a sum of products in some order plus the bias, one or two roundings per product
 (the GEMM's), within the contract's bound; the padding's zeros take part in the products (0 * inf = NaN, as
 the reference). One thread.
+
+F16 and BF16 compute in f32: im2col converts the input (exactly) into f32 columns, the kernel is converted once per
+launch into scratch, the GEMM writes a group's output rows in f32 into scratch (the bias converted in first), and
+those are rounded once to the type into the output.
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ from atlas_web.isa.types import Type
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import ELEMENTS, GemmShape, _function, build_gemm_driver, scratch_bytes
+from .coop_ops import load_scalar, store_scalar
 from .rules import cooperative_rule
 
 __all__ = ["CONV_TYPES", "CHUNK_COLUMNS", "ConvShape", "conv_scratch_bytes", "build_conv_driver"]
 
 I32 = ValType.I32
-CONV_TYPES = frozenset({Type.F32, Type.F64})
+CONV_TYPES = frozenset({Type.F16, Type.BF16, Type.F32, Type.F64})
+_HALVES = (Type.F16, Type.BF16)
 #: the im2col chunk's target width (output positions), in whole output rows
 CHUNK_COLUMNS = 512
 
@@ -45,8 +51,11 @@ class ConvShape:
     """The compile-time numbers of one Conv2D instruction."""
 
     def __init__(self, instr) -> None:
-        self.ty = instr.ty
-        self.size = instr.ty.size_bytes()
+        #: the stored type, its bytes; the compute type (F32 for F16/BF16), its bytes
+        self.stored, self.store = instr.ty, instr.ty.size_bytes()
+        self.half = instr.ty in _HALVES
+        self.ty = Type.F32 if self.half else instr.ty
+        self.size = self.ty.size_bytes()
         self.batch, self.cin, self.cout, self.groups = instr.batch, instr.in_channels, instr.out_channels, instr.groups
         self.h, self.w, self.kh, self.kw = instr.height, instr.width, instr.kernel_h, instr.kernel_w
         self.sh, self.sw, self.ph, self.pw = instr.stride_h, instr.stride_w, instr.padding_h, instr.padding_w
@@ -69,18 +78,29 @@ class ConvShape:
     def cols_bytes(self) -> int:
         return _round_up(max(1, self.k * self.chunk_rows * self.ow * self.size), 16)
 
+    @property
+    def kernel_bytes(self) -> int:
+        """F16/BF16: the whole kernel in f32 (else 0)."""
+        return _round_up(self.cout * self.k * 4, 16) if self.half else 0
+
+    @property
+    def rows_bytes(self) -> int:
+        """F16/BF16: one group's output rows in f32 (else 0)."""
+        return _round_up(self.cout_g * self.oh * self.ow * 4, 16) if self.half else 0
+
 
 def conv_scratch_bytes(instr) -> int:
-    """Scratch bytes: the im2col chunk, then the GEMM's packing scratch."""
+    """Scratch bytes: the im2col chunk, the f32 kernel and output rows (F16/BF16), then the GEMM's packing
+    scratch."""
     shape = ConvShape(instr)
-    return shape.cols_bytes + scratch_bytes(shape.gemm(shape.chunk_rows))
+    return shape.cols_bytes + shape.kernel_bytes + shape.rows_bytes + scratch_bytes(shape.gemm(shape.chunk_rows))
 
 
 def _im2col(m, name: str, s: ConvShape) -> int:
     """``name(src, dst, row0, rows)``: the K x rows*ow im2col block of output rows row0 .. row0+rows of one item's
     group (``src``: its first input channel) at ``dst`` (row-major, rows*ow columns)."""
-    size = s.size
-    plane = s.h * s.w * size
+    size, store = s.size, s.store
+    plane = s.h * s.w * store
 
     def build(fb, e) -> None:
         src, dst, row0, rows = range(4)
@@ -108,12 +128,12 @@ def _im2col(m, name: str, s: ConvShape) -> int:
                 with e.if_():
                     e.get(out).i32(0).i32(s.ow * size).op("memory.fill", 0)
                     e.else_()
-                    e.get(src).get(c).i32(plane).op("i32.mul").op("i32.add").get(y).i32(s.w * size).op("i32.mul")
+                    e.get(src).get(c).i32(plane).op("i32.mul").op("i32.add").get(y).i32(s.w * store).op("i32.mul")
                     e.op("i32.add").set(line)
                     if jlo:
                         e.get(out).i32(0).i32(jlo * size).op("memory.fill", 0)
                     if jhi > jlo:
-                        _copy_run(e, s, out, line, xoff, jlo, jhi, fb)
+                        _copy_run(m, e, s, out, line, xoff, jlo, jhi, fb)
                     if jhi < s.ow:
                         e.get(out).i32(jhi * size).op("i32.add").i32(0).i32((s.ow - jhi) * size).op("memory.fill", 0)
                 e.get(out).i32(s.ow * size).op("i32.add").set(out)
@@ -126,28 +146,31 @@ def _im2col(m, name: str, s: ConvShape) -> int:
     return _function(m, name, (I32,) * 4, build)
 
 
-def _copy_run(e, s: ConvShape, out: int, line: int, xoff: int, jlo: int, jhi: int, fb) -> None:
-    """out[jlo .. jhi] = line[j*sw + xoff] (a memory.copy when sw is 1, else an element loop)."""
-    size, scalar = s.size, ELEMENTS[s.ty].scalar
-    if s.sw == 1:
+def _copy_run(m, e, s: ConvShape, out: int, line: int, xoff: int, jlo: int, jhi: int, fb) -> None:
+    """out[jlo .. jhi] = line[j*sw + xoff] (a memory.copy when sw is 1 and nothing is converted, else an element
+    loop: F16/BF16 converted to f32, exactly)."""
+    size, store, scalar = s.size, s.store, ELEMENTS[s.ty].scalar
+    if s.sw == 1 and not s.half:
         e.get(out).i32(jlo * size).op("i32.add").get(line).i32((jlo + xoff) * size).op("i32.add")
         e.i32((jhi - jlo) * size).op("memory.copy", 0, 0)
         return
     j, end, source = fb.add_local(I32), fb.add_local(I32), fb.add_local(I32)
     e.i32(jlo).set(j)
     e.i32(jhi).set(end)
-    e.get(line).i32(xoff * size).op("i32.add").set(source)   # element x of the line at source + (x - xoff)*size
+    e.get(line).i32(xoff * store).op("i32.add").set(source)   # element x of the line at source + (x - xoff)*store
 
     def one() -> None:
         e.get(out).get(j).i32(size).op("i32.mul").op("i32.add")
-        e.get(source).get(j).i32(s.sw * size).op("i32.mul").op("i32.add").op(f"{scalar}.load", 0)
+        e.get(source).get(j).i32(s.sw * store).op("i32.mul").op("i32.add")
+        load_scalar(m, e, s.stored)
         e.op(f"{scalar}.store", 0)
 
     e.while_below(j, end, 1, one, labels=("run_done", "run"))
 
 
-def _fill_bias(e, fb, s: ConvShape, out: int, bias: int) -> None:
-    """output rows (cout_g of oh*ow values from ``out``) := bias[o] of each row (``bias``: the group's first)."""
+def _fill_bias(m, e, fb, s: ConvShape, out: int, bias: int) -> None:
+    """output rows (cout_g of oh*ow values of the compute type from ``out``) := bias[o] of each row (``bias``: the
+    group's first, of the stored type)."""
     scalar = ELEMENTS[s.ty].scalar
     o, end_o, i, end_i = (fb.add_local(I32) for _ in range(4))
     v = fb.add_local(ELEMENTS[s.ty].valtype)
@@ -156,7 +179,9 @@ def _fill_bias(e, fb, s: ConvShape, out: int, bias: int) -> None:
     e.i32(s.oh * s.ow).set(end_i)
 
     def one_channel() -> None:
-        e.get(bias).get(o).i32(s.size).op("i32.mul").op("i32.add").op(f"{scalar}.load", 0).set(v)
+        e.get(bias).get(o).i32(s.store).op("i32.mul").op("i32.add")
+        load_scalar(m, e, s.stored)
+        e.set(v)
         e.i32(0).set(i)
 
         def one() -> None:
@@ -180,22 +205,29 @@ def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
     def build(fb, e) -> None:
         output, input_, kernel, bias_base, scratch, item, end_item = range(7)
         cols, gemm_scratch, src, a, out, t, rows, end_t, out_rows, bias = (fb.add_local(I32) for _ in range(10))
-        e.get(scratch).tee(cols).i32(s.cols_bytes).op("i32.add").set(gemm_scratch)
+        kernel32, rows32 = fb.add_local(I32), fb.add_local(I32)
+        e.get(scratch).tee(cols).i32(s.cols_bytes).op("i32.add").tee(kernel32).i32(s.kernel_bytes).op("i32.add")
+        e.tee(rows32).i32(s.rows_bytes).op("i32.add").set(gemm_scratch)
         e.i32(s.oh).set(end_t)
+        if s.half:   # the kernel in f32, once
+            _convert(m, e, fb, s, kernel, kernel32, s.cout * s.k, to_compute=True)
 
         def one_item() -> None:   # item = b*groups + g: the input, kernel rows, output rows and bias of group g of b
             g = lambda: e.get(item).i32(s.groups).op("i32.rem_u")   # noqa: E731
-            e.get(input_).get(item).i32(s.cin_g * s.h * s.w * s.size).op("i32.mul").op("i32.add").set(src)
-            e.get(kernel)
+            e.get(input_).get(item).i32(s.cin_g * s.h * s.w * s.store).op("i32.mul").op("i32.add").set(src)
+            e.get(kernel32 if s.half else kernel)
             g()
             e.i32(s.cout_g * s.k * s.size).op("i32.mul").op("i32.add").set(a)
-            e.get(output).get(item).i32(s.cout_g * s.oh * s.ow * s.size).op("i32.mul").op("i32.add").set(out)
+            if s.half:   # the group's rows in f32 scratch, rounded into the output at the end
+                e.get(rows32).set(out)
+            else:
+                e.get(output).get(item).i32(s.cout_g * s.oh * s.ow * s.size).op("i32.mul").op("i32.add").set(out)
             if s.bias:
                 e.get(bias_base)
                 g()
-                e.i32(s.cout_g * s.size).op("i32.mul").op("i32.add").set(bias)
+                e.i32(s.cout_g * s.store).op("i32.mul").op("i32.add").set(bias)
                 e.get(out).set(out_rows)
-                _fill_bias(e, fb, s, out_rows, bias)
+                _fill_bias(m, e, fb, s, out_rows, bias)
             e.i32(0).set(t)
 
             def gemm(driver: int) -> None:
@@ -218,10 +250,35 @@ def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
                     gemm(tail)
 
             e.while_below(t, end_t, s.chunk_rows, one_chunk, labels=("chunks_done", "chunks"))
+            if s.half:
+                e.get(output).get(item).i32(s.cout_g * s.oh * s.ow * s.store).op("i32.mul").op("i32.add").set(out_rows)
+                _convert(m, e, fb, s, rows32, out_rows, s.cout_g * s.oh * s.ow, to_compute=False)
 
         e.while_below(item, end_item, 1, one_item, labels=("items_done", "items"))
 
     return _function(m, name, (I32,) * 7, build, export=export)
+
+
+def _convert(m, e, fb, s: ConvShape, src: int, dst: int, count: int, *, to_compute: bool) -> None:
+    """``count`` values from local address ``src`` to ``dst``: stored type (F16/BF16) to f32 (exact), or f32
+    rounded once to the stored type."""
+    i, end = fb.add_local(I32), fb.add_local(I32)
+    value = fb.add_local(ValType.F32)
+    e.i32(0).set(i)
+    e.i32(count).set(end)
+
+    def one() -> None:
+        if to_compute:
+            e.get(dst).get(i).i32(2).op("i32.shl").op("i32.add")
+            e.get(src).get(i).i32(s.store).op("i32.mul").op("i32.add")
+            load_scalar(m, e, s.stored)
+            e.op("f32.store", 0)
+        else:
+            e.get(src).get(i).i32(2).op("i32.shl").op("i32.add").op("f32.load", 0).set(value)
+            e.get(dst).get(i).i32(s.store).op("i32.mul").op("i32.add")
+            store_scalar(m, e, s.stored, value)
+
+    e.while_below(i, end, 1, one, labels=("convert_done", "convert"))
 
 
 @cooperative_rule("Conv2D", CONV_TYPES, scratch=conv_scratch_bytes)
