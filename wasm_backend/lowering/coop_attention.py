@@ -1,4 +1,4 @@
-"""Attention and FlashAttention (F32): the cooperative rules, on the GEMM kernel machinery (``coop_gemm_kernel``)
+"""Attention and FlashAttention (F32, F64): the cooperative rules, on the GEMM kernel machinery (``coop_gemm_kernel``)
 and the row functions of ``coop_attention_rows``.
 
 The cooperative function checks output, query, key and value over their extents (in operand order: handle,
@@ -6,22 +6,22 @@ bounds, alignment; a trap writes nothing), then for each item ``b`` and head ``h
 kv_heads)``, its keys and values ``max_seq`` positions apart) walks the queries in blocks of ``br`` rows:
 
 * **Attention** (two passes over a block of rows): the scores ``Q K^T / sqrt(d)`` of the block against every key,
-  one GEMM driver (``trans_b``: K is read as stored, alpha = 1/sqrt(d) rounded to f32), into a ``br x kv_len``
+  one GEMM driver (``trans_b``: K is read as stored, alpha = 1/sqrt(d) rounded to the type), into a ``br x kv_len``
   scratch; each row's softmax over the keys it sees by ``coop_softmax``'s row function (max-subtracted, in
   place); then ``P V``: one GEMM into the output rows (not causal), or (causal) key blocks of ``bk`` keys: a block
   every row of the query block sees by a GEMM accumulating into the output (beta 1), the diagonal block row by
-  row over the keys each row sees (``attention_axpy_f32``), blocks no row sees skipped.
+  row over the keys each row sees (``attention_axpy_<t>``), blocks no row sees skipped.
 * **FlashAttention** (one pass, online softmax): the output rows start at 0 and each row's running maximum and
   sum at (-inf, 0); for each key block of ``block_size`` keys that some row of the query block sees: the block's
-  scores (a GEMM into a ``br x block_size`` scratch), each row's online step (``attention_online_row_f32``: new
+  scores (a GEMM into a ``br x block_size`` scratch), each row's online step (``attention_online_row_<t>``: new
   maximum, rescale of the row's sum and output by one factor, the weights in place), then ``P V`` accumulated as
   above (a GEMM for a block the whole query block sees, row by row on the diagonal); at the end each output row
   times ``1 / sum``. ``br = min(seq_len, block_size)``: its extra memory is the scores tile, two numbers per row
-  and the GEMM's packing scratch (``flash_scratch_bytes``), whatever seq_len and kv_len.
+  and the GEMM's packing scratch (``attention_scratch_bytes``), whatever seq_len and kv_len.
 
 Hidden keys (causal) are never weighted: their scores are computed with the block's but not read, and their
-values are not read. Every sum is in f32 in some order, one or two roundings per product: within the contract's
-bound (docs/semantics.md, Attention kernels), which covers the tiles and the online rescaling.
+values are not read. Every sum is in the type (f32, f64) in some order, one or two roundings per product: within
+the contract's bound (docs/semantics.md, Attention kernels), which covers the tiles and the online rescaling.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .rules import cooperative_rule
 __all__ = ["ATTENTION_TYPES", "attention_tiles", "attention_scratch_bytes", "ROW_BLOCK", "KEY_BLOCK"]
 
 I32 = ValType.I32
-ATTENTION_TYPES = frozenset({Type.F32})
+ATTENTION_TYPES = frozenset({Type.F32, Type.F64})
 #: Attention's query rows per block and (causal) keys per P.V block
 ROW_BLOCK = 64
 KEY_BLOCK = 64
@@ -70,13 +70,13 @@ def _round16(value: int) -> int:
 def _scores_shape(instr, n: int) -> GemmShape:
     br, _, lds = attention_tiles(instr)
     d = instr.head_dim
-    return GemmShape(Type.F32, br, n, d, False, True, d, d, lds, 1.0 / math.sqrt(d), 0.0)
+    return GemmShape(instr.ty, br, n, d, False, True, d, d, lds, 1.0 / math.sqrt(d), 0.0)
 
 
 def _pv_shape(instr, k: int, beta: float) -> GemmShape:
     br, _, lds = attention_tiles(instr)
     d = instr.head_dim
-    return GemmShape(Type.F32, br, d, k, False, False, lds, d, d, 1.0, beta)
+    return GemmShape(instr.ty, br, d, k, False, False, lds, d, d, 1.0, beta)
 
 
 def _gemm_shapes(instr) -> dict[str, GemmShape]:
@@ -104,13 +104,14 @@ def _gemm_shapes(instr) -> dict[str, GemmShape]:
 def _layout(instr) -> tuple[int, int, int]:
     """Byte offsets in the scratch of (the row states, the GEMM scratch, the end)."""
     br, _, lds = attention_tiles(instr)
-    states = _round16(br * lds * 4)
-    gemm = states + _round16(br * 8)
+    size = instr.ty.size_bytes()
+    states = _round16(br * lds * size)
+    gemm = states + _round16(br * 2 * size)
     return states, gemm, gemm + max((scratch_bytes(s) for s in _gemm_shapes(instr).values()), default=16)
 
 
 def attention_scratch_bytes(instr) -> int:
-    """Scratch bytes of the kernel: the scores of a block of rows, two f32 per row, the GEMM packing scratch."""
+    """Scratch bytes of the kernel: the scores of a block of rows, two values per row, the GEMM packing scratch."""
     return _layout(instr)[2]
 
 
@@ -122,6 +123,8 @@ class _Kernel:
         self.p = pointers
         self.batch, self.heads, self.seq, self.dim, self.kv_heads, self.kv, self.slots = _shape(cc.instr)
         self.br, self.bk, self.lds = attention_tiles(cc.instr)
+        self.el = ELEMENTS[cc.instr.ty]
+        self.size, self.shift = self.el.size, self.el.size.bit_length() - 1
         self.offset = self.kv - self.seq   # causal: query i sees key j <= i + offset
         self.drivers = {suffix: build_gemm_driver(self.m, f"attention_{cc.index}_{suffix}", shape)
                         for suffix, shape in _gemm_shapes(cc.instr).items()}
@@ -144,7 +147,7 @@ class _Kernel:
 
     def head(self) -> None:
         """Pointers of item b = bh / heads, head h = bh % heads, kv head h / group; then its query blocks."""
-        e, d4 = self.e, self.dim * 4
+        e, d4 = self.e, self.dim * self.size
         group = self.heads // self.kv_heads
         for name in ("q", "o"):
             e.get(self.p[name]).get(self.bh).i32(self.seq * d4).op("i32.mul").op("i32.add").set(getattr(self, name))
@@ -163,8 +166,8 @@ class _Kernel:
         e = self.e
 
         def one() -> None:
-            e.get(self.scratch).get(self.r).i32(self.lds * 4).op("i32.mul").op("i32.add").set(self.row_s)
-            e.get(self.o).get(self.i0).get(self.r).op("i32.add").i32(self.dim * 4).op("i32.mul").op("i32.add")
+            e.get(self.scratch).get(self.r).i32(self.lds * self.size).op("i32.mul").op("i32.add").set(self.row_s)
+            e.get(self.o).get(self.i0).get(self.r).op("i32.add").i32(self.dim * self.size).op("i32.mul").op("i32.add")
             e.set(self.row_o)
             body()
 
@@ -193,7 +196,7 @@ class _Kernel:
         self.e.get(self.gscratch).i32(0).get(self.rows).call(self.drivers[suffix])
 
     def key_block_pointer(self, base: int) -> None:
-        self.e.get(base).get(self.j0).i32(self.dim * 4).op("i32.mul").op("i32.add")
+        self.e.get(base).get(self.j0).i32(self.dim * self.size).op("i32.mul").op("i32.add")
 
     def key_blocks(self, body) -> None:
         """``body(width)`` for each key block j0 some row of the query block sees (width: bk, or the last block's
@@ -226,11 +229,11 @@ class _Kernel:
         def weights(base: int) -> None:
             e.get(base)
             if two_pass:
-                e.get(self.j0).i32(2).op("i32.shl").op("i32.add")
+                e.get(self.j0).i32(self.shift).op("i32.shl").op("i32.add")
 
         gemm = lambda: self.gemm(f"pv_{width}", lambda: weights(self.scratch),  # noqa: E731
                                  lambda: self.key_block_pointer(self.v),
-                                 lambda: e.get(self.o).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add"))
+                                 lambda: e.get(self.o).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add"))
         if not self.instr.causal:
             gemm()
             return
@@ -238,7 +241,7 @@ class _Kernel:
         with e.if_():
             gemm()
             e.else_()
-            axpy = axpy_rows(self.m)
+            axpy = axpy_rows(self.m, self.el)
 
             def one() -> None:
                 weights(self.row_s)
@@ -260,18 +263,18 @@ class _Kernel:
             self.two_pass_block()
 
     def output_block(self) -> None:
-        self.e.get(self.o).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add")
+        self.e.get(self.o).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add")
 
     def zero_output_block(self) -> None:
         e = self.e
         self.output_block()
-        e.i32(0).get(self.rows).i32(self.dim * 4).op("i32.mul").op("memory.fill", 0)
+        e.i32(0).get(self.rows).i32(self.dim * self.size).op("i32.mul").op("memory.fill", 0)
 
     def two_pass_block(self) -> None:
         e = self.e
-        q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add")  # noqa: E731
+        q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add")  # noqa: E731
         self.gemm("scores", q_block, lambda: e.get(self.k), lambda: e.get(self.scratch))
-        softmax = softmax_row(self.m, ELEMENTS[Type.F32], False)
+        softmax = softmax_row(self.m, self.el, False)
 
         def normalize() -> None:
             e.get(self.row_s).get(self.row_s)
@@ -285,25 +288,31 @@ class _Kernel:
         self.zero_output_block()
         self.key_blocks(self.values)
 
+    def state(self) -> None:
+        """Push the address of row r's (running maximum, running sum)."""
+        self.e.get(self.states).get(self.r).i32(self.shift + 1).op("i32.shl").op("i32.add")
+
     def flash_block(self) -> None:
-        e = self.e
-        online, scale = online_row(self.m), scale_row(self.m)
+        e, t = self.e, self.el.scalar
+        online, scale = online_row(self.m, self.el), scale_row(self.m, self.el)
         self.zero_output_block()
 
         def start() -> None:   # the row's running maximum and sum: (-inf, 0)
-            e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").f32(float("-inf")).op("f32.store", 0)
-            e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").f32(0.0).op("f32.store", 4)
+            for value, at in ((float("-inf"), 0), (0.0, self.size)):
+                self.state()
+                e.op(f"{t}.const", value).op(f"{t}.store", at)
 
         self.rows_loop(start, "start")
 
         def block(width: int) -> None:
-            q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * 4).op("i32.mul").op("i32.add")  # noqa: E731
+            q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add")  # noqa: E731
             self.gemm(f"scores_{width}", q_block, lambda: self.key_block_pointer(self.k), lambda: e.get(self.scratch))
 
             def step() -> None:
                 e.get(self.row_s)
                 self.push_seen(width)
-                e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").get(self.row_o).i32(self.dim)
+                self.state()
+                e.get(self.row_o).i32(self.dim)
                 e.call(online)
 
             self.rows_loop(step, f"online_{width}")
@@ -312,8 +321,9 @@ class _Kernel:
         self.key_blocks(block)
 
         def finish() -> None:   # o /= l
-            e.get(self.row_o).i32(self.dim).f32(1.0)
-            e.get(self.states).get(self.r).i32(3).op("i32.shl").op("i32.add").op("f32.load", 4).op("f32.div")
+            e.get(self.row_o).i32(self.dim).op(f"{t}.const", 1.0)
+            self.state()
+            e.op(f"{t}.load", self.size).op(f"{t}.div")
             e.call(scale)
 
         self.rows_loop(finish, "finish")
