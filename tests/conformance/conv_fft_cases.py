@@ -2,7 +2,8 @@
 operands (Conv2D: one pixel, odd sizes, strides, padding past the kernel, dilation, groups up to depthwise, bias
 or none, a size past the kernels' tiles, an empty batch; FFT: n from 1 past the vector widths to 1024, batches,
 forward and inverse, an empty batch), one buffer per array operand sized from its extent, the addresses in lane
-0's registers, fills "random" and "specials" (NaN and infinities); traps (each array one element short) against
+0's registers, fills "random", "specials" (NaN and infinities), "huge" (products near the type's top, sums still
+finite) and "tiny" (products below the smallest normal: the bound's eta terms); traps (each array one element short) against
 the reference.
 
 The expected outputs come from NumPy written here (``NUMPY``: Conv2D a direct loop over the kernel's taps in
@@ -56,9 +57,15 @@ FFT_SHAPES = tuple(dict(n=n, batch=batch, inverse=inverse) for n, batch, inverse
     (1024, 1, False), (1024, 2, True), (8, 0, False)))
 
 
+FILLS = ("random", "specials", "huge", "tiny")
+#: "huge" and "tiny": the inputs' magnitude by type (Conv2D's products and FFT's sums stay finite)
+_SCALES = {"huge": {Type.F16: 60.0, Type.BF16: 1e18, Type.F32: 1e18, Type.F64: 1e150},
+           "tiny": {Type.F16: 1e-3, Type.BF16: 1e-20, Type.F32: 1e-20, Type.F64: 1e-160}}
+
+
 @dataclass(frozen=True)
 class ConvCase(MatrixCase):
-    """A case of a convolution row: ``fields`` its shape operands (and flags); ``fill`` "random" or "specials"."""
+    """A case of a convolution row: ``fields`` its shape operands (and flags); ``fill`` one of FILLS."""
 
 
 def _tag(fields: dict) -> str:
@@ -71,7 +78,8 @@ def conv_cases() -> list[ConvCase]:
         shapes = CONV_SHAPES if info.name == "Conv2D" else FFT_SHAPES
         for ty in sorted(info.types, key=lambda t: t.code):
             out += [ConvCase(f"{info.name}.{ty.name}.{_tag(f)}.random", info, ty, f) for f in shapes]
-            out.append(ConvCase(f"{info.name}.{ty.name}.{_tag(shapes[2])}.specials", info, ty, shapes[2], "specials"))
+            out += [ConvCase(f"{info.name}.{ty.name}.{_tag(shapes[2])}.{fill}", info, ty, shapes[2], fill)
+                    for fill in FILLS[1:]]
     return out
 
 
@@ -90,6 +98,8 @@ def _inputs(case: ConvCase, seed: int) -> dict:
     out = {}
     for name, array in case.arrays().items():
         values = np.full(array.elements, 7.0) if name == "output" else rng.uniform(-2, 2, array.elements)
+        if name != "output" and case.fill in _SCALES:
+            values = values * _SCALES[case.fill][case.ty]
         out[name] = decode_array(array.ty, encode_array(array.ty, values))
     if case.fill == "specials":
         x = out["input"]
