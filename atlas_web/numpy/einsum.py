@@ -2,10 +2,11 @@
 
 Operands are combined left to right, two at a time: labels only one side has and nothing later needs
 are summed first (``sum`` over those axes); of the labels both sides have, those still needed (the
-output's, or a later operand's) are batch axes and the others are contracted; both operands are
-transposed to (batch, own free, contracted) / (batch, contracted, own free), reshaped to three axes and
-multiplied with ``matmul`` (float32/float64: one GEMM, or BatchedGEMM with batch labels), and the
-product reshaped back. A single operand is summed and transposed. Explicit (``ij,jk->ik``) and implicit
+output's, or a later operand's) are batch axes and the others are contracted. Without batch labels,
+float32/float64 pairs run the TensorContract instruction where the device supports it (operands in
+place, no copies here). Otherwise both operands are transposed to (batch, own free, contracted) /
+(batch, contracted, own free), reshaped to three axes and multiplied with ``matmul`` (float32/float64:
+one GEMM, or BatchedGEMM with batch labels), and the product reshaped back. A single operand is summed and transposed. Explicit (``ij,jk->ik``) and implicit
 (``ij,jk``: the labels seen once, sorted) output. Standard library only.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArrayError
+from ..isa.types import Type
 from .array import Array
 from .creation import asarray
 from .elementwise import common_device
@@ -74,12 +76,40 @@ def _product(a: Array, ta: str, b: Array, tb: str, keep: set[str]) -> tuple[Arra
         for label in labels:
             n *= size[label]
         return n
+    if not batch:
+        contracted_product = _tensor_contract(a, ta, b, tb, contracted)
+        if contracted_product is not None:
+            return contracted_product
     a3 = a.transpose([ta.index(x) for x in batch + free_a + contracted]) if a.ndim else a
     b3 = b.transpose([tb.index(x) for x in batch + contracted + free_b]) if b.ndim else b
     a3 = a3.reshape(total(batch), total(free_a), total(contracted))
     b3 = b3.reshape(total(batch), total(contracted), total(free_b))
     out = matmul(a3, b3).reshape(tuple(size[x] for x in batch + free_a + free_b))
     return out, "".join(batch + free_a + free_b)
+
+
+#: the most axes a TensorContract shape holds (its DIMS operand)
+_MAX_RANK = 8
+
+
+def _tensor_contract(a: Array, ta: str, b: Array, tb: str, contracted: list[str]) -> tuple[Array, str] | None:
+    """The TensorContract instruction computing the pair (output axes: a's free labels, then b's) where
+    the device supports it for the promoted float type and the ranks fit; None otherwise."""
+    from .elementwise import result_type
+    from .nn import launch_kernel
+    ty, _ = result_type("einsum", (a, b))
+    if (ty not in (Type.F32, Type.F64) or not 0 < a.ndim <= _MAX_RANK or not 0 < b.ndim <= _MAX_RANK
+            or not a.device.supports("TensorContract", ty)):
+        return None
+    a = a if a.dtype == ty and not a.is_bool else a.astype(ty)
+    b = b if b.dtype == ty and not b.is_bool else b.astype(ty)
+    free = [x for x in ta if x not in contracted] + [x for x in tb if x not in contracted]
+    size = dict(zip(ta, a.shape)) | dict(zip(tb, b.shape))
+    pairs = " ".join(f"{ta.index(x)}:{tb.index(x)}" for x in contracted)
+    text = (f"tcontract.{ty.suffix} [{{out}}], [{{a0}}], [{{a1}}], ({' '.join(map(str, a.shape))}), "
+            f"({' '.join(map(str, b.shape))}), ({pairs}), 1.0, 0.0")
+    what = f"einsum pair {ta},{tb}->{''.join(free)} ({a.describe()}, {b.describe()})"
+    return launch_kernel(text, tuple(size[x] for x in free), [a, b], what), "".join(free)
 
 
 def einsum(subscripts: str, *operands: Any) -> Array:

@@ -35,8 +35,10 @@ def _floats(x: Any, what: str) -> Array:
     return x if ty == x.dtype and not x.is_bool else x.astype(ty)
 
 
-def _kernel(name: str, text: str, out_shape: tuple[int, ...], inputs: list[Array], what: str) -> Array:
-    """``text`` (one kernel instruction; ``{out}``, ``{a0}``, ... its addresses) over packed ``inputs``."""
+def launch_kernel(text: str, out_shape: tuple[int, ...], inputs: list[Array], what: str) -> Array:
+    """A new array of ``out_shape`` (the first input's dtype and device) computed by ``text``: one kernel
+    instruction whose ``{out}``, ``{a0}``, ``{a1}``, ... are the addresses of the output and the packed
+    ``inputs`` (atlas_web/numpy/nodes.py, KernelNode). ``what`` names the operation in errors."""
     x = inputs[0]
     out = Array.empty(x.device, out_shape, x.dtype)
     if out.size:
@@ -60,12 +62,12 @@ def _last_axis(fn, x: Array, axis: int, what: str) -> Array:
     return fn(x.swapaxes(axis, -1)).swapaxes(axis, -1)
 
 
-def _rows_kernel(name: str, mnemonic: str, x: Array, extra: list[Array], immediates: str, what: str) -> Array:
+def _rows_kernel(mnemonic: str, x: Array, extra: list[Array], immediates: str, what: str) -> Array:
     n = x.shape[-1]
     text = (f"{mnemonic}.{x.dtype.suffix} [{{out}}], [{{a0}}], "
             + "".join(f"[{{a{k + 1}}}], " for k in range(len(extra)))
             + immediates.format(n=n, rows=x.size // n if n else 0))
-    return _kernel(name, text, x.shape, [x, *extra], what)
+    return launch_kernel(text, x.shape, [x, *extra], what)
 
 
 def softmax(x: Array, axis: int = -1) -> Array:
@@ -76,7 +78,7 @@ def softmax(x: Array, axis: int = -1) -> Array:
 
     def rows(v: Array) -> Array:
         if _has("Softmax", v):
-            return _rows_kernel("Softmax", "softmax", v, [], "{n}, {rows}", what)
+            return _rows_kernel("softmax", v, [], "{n}, {rows}", what)
         e = apply("exp", apply("subtract", v, v.max(axis=-1, keepdims=True)))
         return apply("divide", e, e.sum(axis=-1, keepdims=True))
     return _last_axis(rows, x, axis, what)
@@ -89,7 +91,7 @@ def log_softmax(x: Array, axis: int = -1) -> Array:
 
     def rows(v: Array) -> Array:
         if _has("LogSoftmax", v):
-            return _rows_kernel("LogSoftmax", "logsoftmax", v, [], "{n}, {rows}", what)
+            return _rows_kernel("logsoftmax", v, [], "{n}, {rows}", what)
         shifted = apply("subtract", v, v.max(axis=-1, keepdims=True))
         return apply("subtract", shifted, apply("log", apply("exp", shifted).sum(axis=-1, keepdims=True)))
     return _last_axis(rows, x, axis, what)
@@ -119,7 +121,7 @@ def layer_norm(x: Array, gamma: Any = None, beta: Any = None, eps: float = 1e-5)
         raise ArrayError(f"{what}: needs at least 1 dimension")
     g, b = _weights(what, x, gamma, "gamma", 1.0), _weights(what, x, beta, "beta", 0.0)
     if _has("LayerNorm", x):
-        return _rows_kernel("LayerNorm", "layernorm", x, [g, b], f"{{n}}, {float(eps)!r}, {{rows}}", what)
+        return _rows_kernel("layernorm", x, [g, b], f"{{n}}, {float(eps)!r}, {{rows}}", what)
     centered = apply("subtract", x, x.mean(axis=-1, keepdims=True))
     var = apply("multiply", centered, centered).mean(axis=-1, keepdims=True)
     scaled = apply("divide", centered, apply("sqrt", apply("add", var, float(eps))))
@@ -135,7 +137,7 @@ def rms_norm(x: Array, weight: Any = None, eps: float = 1e-6) -> Array:
         raise ArrayError(f"{what}: needs at least 1 dimension")
     w = _weights(what, x, weight, "weight", 1.0)
     if _has("RMSNorm", x):
-        return _rows_kernel("RMSNorm", "rmsnorm", x, [w], f"{{n}}, {float(eps)!r}, {{rows}}", what)
+        return _rows_kernel("rmsnorm", x, [w], f"{{n}}, {float(eps)!r}, {{rows}}", what)
     mean_square = apply("multiply", x, x).mean(axis=-1, keepdims=True)
     return apply("multiply", apply("divide", x, apply("sqrt", apply("add", mean_square, float(eps)))), w)
 
@@ -167,7 +169,7 @@ def attention(query: Array, key: Array, value: Array, causal: bool = False) -> A
     if _has("Attention", q):
         text = (f"attention.{q.dtype.suffix} [{{out}}], [{{a0}}], [{{a1}}], [{{a2}}], {batch}, {heads}, {seq}, "
                 f"{dim}, {kv_len}, {'true' if causal else 'false'}, {kv_heads}, 0")
-        out = _kernel("Attention", text, q.shape, [q, k, v], what)
+        out = launch_kernel(text, q.shape, [q, k, v], what)
     else:
         out = _attention_composite(q, k, v, causal)
     return out.reshape(out.shape[1:]) if squeeze else out
@@ -229,7 +231,7 @@ def conv2d(x: Array, weight: Array, bias: Array | None = None, stride: Any = 1, 
         text = (f"conv2d.{x.dtype.suffix} [{{out}}], [{{a0}}], [{{a1}}], {batch}, {channels}, {out_channels}, "
                 f"{height}, {width}, {kh}, {kw}, {sh}, {sw}, {ph}, {pw}, {dh}, {dw}, {groups}, "
                 f"{'true' if b is not None else 'false'}, [{{a{2 if b is not None else 0}}}]")
-        return _kernel("Conv2D", text, (batch, out_channels, oh, ow), [x, w] + ([b] if b is not None else []), what)
+        return launch_kernel(text, (batch, out_channels, oh, ow), [x, w] + ([b] if b is not None else []), what)
     return _conv2d_composite(x, w, b, (sh, sw), (ph, pw), (dh, dw), groups, (oh, ow))
 
 

@@ -23,8 +23,18 @@ CASES = [
 ]
 
 
+@pytest.fixture(params=["kernel", "matmul"])
+def path(request, device, monkeypatch):
+    """Each case runs with the device as it is (TensorContract where it has it) and with TensorContract
+    hidden (transposes and matmul)."""
+    if request.param == "matmul":
+        real = device.supports
+        monkeypatch.setattr(device, "supports", lambda op, ty=None: op != "TensorContract" and real(op, ty))
+    return request.param
+
+
 @pytest.mark.parametrize("subscripts,shapes", CASES, ids=[c[0] for c in CASES])
-def test_einsum_like_numpy(device, subscripts, shapes):
+def test_einsum_like_numpy(device, path, subscripts, shapes):
     arrays = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
     out = anp.einsum(subscripts, *(anp.array(a, device=device) for a in arrays))
     check(out, np.einsum(subscripts, *arrays), rtol=1e-5, atol=1e-5)
@@ -50,3 +60,15 @@ def test_errors_name_the_subscripts_and_shapes(device):
         anp.einsum("ii->i", anp.array(np.ones((3, 3), np.float32), device=device))
     with pytest.raises(ArrayError, match="2 terms for 1 operands"):
         anp.einsum("ij,jk", a)
+
+
+def test_pairs_without_batch_labels_are_one_tensor_contract(device):
+    a, b = RNG.standard_normal((2, 3, 4)).astype(np.float32), RNG.standard_normal((4, 3, 5)).astype(np.float32)
+    x, y = anp.array(a, device=device), anp.array(b, device=device)
+    contract = anp.jit(lambda p, q: anp.einsum("ijk,kjl->li", p, q))
+    check(contract(x, y), np.einsum("ijk,kjl->li", a, b), rtol=1e-5, atol=1e-5)
+    kinds = [kind for kind, _ in contract.trace_steps(x, y)]
+    if device.supports("TensorContract", anp.float32):
+        assert kinds == ["KernelNode", "MapNode"]   # the contraction, then the transpose to "li"
+    else:
+        assert "KernelNode" not in kinds
