@@ -17,7 +17,13 @@ The sides are timed interleaved, best of ``--repeats`` samples of ``--inner`` ca
 page checks that atlas-web's output agrees with TF.js's. Printed: ms, GFLOP/s and each peer's time over atlas-web's
 (above 1: atlas-web is faster).
 
-Run ``PYTHONPATH=. python3 benchmarks/peers/conv.py [--shape 1 64 56 56 64 3] [--repeats 10]``. Not a test.
+With ``--webgpu``, also TF.js's ``webgpu`` backend (``tf.conv2d``, NHWC) and atlas-web's WGSL Conv2D kernel
+(``webgpu_backend.wgsl.kernels.conv2d``: the implicit GEMM; its shader run by the page with the backend's bindings,
+no step guard) on Chromium's SwiftShader adapter, each launch awaited (``onSubmittedWorkDone`` / ``data()``), best
+of 3; its first launch (pipeline creation included) is printed apart. Compare webgpu with webgpu only.
+
+Run ``PYTHONPATH=. python3 benchmarks/peers/conv.py [--shape 1 64 56 56 64 3] [--repeats 10] [--webgpu]``. Not a
+test.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ sys.path.insert(0, str(HERE.parents[1]))
 from atlas_web.isa import Address, Conv2D  # noqa: E402
 from wasm_backend.lowering.coop_conv import build_conv_driver, conv_scratch_bytes  # noqa: E402
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
+from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
+from webgpu_backend.wgsl.kernels.conv2d import conv_source, conv_spec  # noqa: E402
+from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 
 from benchmarks.peers.run import _field, run_page  # noqa: E402
 
@@ -56,12 +65,25 @@ def conv_model(b: int, c: int, h: int, w: int, f: int, k: int) -> bytes:
     return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(2, 13))
 
 
-def atlas_module(b: int, c: int, h: int, w: int, f: int, k: int) -> tuple[bytes, int]:
+def _instr(b: int, c: int, h: int, w: int, f: int, k: int):
+    a = Address.BufferOffset(2)
+    return Conv2D(output=a, input=a, kernel=a, batch=b, in_channels=c, out_channels=f, height=h, width=w,
+                  kernel_h=k, kernel_w=k, stride_h=1, stride_w=1, padding_h=k // 2, padding_w=k // 2)
+
+
+def atlas_webgpu(*shape: int) -> dict:
+    """atlas-web's WGSL Conv2D shader (output, input, kernel in buffers of their own at offset 0, no step guard),
+    its launch record and workgroup counts, for the page."""
+    spec = conv_spec(_instr(*shape), guarded=False)
+    b, c, h, w, f, k = shape
+    return {"code": conv_source(spec, ShaderFeatures()), "launch": list(pack_launch(resume=1)),
+            "rt_bytes": 4 * (REACHED + MAX_STEPS), "groups": [-(-(h * w) // 64), -(-f // 64), b]}
+
+
+def atlas_module(*shape: int) -> tuple[bytes, int]:
     """(module bytes, scratch bytes) of atlas-web's Conv2D driver, exported as ``conv`` with the parameters
     (output, input, kernel, bias, scratch, first item, end item)."""
-    a = Address.BufferOffset(2)
-    instr = Conv2D(output=a, input=a, kernel=a, batch=b, in_channels=c, out_channels=f, height=h, width=w,
-                   kernel_h=k, kernel_w=k, stride_h=1, stride_w=1, padding_h=k // 2, padding_w=k // 2)
+    instr = _instr(*shape)
     m = ModuleContext("atlas_conv")
     build_conv_driver(m, "conv", instr, export=True)
     return m.to_bytes(), conv_scratch_bytes(instr)
@@ -70,11 +92,48 @@ def atlas_module(b: int, c: int, h: int, w: int, f: int, k: int) -> tuple[bytes,
 PAGE = """<!doctype html><meta charset="utf-8"><title>Conv2D peers</title>
 <script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
 <script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
 <script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
 <script src="bench.js"></script>
 """
 
 BENCH_JS = r"""
+async function atlasGpuSide(shader, arrays, outBytes) {   // arrays: binding -> Float32Array
+  const adapter = await navigator.gpu.requestAdapter();
+  const device = await adapter.requestDevice();
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const buffer = (bytes) => device.createBuffer({size: Math.max(16, Math.ceil(bytes / 16) * 16), usage});
+  const launch = buffer(256), rt = buffer(shader.rt_bytes), out = buffer(outBytes);
+  device.queue.writeBuffer(launch, 0, new Uint8Array(shader.launch));
+  const entries = [{binding: 0, resource: {buffer: launch}}, {binding: 1, resource: {buffer: rt}},
+                   {binding: 3, resource: {buffer: out}}];
+  for (const [binding, data] of Object.entries(arrays)) {
+    const b = buffer(data.byteLength); device.queue.writeBuffer(b, 0, data);
+    entries.push({binding: Number(binding), resource: {buffer: b}});
+  }
+  const t0 = performance.now();
+  const module = device.createShaderModule({code: shader.code});
+  const pipeline = await device.createComputePipelineAsync({layout: 'auto', compute: {module, entryPoint: 'main'}});
+  const group = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+  const run = async () => {
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(...shader.groups); pass.end();
+    device.queue.submit([encoder.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run();
+  const firstMs = performance.now() - t0;
+  const result = async () => {
+    const read = device.createBuffer({size: outBytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(out, 0, read, 0, outBytes);
+    device.queue.submit([encoder.finish()]);
+    await read.mapAsync(GPUMapMode.READ);
+    return new Float32Array(read.getMappedRange().slice(0));
+  };
+  return {run, result, firstMs};
+}
 async function runBench(config) {
   tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
   await tf.setBackend('wasm'); await tf.ready();
@@ -122,8 +181,36 @@ async function runBench(config) {
       best[name] = Math.min(best[name], (performance.now() - t0) / config.inner);
     }
   }
+  const gpu = {};
+  if (config.webgpu) {
+    try {
+      await tf.setBackend('webgpu'); await tf.ready();
+      const gx = tf.tensor4d(xNHWC, [b, h, w, c]), gw = tf.tensor4d(wHWIO, [k, k, c, f]);
+      const tfRun = async () => { const y = tf.conv2d(gx, gw, 1, 'same'); await y.data(); y.dispose(); };
+      await tfRun(); gpu['TF.js webgpu (tf.conv2d, NHWC)'] = Infinity;
+      for (let r = 0; r < 3; r++) {
+        const t0 = performance.now(); await tfRun();
+        gpu['TF.js webgpu (tf.conv2d, NHWC)'] = Math.min(gpu['TF.js webgpu (tf.conv2d, NHWC)'], performance.now() - t0);
+      }
+      gx.dispose(); gw.dispose();
+    } catch (e) { gpu['TF.js webgpu: ' + e.message] = NaN; }
+    await tf.setBackend('wasm');
+    try {
+      const side = await atlasGpuSide(config.shader, {4: x, 5: wt}, outN * 4);
+      const label = 'atlas-web webgpu (conv2d.py)';
+      gpu[label] = Infinity;
+      for (let r = 0; r < 3; r++) {
+        const t0 = performance.now(); await side.run(); gpu[label] = Math.min(gpu[label], performance.now() - t0);
+      }
+      const got = await side.result();
+      let gworst = 0;
+      for (let i = 0; i < outN; i++) gworst = Math.max(gworst, Math.abs(got[i] - mine[i]));
+      gpu['atlas-web webgpu first launch'] = side.firstMs;
+      gpu['atlas-web webgpu vs wasm largest difference'] = gworst;
+    } catch (e) { gpu['atlas-web webgpu: ' + e.message] = NaN; }
+  }
   tx.dispose(); tw.dispose();
-  return {ms: best, max_abs_difference: worst, engine: navigator.userAgent};
+  return {ms: best, webgpu: gpu, max_abs_difference: worst, engine: navigator.userAgent};
 }
 """
 
@@ -133,11 +220,14 @@ def main() -> None:
     parser.add_argument("--shape", type=int, nargs=6, default=[1, 64, 56, 56, 64, 3], metavar=("B", "C", "H", "W", "F", "K"))
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--inner", type=int, default=2)
+    parser.add_argument("--webgpu", action="store_true", help="also TF.js webgpu and atlas-web's WGSL kernel "
+                        "(SwiftShader: slow)")
     args = parser.parse_args()
     module, scratch = atlas_module(*args.shape)
     files = {"index.html": PAGE, "bench.js": BENCH_JS, "conv.onnx": conv_model(*args.shape), "atlas_conv.wasm": module}
-    result = run_page(files, {"shape": args.shape, "repeats": args.repeats, "inner": args.inner, "scratch": scratch},
-                      900_000)
+    config = {"shape": args.shape, "repeats": args.repeats, "inner": args.inner, "scratch": scratch,
+              "webgpu": args.webgpu, "shader": atlas_webgpu(*args.shape)}
+    result = run_page(files, config, 1_800_000)
     b, c, h, w, f, k = args.shape
     flop = 2.0 * b * f * h * w * c * k * k
     print(f"f32 Conv2D {b}x{c}x{h}x{w}, {f} filters {k}x{k}, padding {k // 2}, in one headless Chromium page, one "
@@ -147,6 +237,10 @@ def main() -> None:
     for name, ms in result["ms"].items():
         print(f"  {name:<32} {ms:8.2f} ms  {flop / (ms / 1e3) / 1e9:6.2f} GFLOP/s  peer time / atlas-web's: "
               f"{ms / atlas:5.2f}")
+    if result["webgpu"]:
+        print("webgpu on SwiftShader, each launch awaited, best of 3:")
+        for name, value in result["webgpu"].items():
+            print(f"  {name:<44} {value:10.3g}")
     if os.environ.get("PEERS_JSON"):
         Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
 
