@@ -52,6 +52,9 @@ _STORAGE = BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST
 _MAX_BUDGET = 0xFFFFFFFE
 #: recorded launches kept per launcher
 _MAX_RECORDS = 64
+#: what each scratch buffer holds, for the message of a launch too large for the device
+_SCRATCH_WHAT = {"rt": "runtime words (a trap record of 28 bytes per lane)",
+                 "state": "lane state (the registers each lane keeps between stages)"}
 #: stage and kernel pipelines kept per launcher (an evicted one is released: see Launcher._release)
 _MAX_PIPELINES = 256
 
@@ -127,14 +130,19 @@ class Launcher:
         self._retired: list = []
 
     # ---- scratch buffers -----------------------------------------------------------------------
-    def _ensure(self, name: str, size: int) -> None:
+    def _ensure(self, name: str, size: int, lanes: int | None = None) -> None:
+        """Grow scratch buffer ``name`` to ``size`` bytes. Raises ExecutionFailed past the binding limit,
+        saying what it holds and, for a per-lane buffer of a launch of ``lanes`` lanes, about how many
+        lanes of this program fit."""
         buffer = getattr(self, name)
         if buffer.size >= size:
             return
         limit = self.driver.limit("maxStorageBufferBindingSize")
         if size > limit:
-            raise ExecutionFailed(f"the launch needs {size} bytes of {name} scratch; maxStorageBufferBindingSize is "
-                                  f"{limit} bytes (use fewer lanes)")
+            fit = f"; about {lanes * limit // size:,} lanes of this program fit" if lanes else " (use fewer lanes)"
+            raise ExecutionFailed(f"the launch{f' of {lanes:,} lanes' if lanes else ''} needs {size:,} bytes of "
+                                  f"{_SCRATCH_WHAT.get(name, name + ' scratch')} in one binding; this device binds at "
+                                  f"most {limit:,} bytes (maxStorageBufferBindingSize){fit}")
         self._retired.append(buffer)     # destroyed once the commands naming it are submitted
         setattr(self, name, self.driver.create_buffer(max(size, 2 * buffer.size), _STORAGE))
         self.generation += 1
@@ -291,9 +299,9 @@ class Launcher:
         may_trap = any(s.may_trap for s in shaders)
         resonance = any(s.uses_resonance for s in shaders)
         runtime = compiled.runtime_layout(config, may_trap)
-        self._ensure("rt", 4 * runtime.words)
+        self._ensure("rt", 4 * runtime.words, config.total_threads if may_trap else None)
         state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders)
-        self._ensure("state", state_bytes)
+        self._ensure("state", state_bytes, config.total_threads)
         if wide_bytes:
             io.clear(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)

@@ -165,3 +165,24 @@ def test_a_runaway_loop_with_the_default_budget_traps_as_the_reference(gpu_drive
     finally:
         reference.close()
         backend.close()
+
+
+def test_a_launch_whose_trap_records_exceed_the_binding_limit_is_refused_saying_how_many_lanes_fit(gpu_driver,
+                                                                                                  monkeypatch):
+    """Issue 13's softmax at 10M lanes: 280 MB of per-lane trap records over lavapipe's 128 MiB binding. The
+    refusal says what the bytes hold, the limit and about how many lanes fit; the backend stays usable."""
+    from atlas_web import Program
+    backend = fresh_backend(gpu_driver)
+    try:
+        out = backend.allocate_typed(1, U32)
+        may_trap = Program.from_text(f"mov_imm.u32 r1, 7\nmov_imm.u32 r2, 1\ndiv.u32 r3, r1, r2\n"
+                                     f"mov_imm.u64 r4, {int(out) << 32}\nstg.u32 [r4 + 0], r3\n")
+        monkeypatch.setitem(gpu_driver._limits, "maxStorageBufferBindingSize", 1 << 20)
+        with pytest.raises(ExecutionFailed, match=r"of 65,536 lanes needs .* trap record .* binds at most 1,048,576 "
+                                                  r"bytes \(maxStorageBufferBindingSize\); about 3\d,\d{3} lanes"):
+            backend.execute_program(may_trap, LaunchConfig.linear(65536))
+        monkeypatch.undo()
+        backend.execute_program(may_trap, LaunchConfig.linear(64))
+        assert list(backend.copy_typed_from(out, U32)) == [7]
+    finally:
+        backend.close()
