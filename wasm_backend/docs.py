@@ -13,8 +13,6 @@ __all__ = ["backend_documentation", "UNSUPPORTED"]
 
 #: rows this backend does not run yet, and why (docs/backends.md lists them)
 UNSUPPORTED = {
-    **{name: "F16 and BF16: no kernel yet (issue 11; the kernel is F32/F64, on the GEMM kernel): run on cpu"
-       for name in ("Attention", "FlashAttention")},
 }
 
 

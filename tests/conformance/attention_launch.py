@@ -21,16 +21,17 @@ GUARD = 64   # bytes after the output that must keep their value
 DEFAULTS = dict(kv_len=0, causal=False, kv_heads=0, max_seq=0)
 
 
-def attend(backend, name: str, arrays: dict, fields: dict) -> bytes:
-    """The output's bytes after one launch of ``name`` with one buffer per array (float64 values of f32; the
+def attend(backend, name: str, arrays: dict, fields: dict, ty: Type = Type.F32) -> bytes:
+    """The output's bytes after one launch of ``name`` with one buffer per array (float64 values of ``ty``; the
     output's buffer GUARD bytes longer). Fails when the launch wrote past its output."""
     handles = {}
     for key, values in arrays.items():
-        data = encode_array(Type.F32, values) + (b"\x5a" * GUARD if key == "output" else b"")
+        data = encode_array(ty, values) + (b"\x5a" * GUARD if key == "output" else b"")
         handles[key] = int(backend.allocate_buffer(len(data)))
         backend.copy_to_buffer(handles[key], data)
     builder = ProgramBuilder()
-    builder.add(INSTRUCTION_CLASSES[name](**{k: Address.BufferOffset(h) for k, h in handles.items()}, **fields))
+    builder.add(INSTRUCTION_CLASSES[name](**{k: Address.BufferOffset(h) for k, h in handles.items()}, **fields,
+                                         ty=ty))
     builder.add(EXIT())
     backend.execute_program(builder.build(), LaunchConfig())
     raw = bytes(backend.copy_from_buffer(handles["output"]))
@@ -40,22 +41,22 @@ def attend(backend, name: str, arrays: dict, fields: dict) -> bytes:
     return raw[:len(raw) - GUARD]
 
 
-def random_inputs(fields: dict, seed: int = 5) -> dict:
-    """Uniform f32 query, key, value in [-2, 2) for the shape ``fields`` (defaults resolved); output 7s."""
+def random_inputs(fields: dict, seed: int = 5, ty: Type = Type.F32) -> dict:
+    """Uniform query, key, value of ``ty`` in [-2, 2) for the shape ``fields`` (defaults resolved); output 7s."""
     rng = np.random.default_rng(seed)
     batch, heads, seq, dim = fields["batch"], fields["heads"], fields["seq_len"], fields["head_dim"]
     kv = fields.get("kv_len") or seq
     kv_heads = fields.get("kv_heads") or heads
     slots = fields.get("max_seq") or kv
-    values = lambda n: decode_array(Type.F32, encode_array(Type.F32, rng.uniform(-2, 2, n)))  # noqa: E731
+    values = lambda n: decode_array(ty, encode_array(ty, rng.uniform(-2, 2, n)))  # noqa: E731
     return dict(output=np.full(batch * heads * seq * dim, 7.0), query=values(batch * heads * seq * dim),
                 key=values(batch * kv_heads * slots * dim), value=values(batch * kv_heads * slots * dim))
 
 
-def check_attention(backend, name: str, fields: dict, arrays: dict | None = None) -> None:
-    """Launch ``name`` with ``fields`` (the row's defaults for the rest) and compare with NumPy."""
+def check_attention(backend, name: str, fields: dict, arrays: dict | None = None, ty: Type = Type.F32) -> None:
+    """Launch ``name`` with ``fields`` (the row's defaults for the rest) on ``ty`` and compare with NumPy."""
     full = {**DEFAULTS, **fields}
-    arrays = arrays or random_inputs(full)
-    raw = attend(backend, name, arrays, full)
-    bad = compare(AttentionCase(name, INFO[name], Type.F32, full), arrays, raw)
+    arrays = arrays or random_inputs(full, ty=ty)
+    raw = attend(backend, name, arrays, full, ty)
+    bad = compare(AttentionCase(name, INFO[name], ty, full), arrays, raw)
     assert not bad, f"{name} {fields}: {len(bad)} outside the bound, first {bad[:3]}"

@@ -1,8 +1,8 @@
 """Attention and FlashAttention launched on the wasm backend (coop_attention), on what only the wasm kernel has:
 several blocks of query rows (Attention's 64, FlashAttention's block_size) with a short last one, several key
 blocks with a short last one, causal P.V split into GEMM blocks and row-by-row diagonal blocks, head_dim off the
-vector width, grouped-query heads, a NaN in a value no query of a causal launch sees (it must not be read), and
-the bytes after the output left as they were. Results are compared with NumPy within the contract's bound (the
+vector width, grouped-query heads, F16/BF16 through f32 scratch and F64, a NaN in a value no query of a causal
+launch sees (it must not be read), and the bytes after the output left as they were. Results are compared with NumPy within the contract's bound (the
 conformance suite's ``compare``)."""
 
 from __future__ import annotations
@@ -42,6 +42,15 @@ def test_attention_blocks(wasm_backend, fields):
 @pytest.mark.parametrize("fields", SHAPES[1:4], ids=lambda f: "-".join(f"{k}{int(v)}" for k, v in f.items()))
 def test_flash_attention_blocks(wasm_backend, fields, block_size):
     check_attention(wasm_backend, "FlashAttention", dict(fields, block_size=block_size))
+
+
+@pytest.mark.parametrize("ty", [Type.F16, Type.BF16, Type.F64], ids=lambda t: t.name)
+@pytest.mark.parametrize("name, extra", [("Attention", {}), ("FlashAttention", {"block_size": 16})])
+@pytest.mark.parametrize("fields", SHAPES[:4], ids=lambda f: "-".join(f"{k}{int(v)}" for k, v in f.items()))
+def test_other_types(wasm_backend, fields, name, extra, ty):
+    """F16/BF16 through f32 (the GEMM packing converts Q and K, each key block's values and each query block's
+    output rows pass through the scratch), F64 on f64x2."""
+    check_attention(wasm_backend, name, {**fields, **extra}, ty=ty)
 
 
 @pytest.mark.parametrize("name, extra", [("Attention", {}), ("FlashAttention", {"block_size": 8})])

@@ -1,4 +1,4 @@
-"""Attention and FlashAttention (F32, F64): the cooperative rules, on the GEMM kernel machinery (``coop_gemm_kernel``)
+"""Attention and FlashAttention (F32, F64; F16 and BF16 computed in f32): the cooperative rules, on the GEMM kernel machinery (``coop_gemm_kernel``)
 and the row functions of ``coop_attention_rows``.
 
 The cooperative function checks output, query, key and value over their extents (in operand order: handle,
@@ -19,6 +19,10 @@ kv_heads)``, its keys and values ``max_seq`` positions apart) walks the queries 
   times ``1 / sum``. ``br = min(seq_len, block_size)``: its extra memory is the scores tile, two numbers per row
   and the GEMM's packing scratch (``attention_scratch_bytes``), whatever seq_len and kv_len.
 
+F16 and BF16 compute in f32: the GEMM's packing converts Q and K (exactly), each key block's values are converted
+into the scratch before its P V, and each query block's output rows are accumulated in the scratch and rounded
+once to the type at the end of the block.
+
 Hidden keys (causal) are never weighted: their scores are computed with the block's but not read, and their
 values are not read. Every sum is in the type (f32, f64) in some order, one or two roundings per product: within
 the contract's bound (docs/semantics.md, Attention kernels), which covers the tiles and the online rescaling.
@@ -35,13 +39,15 @@ from ..encoding.types import ValType
 from .coop_attention_rows import axpy_rows, online_row, scale_row
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import ELEMENTS, GemmShape, build_gemm_driver, scratch_bytes
+from .coop_ops import load_scalar, store_scalar
 from .coop_softmax import _row as softmax_row
 from .rules import cooperative_rule
 
 __all__ = ["ATTENTION_TYPES", "attention_tiles", "attention_scratch_bytes", "ROW_BLOCK", "KEY_BLOCK"]
 
 I32 = ValType.I32
-ATTENTION_TYPES = frozenset({Type.F32, Type.F64})
+ATTENTION_TYPES = frozenset({Type.F16, Type.BF16, Type.F32, Type.F64})
+_HALVES = (Type.F16, Type.BF16)
 #: Attention's query rows per block and (causal) keys per P.V block
 ROW_BLOCK = 64
 KEY_BLOCK = 64
@@ -67,16 +73,23 @@ def _round16(value: int) -> int:
     return -(-value // 16) * 16
 
 
+def _compute(ty: Type) -> Type:
+    return Type.F32 if ty in _HALVES else ty
+
+
 def _scores_shape(instr, n: int) -> GemmShape:
+    """Q K^T: F16/BF16 Q and K converted to f32 (exactly) while packed."""
     br, _, lds = attention_tiles(instr)
     d = instr.head_dim
-    return GemmShape(instr.ty, br, n, d, False, True, d, d, lds, 1.0 / math.sqrt(d), 0.0)
+    return GemmShape(_compute(instr.ty), br, n, d, False, True, d, d, lds, 1.0 / math.sqrt(d), 0.0,
+                     instr.ty if instr.ty in _HALVES else None)
 
 
 def _pv_shape(instr, k: int, beta: float) -> GemmShape:
+    """P V: P in the scratch; F16/BF16 V read from its f32 copy in the scratch."""
     br, _, lds = attention_tiles(instr)
     d = instr.head_dim
-    return GemmShape(instr.ty, br, d, k, False, False, lds, d, d, 1.0, beta)
+    return GemmShape(_compute(instr.ty), br, d, k, False, False, lds, d, d, 1.0, beta)
 
 
 def _gemm_shapes(instr) -> dict[str, GemmShape]:
@@ -101,18 +114,28 @@ def _gemm_shapes(instr) -> dict[str, GemmShape]:
     return shapes
 
 
-def _layout(instr) -> tuple[int, int, int]:
-    """Byte offsets in the scratch of (the row states, the GEMM scratch, the end)."""
-    br, _, lds = attention_tiles(instr)
-    size = instr.ty.size_bytes()
+def _layout(instr) -> tuple[int, int, int, int, int]:
+    """Byte offsets in the scratch of (the row states, F16/BF16: the f32 output rows, the f32 values, the GEMM
+    scratch, the end)."""
+    br, bk, lds = attention_tiles(instr)
+    size = _compute(instr.ty).size_bytes()
     states = _round16(br * lds * size)
-    gemm = states + _round16(br * 2 * size)
-    return states, gemm, gemm + max((scratch_bytes(s) for s in _gemm_shapes(instr).values()), default=16)
+    outputs = states + _round16(br * 2 * size)
+    values = outputs
+    if instr.ty in _HALVES:   # the block's output rows, and a key block's values (Attention not causal: all kv_len)
+        keys = lds if instr.INFO.name == "Attention" and not instr.causal else bk
+        values = outputs + _round16(br * instr.head_dim * 4)
+        gemm = values + _round16(keys * instr.head_dim * 4)
+    else:
+        gemm = values
+    return states, outputs, values, gemm, gemm + max((scratch_bytes(s) for s in _gemm_shapes(instr).values()),
+                                                      default=16)
 
 
 def attention_scratch_bytes(instr) -> int:
-    """Scratch bytes of the kernel: the scores of a block of rows, two values per row, the GEMM packing scratch."""
-    return _layout(instr)[2]
+    """Scratch bytes of the kernel: the scores of a block of rows, two values per row (F16/BF16: the block's
+    output rows and a key block's values in f32), the GEMM packing scratch."""
+    return _layout(instr)[-1]
 
 
 class _Kernel:
@@ -123,31 +146,34 @@ class _Kernel:
         self.p = pointers
         self.batch, self.heads, self.seq, self.dim, self.kv_heads, self.kv, self.slots = _shape(cc.instr)
         self.br, self.bk, self.lds = attention_tiles(cc.instr)
-        self.el = ELEMENTS[cc.instr.ty]
+        self.el = ELEMENTS[_compute(cc.instr.ty)]
         self.size, self.shift = self.el.size, self.el.size.bit_length() - 1
+        self.in_size = cc.instr.ty.size_bytes()   # of the arrays' elements
+        self.halves = cc.instr.ty in _HALVES
         self.offset = self.kv - self.seq   # causal: query i sees key j <= i + offset
         self.drivers = {suffix: build_gemm_driver(self.m, f"attention_{cc.index}_{suffix}", shape)
                         for suffix, shape in _gemm_shapes(cc.instr).items()}
         self.locals = {name: cc.local(I32) for name in (
             "scratch", "states", "gscratch", "bh", "bh_end", "q", "k", "v", "o", "i0", "i_end", "rows", "j0", "j_end",
-            "r", "seen", "row_s", "row_o")}
+            "r", "seen", "row_s", "row_o", "acc", "vals", "ci", "c_end")}
 
     def __getattr__(self, name: str) -> int:
         return self.__dict__["locals"][name]
 
     def run(self) -> None:
         cc, e = self.cc, self.e
-        states, gemm, _ = _layout(self.instr)
+        states, outputs, values, gemm, _ = _layout(self.instr)
         cc.launch_base()
         e.i32(cc.launch.coop_scratch).op("i32.add").tee(self.scratch).i32(states).op("i32.add").set(self.states)
-        e.get(self.scratch).i32(gemm).op("i32.add").set(self.gscratch)
+        for local, offset in ((self.acc, outputs), (self.vals, values), (self.gscratch, gemm)):
+            e.get(self.scratch).i32(offset).op("i32.add").set(local)
         e.i32(0).set(self.bh)
         e.i32(self.batch * self.heads).set(self.bh_end)
         e.while_below(self.bh, self.bh_end, 1, self.head, labels=("heads_done", "heads"))
 
     def head(self) -> None:
         """Pointers of item b = bh / heads, head h = bh % heads, kv head h / group; then its query blocks."""
-        e, d4 = self.e, self.dim * self.size
+        e, d4 = self.e, self.dim * self.in_size
         group = self.heads // self.kv_heads
         for name in ("q", "o"):
             e.get(self.p[name]).get(self.bh).i32(self.seq * d4).op("i32.mul").op("i32.add").set(getattr(self, name))
@@ -167,7 +193,11 @@ class _Kernel:
 
         def one() -> None:
             e.get(self.scratch).get(self.r).i32(self.lds * self.size).op("i32.mul").op("i32.add").set(self.row_s)
-            e.get(self.o).get(self.i0).get(self.r).op("i32.add").i32(self.dim * self.size).op("i32.mul").op("i32.add")
+            if self.halves:   # the block's f32 output rows
+                e.get(self.acc).get(self.r).i32(self.dim * 4).op("i32.mul").op("i32.add")
+            else:
+                e.get(self.o).get(self.i0).get(self.r).op("i32.add").i32(self.dim * self.size).op("i32.mul")
+                e.op("i32.add")
             e.set(self.row_o)
             body()
 
@@ -196,7 +226,51 @@ class _Kernel:
         self.e.get(self.gscratch).i32(0).get(self.rows).call(self.drivers[suffix])
 
     def key_block_pointer(self, base: int) -> None:
-        self.e.get(base).get(self.j0).i32(self.dim * self.size).op("i32.mul").op("i32.add")
+        if self.halves and base == self.v:   # the key block's values, converted to f32 by values()
+            self.e.get(self.vals)
+            return
+        self.e.get(base).get(self.j0).i32(self.dim * self.in_size).op("i32.mul").op("i32.add")
+
+    def convert(self, src, dst, count, into_f32: bool, label: str) -> None:
+        """Copy ``count`` (pushed) elements from ``src`` to ``dst`` (pushed addresses): the type's to f32 (exact),
+        or f32 to the type (rounded once)."""
+        e, m, ty = self.e, self.m, self.instr.ty
+        value = self.cc.local(ValType.F32)
+
+        def one() -> None:
+            wide, narrow = (dst, src) if into_f32 else (src, dst)
+            if into_f32:
+                wide()
+                e.get(self.ci).i32(2).op("i32.shl").op("i32.add")
+                narrow()
+                e.get(self.ci).i32(1).op("i32.shl").op("i32.add")
+                load_scalar(m, e, ty)
+                e.op("f32.store", 0)
+            else:
+                wide()
+                e.get(self.ci).i32(2).op("i32.shl").op("i32.add").op("f32.load", 0).set(value)
+                narrow()
+                e.get(self.ci).i32(1).op("i32.shl").op("i32.add")
+                store_scalar(m, e, ty, value)
+
+        e.i32(0).set(self.ci)
+        count()
+        e.set(self.c_end)
+        e.while_below(self.ci, self.c_end, 1, one, labels=(f"{label}_done", label))
+
+    def values_f32(self, width: int) -> None:
+        """F16/BF16: the ``width`` values of the key block at j0 into the f32 values scratch."""
+        e = self.e
+        self.convert(lambda: e.get(self.v).get(self.j0).i32(self.dim * 2).op("i32.mul").op("i32.add"),
+                     lambda: e.get(self.vals), lambda: e.i32(width * self.dim), True, f"values_{width}")
+
+    def finish_block(self) -> None:
+        """F16/BF16: the block's f32 output rows rounded once into the output."""
+        if not self.halves:
+            return
+        e = self.e
+        self.convert(lambda: e.get(self.acc), lambda: e.get(self.o).get(self.i0).i32(self.dim * 2).op("i32.mul")
+                     .op("i32.add"), lambda: e.get(self.rows).i32(self.dim).op("i32.mul"), False, "outputs")
 
     def key_blocks(self, body) -> None:
         """``body(width)`` for each key block j0 some row of the query block sees (width: bk, or the last block's
@@ -225,6 +299,8 @@ class _Kernel:
         row over the keys each sees."""
         e = self.e
         two_pass = self.instr.INFO.name == "Attention"   # its scores hold every key: block j0 starts at column j0
+        if self.halves:
+            self.values_f32(width)
 
         def weights(base: int) -> None:
             e.get(base)
@@ -233,7 +309,7 @@ class _Kernel:
 
         gemm = lambda: self.gemm(f"pv_{width}", lambda: weights(self.scratch),  # noqa: E731
                                  lambda: self.key_block_pointer(self.v),
-                                 lambda: e.get(self.o).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add"))
+                                 self.output_block)
         if not self.instr.causal:
             gemm()
             return
@@ -263,6 +339,9 @@ class _Kernel:
             self.two_pass_block()
 
     def output_block(self) -> None:
+        if self.halves:
+            self.e.get(self.acc)
+            return
         self.e.get(self.o).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add")
 
     def zero_output_block(self) -> None:
@@ -272,7 +351,7 @@ class _Kernel:
 
     def two_pass_block(self) -> None:
         e = self.e
-        q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add")  # noqa: E731
+        q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * self.in_size).op("i32.mul").op("i32.add")  # noqa: E731
         self.gemm("scores", q_block, lambda: e.get(self.k), lambda: e.get(self.scratch))
         softmax = softmax_row(self.m, self.el, False)
 
@@ -283,10 +362,14 @@ class _Kernel:
 
         self.rows_loop(normalize, "softmax")
         if not self.instr.causal:
-            self.gemm("pv", lambda: e.get(self.scratch), lambda: e.get(self.v), self.output_block)
-            return
-        self.zero_output_block()
-        self.key_blocks(self.values)
+            if self.halves:
+                self.e.i32(0).set(self.j0)
+                self.values_f32(self.kv)
+            self.gemm("pv", lambda: e.get(self.scratch), lambda: self.key_block_pointer(self.v), self.output_block)
+        else:
+            self.zero_output_block()
+            self.key_blocks(self.values)
+        self.finish_block()
 
     def state(self) -> None:
         """Push the address of row r's (running maximum, running sum)."""
@@ -305,7 +388,7 @@ class _Kernel:
         self.rows_loop(start, "start")
 
         def block(width: int) -> None:
-            q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * self.size).op("i32.mul").op("i32.add")  # noqa: E731
+            q_block = lambda: e.get(self.q).get(self.i0).i32(self.dim * self.in_size).op("i32.mul").op("i32.add")  # noqa: E731,E501
             self.gemm(f"scores_{width}", q_block, lambda: self.key_block_pointer(self.k), lambda: e.get(self.scratch))
 
             def step() -> None:
@@ -327,6 +410,7 @@ class _Kernel:
             e.call(scale)
 
         self.rows_loop(finish, "finish")
+        self.finish_block()
 
 
 def _build(cc: CoopContext) -> None:
