@@ -58,6 +58,11 @@ NOTES = (
     "exactly (its two 16-bit halves), multiplies by the scale rounded on the host as the reference's f32 steps, "
     "and for I8 C rounds half to even, maps NaN to 0, saturates and writes each byte with atomic and/or on its "
     "word: the reference's bits. `dot4I8Packed` is not used.",
+    "SparseGEMM (F32; `wgsl/kernels/sparse.py`): the extent of a_values and a_indices (a_ptr[m]) is known only "
+    "on the device, so a first dispatch (one workgroup) checks it against their allocations, then the pointers "
+    "and the used column indices, and traps itself with lane -1 and the reference's record (the first bad "
+    "element by a workgroup atomicMin; the host checks the handles and alignment); then one invocation per "
+    "element of C sums its row's entries in order in f32. F64 is unsupported (no f64 in WGSL).",
     "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32) run one shader per shape (`wgsl/kernels/norm.py`): a "
     "workgroup of 64 per row (GroupNorm group, BatchNorm item and channel), each statistic the 64 partials added "
     "in order by one invocation between two barriers, in f32 on the row scaled by the power of two that brings its largest magnitude into "
@@ -115,7 +120,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    "SparseGEMM": _NO_KERNEL,
     "TensorContract": _NO_KERNEL,
     **{name: "F16 and BF16: no kernel yet (issue 11; the kernel is F32): run on cpu"
        for name in ("RoPE", "Attention", "FlashAttention")},

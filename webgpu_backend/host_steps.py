@@ -62,11 +62,15 @@ def kernel_operands(memory, step, lane0: dict | None) -> dict[str, tuple[object,
     """role -> (chunk buffer, byte offset in it) of every array operand of a kernel step.
 
     ``lane0`` holds lane 0's register words (path -> words) when some address is register-based.
-    Raises AtlasTrap (lane -1) for a register-based operand that fails a check.
+    Raises AtlasTrap (lane -1) for a register-based operand that fails a check. An array whose extent is read at
+    launch (SparseGEMM's ``a_values``, ``a_indices``: ``array.elements`` None) is checked after the others, as
+    the reference does, for its handle and alignment only: its range is the kernel's to check on the device,
+    from ``f"{role}:alloc"`` = (handle, byte offset in the allocation, the allocation's bytes) added for it.
     """
     arrays = array_operands(step.instr)
     out = {}
-    for array, role in zip(arrays, binding_roles(arrays)):
+    pairs = sorted(zip(arrays, binding_roles(arrays)), key=lambda pair: pair[0].elements is None)
+    for array, role in pairs:
         name, address = array.name, array.address
         static = _STATIC.get(type(address))
         if static is not None:
@@ -78,10 +82,14 @@ def kernel_operands(memory, step, lane0: dict | None) -> dict[str, tuple[object,
             operand = operand_position(step.instr, name)
             if alloc is None:
                 raise step_trap(step, TrapCode.INVALID_HANDLE, TrapRecord(operand, handle))
-            if offset is None or offset + array.nbytes > alloc.size:
-                raise step_trap(step, TrapCode.OUT_OF_BOUNDS, TrapRecord(operand, handle, wide, array.nbytes, alloc.size))
+            if offset is None or (array.nbytes is not None and offset + array.nbytes > alloc.size):
+                # (an offset past 32 bits with an extent read at launch: outside whatever the count; extent 0)
+                raise step_trap(step, TrapCode.OUT_OF_BOUNDS,
+                                TrapRecord(operand, handle, wide, array.nbytes or 0, alloc.size))
             if offset % array.ty.alignment():
                 raise step_trap(step, TrapCode.MISALIGNED, TrapRecord(operand, handle, wide, array.ty.alignment()))
         buffer, base = memory.location(alloc)
         out[role] = (buffer, base + offset)
+        if array.elements is None:
+            out[f"{role}:alloc"] = (handle, offset, alloc.size)
     return out

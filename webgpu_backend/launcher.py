@@ -43,7 +43,9 @@ from .wgsl.kernels.shader import MAX_GROUPS, SNAPSHOT_LAYOUT, SNAPSHOT_SOURCE, W
 from .wgsl.kernels import DeviceLimits
 from .wgsl.lane_state import vreg_words
 from .wgsl.rules_atlas import RES_WORDS
-from .wgsl.runtime_layout import LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_WORDS, TRAPS, pack_launch
+from .wgsl.runtime_layout import (
+    KERNEL_TRAP, LAUNCH_SLOT_BYTES, MAX_STEPS, NO_TRAP, REACHED, TRAP_WORDS, TRAPS, pack_launch,
+)
 
 __all__ = ["Launcher", "LaunchOutcome"]
 
@@ -216,8 +218,9 @@ class Launcher:
                          slot: int) -> list[DispatchCommand]:
         launch = BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES)
         arrays = array_operands(step.instr)
-        # a bound array: its bytes rounded up to 16 (whole vec4s), within its chunk
-        spans = {role: max(16, -(-array.nbytes // 16) * 16) for array, role in zip(arrays, binding_roles(arrays))}
+        # a bound array: its bytes rounded up to 16 (whole vec4s), within its chunk (an extent read at launch: its
+        # kernel binds whole chunks)
+        spans = {role: max(16, -(-(array.nbytes or 0) // 16) * 16) for array, role in zip(arrays, binding_roles(arrays))}
         scratch = {"partials": self.partials}
         commands = []
         for dispatch in dispatches:
@@ -296,7 +299,8 @@ class Launcher:
                    io: _Recorder):
         plan = compiled.plan
         shaders = compiled.stage_shaders(config, self.features, len(self.memory.chunks))
-        may_trap = any(s.may_trap for s in shaders)
+        may_trap = (any(s.may_trap for s in shaders)
+                    or any(step.kernel.traps_on_device for step in compiled.steps.values()))
         resonance = any(s.uses_resonance for s in shaders)
         runtime = compiled.runtime_layout(config, may_trap)
         self._ensure("rt", 4 * runtime.words, config.total_threads if may_trap else None)
@@ -388,7 +392,9 @@ class Launcher:
         if may_trap:
             trapped, _ = yield from sync()
             if trapped != NO_TRAP:
-                info = yield _Read(self.rt, 4 * (runtime.trap_info_base + TRAP_WORDS * trapped), 4 * TRAP_WORDS)
+                # a kernel's own trap (lane -1) is recorded where lane 0's would be: no lane trapped before it
+                record = 0 if trapped == KERNEL_TRAP else trapped
+                info = yield _Read(self.rt, 4 * (runtime.trap_info_base + TRAP_WORDS * record), 4 * TRAP_WORDS)
                 word, operand, handle, low, high, extent, limit = struct.unpack(f"<{TRAP_WORDS}I", bytes(info))
                 index, code = word >> 4, word & 15
                 name = compiled.info.program.instructions[index].INFO.name
@@ -397,7 +403,7 @@ class Launcher:
                         f"lane {trapped} took more than {self.features.loop_limit} backward jumps in one dispatch "
                         f"(instruction {index}, {name}): this device ({self.driver.adapter_info()['device']}) "
                         "silently ends longer loops, so the launch cannot run here")
-                raise program_trap(compiled.info.program, code, index, trapped,
+                raise program_trap(compiled.info.program, code, index, -1 if trapped == KERNEL_TRAP else trapped,
                                    (operand, handle, low | high << 32, extent, limit), budget=budget)
         else:
             submit()
@@ -406,6 +412,8 @@ class Launcher:
     def _add_kernel(self, add, step: CooperativePlan, operands: dict, fields: dict, runtime) -> None:
         operands, snapshots = self._snapshots(step, operands) if step.kernel.snapshot_sources else (operands, [])
         plan = step.kernel.plan(step.instr, operands, self.device)
+        if step.kernel.traps_on_device:
+            fields.update(trap_info=runtime.trap_info_base, trap_index=step.index)
         if step.result is not None:
             fields["result"] = runtime.uniforms + step.result[1]
         add({**fields, **plan.fields},

@@ -47,13 +47,15 @@ def test_a_second_kernel_for_one_instruction_is_refused():
 
 def test_the_launch_record_is_the_common_fields_then_the_kernels_then_resume():
     assert launch_fields() == ("zero", "budget", "table_entries", "step", "expect", "lanes", "dst", "src_a", "src_b",
-                               "count", "result", "groups", "src_c", "src_d", "src_e", "resume")
+                               "count", "result", "groups", "src_c", "src_d", "src_e", "values_handle",
+                               "values_offset", "values_size", "indices_handle", "indices_offset", "indices_size",
+                               "trap_info", "trap_index", "resume")
     assert launch_struct().startswith("struct Launch {\n    zero: u32,\n")
     declare_launch_fields(("count", "dst"))       # declared already: shared, not added
-    assert len(launch_fields()) == 16
+    assert len(launch_fields()) == 24
     with pytest.raises(ValueError, match="at most 64 words"):
         declare_launch_fields(tuple(f"w{k}" for k in range(60)))
-    assert len(launch_fields()) == 16                # nothing declared by the refused call
+    assert len(launch_fields()) == 24                # nothing declared by the refused call
 
 
 def _binary(count: int, ty: Type = Type.F32, op=BinaryMapOperation.Add):

@@ -29,7 +29,9 @@ for every step and table size, and would turn ``zero`` into a constant the compi
                                    trap code, then its numbers (atlas_web.trap_report.TrapRecord):
                                    operand, handle, value (low, high word), extent, limit
 
-A lane that traps does ``atomicMin(TRAPS + step, lane)`` and writes its own TRAP_INFO record; after
+A cooperative kernel that checks its arrays on the device (``Kernel.traps_on_device``: SparseGEMM's CSR) traps
+with ``atomicMin(TRAPS + step, KERNEL_TRAP)`` and writes lane 0's record (no lane trapped before the step); the
+host reports it with lane -1. A lane that traps does ``atomicMin(TRAPS + step, lane)`` and writes its own TRAP_INFO record; after
 the submission the host takes the first step with a trap, its lane and then that lane's record, so
 the report is the earliest trapping stage's lowest lane's first trap without any lock. A step
 runs only when the step before it did not trap (``guard``): it reads that step's word, never
@@ -45,7 +47,7 @@ from .rules_atlas import RES_WORDS
 
 __all__ = [
     "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAPS", "REACHED", "NO_TRAP", "LANE_ENDED",
-    "LANE_TRAPPED", "RuntimeLayout", "launch_fields", "declare_launch_fields", "launch_struct", "pack_launch",
+    "LANE_TRAPPED", "KERNEL_TRAP", "RuntimeLayout", "launch_fields", "declare_launch_fields", "launch_struct", "pack_launch",
     "GUARD_WGSL", "TRAP_WORDS",
 ]
 
@@ -68,6 +70,8 @@ TRAP_WORDS = 7
 #: what a segment function returns when the lane ended, or trapped (resume point ids are below)
 LANE_ENDED = 0xFFFFFFFF
 LANE_TRAPPED = 0xFFFFFFFE
+#: the ``TRAPS + step`` word of a cooperative kernel's own trap (reported with lane -1)
+KERNEL_TRAP = 0xFFFFFFFD
 
 
 

@@ -105,6 +105,11 @@ class Kernel:
     #: one at another offset is copied to scratch first, so every element is computed from the values
     #: before the instruction
     snapshot_sources: bool = False
+    #: its shaders may trap themselves (checks only the device can make, e.g. of arrays whose extent is read at
+    #: launch): ``atomicMin(rt[TRAPS + launch.step], KERNEL_TRAP)`` and lane 0's record at ``launch.trap_info``
+    #: with the instruction ``launch.trap_index`` (declare both in launch_fields; the launcher fills them, reads
+    #: the traps and reports lane -1)
+    traps_on_device: bool = False
 
     def operations(self, ty: Type | None) -> tuple:
         """The operations the row carries for ``ty`` (``(None,)``: the row has no operation field)."""
@@ -154,7 +159,7 @@ def kernel_for(name: str) -> Kernel | None:
 
 
 #: the kernel modules (each registers its kernels when imported)
-_MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm")
+_MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm", "sparse")
 #: issue 11's convolution kernels
 _MODULES += ("conv2d", "fft")
 #: issue 11's attention kernels (RoPE, KVCacheUpdate, Attention, FlashAttention)
