@@ -7,14 +7,20 @@ shown. A backend that cannot compile an instruction is shown as
 ``unsupported`` (the error names it); a wrong result or any other error
 fails the demo. Expected outputs and comparisons are NumPy's
 (demo.expected), computed once per example; from PROGRESS_SIZE elements on,
-each step is reported on stderr as it starts.
+each step is reported on stderr as it starts, and a backend's run of one
+example is stopped after ``--time-limit`` seconds (default LARGE_TIME_LIMIT
+there: the reference backend, the executable spec, takes minutes for collatz
+at 10M lanes), shown as ``stopped``, which does not fail the demo.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -27,18 +33,47 @@ import examples
 from .expected import compare_arrays, expected_arrays
 
 __all__ = ["DemoRow", "run_demo", "format_table", "main", "CHECK_OK", "CHECK_MISMATCH", "CHECK_UNSUPPORTED",
-           "CHECK_ERROR", "FAILING_CHECKS", "PROGRESS_SIZE", "SLOW_LAUNCH_SECONDS"]
+           "CHECK_ERROR", "CHECK_STOPPED", "FAILING_CHECKS", "PROGRESS_SIZE", "SLOW_LAUNCH_SECONDS", "LARGE_TIME_LIMIT"]
 
 CHECK_OK = "ok"
 CHECK_MISMATCH = "mismatch"
 CHECK_UNSUPPORTED = "unsupported"
 CHECK_ERROR = "error"
+#: the run took longer than the time limit and was stopped (not a failure: nothing was found wrong)
+CHECK_STOPPED = "stopped"
 #: the checks that make the demo exit with status 1
 FAILING_CHECKS = frozenset({CHECK_MISMATCH, CHECK_ERROR})
 #: from this many elements per example on, main() reports each step on stderr as it starts
 PROGRESS_SIZE = 100_000
 #: a first launch slower than this (s) is not followed by the cached one (its time shows as "-")
 SLOW_LAUNCH_SECONDS = 10.0
+#: the default --time-limit (s) of one backend's run of one example from PROGRESS_SIZE elements on
+LARGE_TIME_LIMIT = 120.0
+
+
+class _TimeLimit(Exception):
+    """Raised into a run that passed its time limit (by the SIGALRM handler of ``_deadline``)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None):
+    """Raise _TimeLimit in the block after ``seconds`` (None: no limit). A timer signal interrupts Python
+    code and the webgpu backend's waits; a wasm call is stopped when it returns. Only on the main thread
+    of a platform with setitimer; elsewhere the block runs unlimited."""
+    if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(_signum, _frame):
+        raise _TimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass(frozen=True)
@@ -60,7 +95,16 @@ def _read_outputs(example: examples.Example, backend, handles) -> dict[str, obje
             for output in example.outputs}
 
 
-def _run_one(example: examples.Example, backend_name: str, expected: dict) -> DemoRow:
+def _run_one(example: examples.Example, backend_name: str, expected: dict, time_limit: float | None = None) -> DemoRow:
+    try:
+        with _deadline(time_limit):
+            return _run_checked(example, backend_name, expected)
+    except _TimeLimit:
+        return DemoRow(example.name, backend_name, CHECK_STOPPED,
+                       f"stopped after {time_limit:g} s (--time-limit; the run was not finished, nothing was found wrong)")
+
+
+def _run_checked(example: examples.Example, backend_name: str, expected: dict) -> DemoRow:
     try:
         program = example.program_object()
         with get_backend(backend_name) as backend:
@@ -76,6 +120,8 @@ def _run_one(example: examples.Example, backend_name: str, expected: dict) -> De
             actual = _read_outputs(example, backend, handles)
     except UnsupportedOperation as exc:
         return DemoRow(example.name, backend_name, CHECK_UNSUPPORTED, str(exc))
+    except _TimeLimit:
+        raise
     except Exception as exc:  # a documented error or a backend bug: either way a failed row, not a crash
         return DemoRow(example.name, backend_name, CHECK_ERROR, f"{type(exc).__name__}: {exc}")
     problems = compare_arrays(example, actual, expected)
@@ -84,11 +130,12 @@ def _run_one(example: examples.Example, backend_name: str, expected: dict) -> De
 
 
 def run_demo(size: int, backend_names: Sequence[str] | None = None,
-             progress: Callable[[str], None] | None = None) -> list[DemoRow]:
+             progress: Callable[[str], None] | None = None, time_limit: float | None = None) -> list[DemoRow]:
     """Run every example of ``size`` elements on each backend named (default: every available one).
 
     ``progress`` (when given) is called with one line as each step starts (building an example's inputs,
-    its expected outputs, each backend's runs) and with each row's outcome.
+    its expected outputs, each backend's runs) and with each row's outcome. ``time_limit``: seconds one
+    backend's run of one example may take before it is stopped (its row: CHECK_STOPPED); None: no limit.
     """
     say = progress or (lambda line: None)
     if backend_names is None:
@@ -102,7 +149,7 @@ def run_demo(size: int, backend_names: Sequence[str] | None = None,
         expected = expected_arrays(example)
         for backend_name in backend_names:
             say(f"{name}: running on {backend_name}")
-            row = _run_one(example, backend_name, expected)
+            row = _run_one(example, backend_name, expected, time_limit)
             say(f"{name} on {backend_name}: {row.check} (first {_ms(row.cold_seconds)} ms, "
                 f"cached {_ms(row.cached_seconds)} ms)")
             rows.append(row)
@@ -132,9 +179,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1000, help="elements per example (default 1000)")
     parser.add_argument("--backend", action="append", dest="backends", metavar="NAME",
                         help="run only on this backend (repeatable; default: every available one)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help=f"stop one backend's run of one example after this long (default: none below "
+                             f"{PROGRESS_SIZE} elements, {LARGE_TIME_LIMIT:g} s from there on; 0: no limit)")
     args = parser.parse_args(argv)
     if args.size < 1:
         parser.error("--size must be at least 1")
+    time_limit = args.time_limit if args.time_limit is not None else (
+        LARGE_TIME_LIMIT if args.size >= PROGRESS_SIZE else None)
+    if time_limit is not None and time_limit <= 0:
+        time_limit = None
     from atlas_web.registry import print_backend_summary
     statuses = print_backend_summary()
     if args.backends is None and not any(s.available for s in statuses):
@@ -145,6 +199,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.size >= PROGRESS_SIZE:
         start = time.perf_counter()
         progress = lambda line: print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
-    rows = run_demo(args.size, args.backends, progress)
+    rows = run_demo(args.size, args.backends, progress, time_limit)
     print(format_table(rows))
     return 1 if any(r.check in FAILING_CHECKS for r in rows) else 0

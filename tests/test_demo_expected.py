@@ -64,3 +64,18 @@ def test_a_slow_first_launch_is_not_repeated(monkeypatch):
     monkeypatch.setattr(native, "SLOW_LAUNCH_SECONDS", 0.0)
     rows = native.run_demo(8, ["cpu"])
     assert all(row.check == native.CHECK_OK and row.cold_seconds > 0 and row.cached_seconds is None for row in rows)
+
+
+def test_a_run_past_the_time_limit_is_stopped_without_failing_the_demo(monkeypatch, capsys):
+    """Issue 13: `demo --size 10000000` must finish; the reference backend took minutes for collatz there. A run
+    past --time-limit is stopped and shown as such; the other runs go on; the exit status stays 0."""
+    rows = native.run_demo(3000, ["cpu"], time_limit=0.01)
+    collatz = next(row for row in rows if row.example == "collatz")
+    assert collatz.check == native.CHECK_STOPPED and "stopped after 0.01 s" in collatz.detail
+    assert native.CHECK_STOPPED not in native.FAILING_CHECKS
+    assert native.run_demo(12, ["cpu"], time_limit=60)[0].check == native.CHECK_OK   # the timer was disarmed
+    monkeypatch.setattr(native, "LARGE_TIME_LIMIT", 0.01)
+    monkeypatch.setattr(native, "PROGRESS_SIZE", 3000)
+    assert native.main(["--size", "3000", "--backend", "cpu"]) == 0
+    out = capsys.readouterr()
+    assert "stopped" in out.out and "collatz on cpu: stopped" in out.err
