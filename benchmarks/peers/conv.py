@@ -77,7 +77,8 @@ def atlas_webgpu(*shape: int) -> dict:
     spec = conv_spec(_instr(*shape), guarded=False)
     b, c, h, w, f, k = shape
     return {"code": conv_source(spec, ShaderFeatures()), "launch": list(pack_launch(resume=1)),
-            "rt_bytes": 4 * (REACHED + MAX_STEPS), "groups": [-(-(h * w) // 64), -(-f // 64), b]}
+            "rt_bytes": 4 * (REACHED + MAX_STEPS), "groups": [-(-(h * w) // 64), -(-f // 64), b],
+            "bindings": sorted(spec.layout())}
 
 
 def atlas_module(*shape: int) -> tuple[bytes, int]:
@@ -89,36 +90,35 @@ def atlas_module(*shape: int) -> tuple[bytes, int]:
     return m.to_bytes(), conv_scratch_bytes(instr)
 
 
-PAGE = """<!doctype html><meta charset="utf-8"><title>Conv2D peers</title>
-<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
-<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
-<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
-<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
-<script src="bench.js"></script>
-"""
-
-BENCH_JS = r"""
-async function atlasGpuSide(shader, arrays, outBytes) {   // arrays: binding -> Float32Array
+#: atlas-web's side on WebGPU in the page: its shaders run in order over buffers of their own (also peers/fft.py)
+GPU_SIDE_JS = r"""
+async function atlasGpuSide(shaders, arrays, outBytes) {
+  // shaders: [{code, groups, bindings}] run in order in one pass; arrays: binding -> Float32Array; 3: the output
   const adapter = await navigator.gpu.requestAdapter();
   const device = await adapter.requestDevice();
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
   const buffer = (bytes) => device.createBuffer({size: Math.max(16, Math.ceil(bytes / 16) * 16), usage});
-  const launch = buffer(256), rt = buffer(shader.rt_bytes), out = buffer(outBytes);
-  device.queue.writeBuffer(launch, 0, new Uint8Array(shader.launch));
-  const entries = [{binding: 0, resource: {buffer: launch}}, {binding: 1, resource: {buffer: rt}},
-                   {binding: 3, resource: {buffer: out}}];
+  const buffers = {0: buffer(256), 1: buffer(shaders[0].rt_bytes), 3: buffer(outBytes)};
+  device.queue.writeBuffer(buffers[0], 0, new Uint8Array(shaders[0].launch));
   for (const [binding, data] of Object.entries(arrays)) {
-    const b = buffer(data.byteLength); device.queue.writeBuffer(b, 0, data);
-    entries.push({binding: Number(binding), resource: {buffer: b}});
+    buffers[binding] = buffer(data.byteLength); device.queue.writeBuffer(buffers[binding], 0, data);
   }
   const t0 = performance.now();
-  const module = device.createShaderModule({code: shader.code});
-  const pipeline = await device.createComputePipelineAsync({layout: 'auto', compute: {module, entryPoint: 'main'}});
-  const group = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+  const steps = [];
+  for (const shader of shaders) {
+    const module = device.createShaderModule({code: shader.code});
+    const pipeline = await device.createComputePipelineAsync({layout: 'auto', compute: {module, entryPoint: 'main'}});
+    const entries = shader.bindings.map((b) => ({binding: b, resource: {buffer: buffers[b]}}));
+    steps.push({pipeline, group: device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries}),
+                groups: shader.groups});
+  }
   const run = async () => {
     const encoder = device.createCommandEncoder();
     const pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(...shader.groups); pass.end();
+    for (const step of steps) {
+      pass.setPipeline(step.pipeline); pass.setBindGroup(0, step.group); pass.dispatchWorkgroups(...step.groups);
+    }
+    pass.end();
     device.queue.submit([encoder.finish()]);
     await device.queue.onSubmittedWorkDone();
   };
@@ -127,13 +127,24 @@ async function atlasGpuSide(shader, arrays, outBytes) {   // arrays: binding -> 
   const result = async () => {
     const read = device.createBuffer({size: outBytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
     const encoder = device.createCommandEncoder();
-    encoder.copyBufferToBuffer(out, 0, read, 0, outBytes);
+    encoder.copyBufferToBuffer(buffers[3], 0, read, 0, outBytes);
     device.queue.submit([encoder.finish()]);
     await read.mapAsync(GPUMapMode.READ);
     return new Float32Array(read.getMappedRange().slice(0));
   };
   return {run, result, firstMs};
 }
+"""
+
+PAGE = """<!doctype html><meta charset="utf-8"><title>Conv2D peers</title>
+<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
+<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
+<script src="bench.js"></script>
+"""
+
+BENCH_JS = GPU_SIDE_JS + r"""
 async function runBench(config) {
   tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
   await tf.setBackend('wasm'); await tf.ready();
@@ -196,7 +207,7 @@ async function runBench(config) {
     } catch (e) { gpu['TF.js webgpu: ' + e.message] = NaN; }
     await tf.setBackend('wasm');
     try {
-      const side = await atlasGpuSide(config.shader, {4: x, 5: wt}, outN * 4);
+      const side = await atlasGpuSide([config.shader], {4: x, 5: wt}, outN * 4);
       const label = 'atlas-web webgpu (conv2d.py)';
       gpu[label] = Infinity;
       for (let r = 0; r < 3; r++) {
