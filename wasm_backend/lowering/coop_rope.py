@@ -56,25 +56,68 @@ def rope_scratch(instr) -> int:
 
 def _table(cc: CoopContext, el: Element, freqs: int, table: int, token: int) -> None:
     """Fill the token's table (see the module docstring) at ``table``: cos/C first, sin/S ``head_dim`` elements
-    after."""
+    after. Two pairs per step through the math library's f64x2 routines, a last odd pair through the scalar
+    ones."""
     instr, e, m = cc.instr, cc.e, cc.m
     half, size, s = instr.head_dim // 2, el.size, el.scalar
     sin, cos = (math_function_for(op, Type.F64) for op in (MapOperation.Sin, MapOperation.Cos))
     p, end = cc.local(I32), cc.local(I32)
     theta, c, sn = cc.local(F64), cc.local(el.valtype), cc.local(el.valtype)
+    angles, cosines, sines_v = cc.local(V128), cc.local(V128), cc.local(V128)
     sines = instr.head_dim * size
 
     def narrow() -> None:
         if el.scalar == "f32":
             e.op("f32.demote_f64")
 
-    def one_pair() -> None:
+    def push_theta() -> None:
+        """theta of pair p, in f64: (position + s) * freqs[p]."""
         e.get(token).op("f64.convert_i32_u").f64(float(instr.position)).op("f64.add")   # exact: both < 2**33
         e.get(freqs).get(p).i32(instr.ty.size_bytes()).op("i32.mul").op("i32.add")
         load_scalar(m, e, instr.ty)   # F16/BF16: to f32, exactly
         if el.scalar == "f32":
             e.op("f64.promote_f32")
-        e.op("f64.mul").set(theta)
+        e.op("f64.mul")
+
+    def store(k: int) -> None:
+        """Store c and sn as pair p + k's entries."""
+        if instr.interleaved:   # C[2p] = C[2p+1] = c, S[2p] = -s, S[2p+1] = s
+            for lane, sign in ((0, -1), (1, 1)):
+                at = 2 * k * size + lane * size
+                e.get(table).get(p).i32(2 * size).op("i32.mul").op("i32.add").get(c).op(f"{s}.store", at)
+                e.get(table).get(p).i32(2 * size).op("i32.mul").op("i32.add").get(sn)
+                if sign < 0:
+                    e.op(f"{s}.neg")
+                e.op(f"{s}.store", sines + at)
+        else:
+            e.get(table).get(p).i32(size).op("i32.mul").op("i32.add").get(c).op(f"{s}.store", k * size)
+            e.get(table).get(p).i32(size).op("i32.mul").op("i32.add").get(sn).op(f"{s}.store", sines + k * size)
+
+    def two_pairs() -> None:
+        push_theta()
+        e.op("f64x2.splat")
+        e.get(p).i32(1).op("i32.add").set(p)     # pair p + 1's angle, then p back
+        push_theta()
+        e.op("f64x2.replace_lane", 1).set(angles)
+        e.get(p).i32(1).op("i32.sub").set(p)
+        e.get(angles)
+        cos.vector(m, e, Type.F64)
+        e.set(cosines)
+        e.get(angles)
+        sin.vector(m, e, Type.F64)
+        e.set(sines_v)
+        for k in (0, 1):
+            e.get(cosines).op("f64x2.extract_lane", k)
+            narrow()
+            e.set(c)
+            e.get(sines_v).op("f64x2.extract_lane", k)
+            narrow()
+            e.set(sn)
+            store(k)
+
+    def one_pair() -> None:
+        push_theta()
+        e.set(theta)
         e.get(theta)
         cos.scalar(m, e, Type.F64)
         narrow()
@@ -83,18 +126,11 @@ def _table(cc: CoopContext, el: Element, freqs: int, table: int, token: int) -> 
         sin.scalar(m, e, Type.F64)
         narrow()
         e.set(sn)
-        if instr.interleaved:   # C[2p] = C[2p+1] = c, S[2p] = -s, S[2p+1] = s
-            for k, sign in ((0, -1), (1, 1)):
-                e.get(table).get(p).i32(2 * size).op("i32.mul").op("i32.add").get(c).op(f"{s}.store", k * size)
-                e.get(table).get(p).i32(2 * size).op("i32.mul").op("i32.add").get(sn)
-                if sign < 0:
-                    e.op(f"{s}.neg")
-                e.op(f"{s}.store", sines + k * size)
-        else:
-            e.get(table).get(p).i32(size).op("i32.mul").op("i32.add").get(c).op(f"{s}.store", 0)
-            e.get(table).get(p).i32(size).op("i32.mul").op("i32.add").get(sn).op(f"{s}.store", sines)
+        store(0)
 
     e.i32(0).set(p)
+    e.i32(half & ~1).set(end)
+    e.while_below(p, end, 2, two_pairs, labels=("pair_vectors_done", "pair_vectors"))
     e.i32(half).set(end)
     e.while_below(p, end, 1, one_pair, labels=("pairs_done", "pairs"))
 
