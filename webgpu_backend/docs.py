@@ -71,11 +71,12 @@ NOTES = (
     "(benchmarks/norms_accuracy.py, lavapipe): at most 0.05-0.19 of the conformance allowance (2 x the "
     "contract's bound + 1 ulp).",
     "Softmax and LogSoftmax (F32) run one shader per shape (`wgsl/kernels/softmax.py`): a workgroup of 64 per row "
-    "(64, not 256: llvmpipe runs each barrier as a switch through every invocation), the maximum over the finite "
-    "elements compared as ordered bit keys, NaN/+inf/only -inf rows written NaN as bits, exp_f32(x - m) and the "
-    "sum by tree reductions in workgroup memory, then e * (1/s) or (x - m) - log_f32(s). Measured on 256 x 1024 "
-    "normal*4 f32 logits against binary64 (lavapipe): Softmax 22.5 u relative at most (median 3.9 u), "
-    "LogSoftmax 5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
+    "(64, not 256: llvmpipe runs each barrier as a switch through every invocation; rows looped only past the "
+    "device's workgroup limit), the maximum over the finite elements compared as ordered bit keys, NaN/+inf/only "
+    "-inf rows written NaN as bits, exp(x - m) by XNNPACK's rr2-p5 polynomial (3.1 u) summed by a tree reduction "
+    "in workgroup memory, then exp(x - m) * (1/s) or (x - m) - log_f32(s). Measured on 256 x 1024 normal*4 f32 "
+    "logits against binary64 (lavapipe): Softmax 22.2 u relative at most (median 3.9 u), LogSoftmax "
+    "5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
     "Conv2D (F32) is an implicit GEMM (`wgsl/kernels/conv2d.py`): GEMM's 64 x 64 tiles, the im2col values "
     "computed while staging each 16-deep slice (padding zeros take part in the products), the bias added at the "
     "store. Measured (lavapipe, against binary64): at most 3.6 u * sum|input * kernel| (bound (K + 2) u times it).",

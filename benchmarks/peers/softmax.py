@@ -16,7 +16,14 @@ Every side gets the same rows x n logits (standard normal times 4); the sides ar
 ``--repeats`` samples of ``--inner`` calls after one warm-up each; the page checks that atlas-web's output agrees with TF.js's. Printed: ms,
 M elements/s and each peer's time over atlas-web's (above 1: atlas-web is faster).
 
-Run ``PYTHONPATH=. python3 benchmarks/peers/softmax.py [--shapes 1024x1024 256x4096] [--repeats 20]``. Not a test.
+With ``--webgpu``, also on the page's WebGPU (Chromium's SwiftShader adapter, a CPU emulation: compare these two
+only with each other): TF.js 4.22's ``webgpu`` backend (``tf.softmax``, then ``await data()``) against the WGSL
+shader atlas-web's webgpu backend generates for the instruction (``webgpu_backend/wgsl/kernels/softmax.py``, its
+``launch`` record packed here), dispatched by the page on a device of its own and read back (map the output):
+both sides include reading the 4 bytes per element back.
+
+Run ``PYTHONPATH=. python3 benchmarks/peers/softmax.py [--shapes 1024x1024 256x4096] [--repeats 20] [--webgpu]``.
+Not a test.
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from atlas_web.isa import Address, Softmax  # noqa: E402
 from wasm_backend.lowering.coop_softmax import build_softmax_driver, softmax_scratch  # noqa: E402
+from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
+from webgpu_backend.wgsl.kernels.softmax import SoftmaxSpec  # noqa: E402
+from webgpu_backend.wgsl.runtime_layout import pack_launch  # noqa: E402
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
 
 from benchmarks.peers.run import _field, run_page  # noqa: E402
@@ -56,9 +66,15 @@ def atlas_module(rows: int, n: int) -> tuple[bytes, int]:
     return m.to_bytes(), softmax_scratch(instr)
 
 
+def atlas_shader(rows: int, n: int) -> str:
+    """The WGSL of atlas-web's webgpu Softmax kernel for rows x n f32 (input in its own binding, unguarded)."""
+    return SoftmaxSpec(rows, n, log=False, reads="ro", guarded=False).source(ShaderFeatures())
+
+
 PAGE = """<!doctype html><meta charset="utf-8"><title>Softmax peers</title>
 <script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
 <script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
+<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
 <script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
 <script src="bench.js"></script>
 """
@@ -72,6 +88,63 @@ async function atlasSide(tag, rows, n, scratch, x) {
   new Float32Array(memory.buffer).set(x, at[0] / 4);
   return {run: () => instance.exports.softmax(at[0], 0, at[1], s, 0, rows),
           result: () => new Float32Array(memory.buffer, at[1], rows * n).slice()};
+}
+async function atlasGpuSide(tag, rows, n, x) {
+  const adapter = await navigator.gpu.requestAdapter();
+  const device = await adapter.requestDevice({requiredLimits: {
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize}});
+  const code = await (await fetch(`atlas_${tag}.wgsl`)).text();
+  const launchBytes = new Uint8Array(await (await fetch('launch.bin')).arrayBuffer());
+  const pipeline = await device.createComputePipelineAsync(
+    {layout: 'auto', compute: {module: device.createShaderModule({code}), entryPoint: 'main'}});
+  const U = GPUBufferUsage, bytes = rows * n * 4;
+  const buffer = (size, usage) => device.createBuffer({size, usage});
+  const launch = buffer(256, U.STORAGE | U.COPY_DST), rt = buffer(4096, U.STORAGE | U.COPY_DST);
+  const src = buffer(bytes, U.STORAGE | U.COPY_DST), dst = buffer(bytes, U.STORAGE | U.COPY_SRC);
+  const read = buffer(bytes, U.MAP_READ | U.COPY_DST);
+  device.queue.writeBuffer(launch, 0, launchBytes);
+  device.queue.writeBuffer(src, 0, x);
+  const bind = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries: [
+    {binding: 0, resource: {buffer: launch}}, {binding: 1, resource: {buffer: rt}},
+    {binding: 3, resource: {buffer: dst}}, {binding: 4, resource: {buffer: src}}]});
+  const dispatch = (readBack) => {
+    const encoder = device.createCommandEncoder(), pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline); pass.setBindGroup(0, bind); pass.dispatchWorkgroups(Math.min(rows, 65535)); pass.end();
+    if (readBack) encoder.copyBufferToBuffer(dst, 0, read, 0, bytes);
+    device.queue.submit([encoder.finish()]);
+  };
+  const run = async () => {
+    dispatch(true);
+    await read.mapAsync(GPUMapMode.READ);
+    const out = new Float32Array(read.getMappedRange()).slice();
+    read.unmap();
+    return out;
+  };
+  return {run, result: run, kernel: async () => { dispatch(false); await device.queue.onSubmittedWorkDone(); }};
+}
+async function gpuBench(config, rows, n, x, mine) {
+  const tag = `${rows}x${n}`;
+  await tf.setBackend('webgpu'); await tf.ready();
+  const tx = tf.tensor2d(x, [rows, n]);
+  const atlas = await atlasGpuSide(tag, rows, n, x);
+  const sides = {
+    'atlas-web webgpu (softmax shader)': atlas,
+    'TF.js webgpu (tf.softmax)': {run: async () => { const y = tf.softmax(tx); await y.data(); y.dispose(); }},
+    'atlas-web webgpu, not read back': {run: atlas.kernel},
+  };
+  const gpuOut = await atlas.run();
+  let worst = 0;
+  for (let i = 0; i < mine.length; i++) worst = Math.max(worst, Math.abs(gpuOut[i] - mine[i]));
+  const best = {};
+  for (const name in sides) { await sides[name].run(); best[name] = Infinity; }
+  for (let r = 0; r < config.gpuRepeats; r++) {
+    for (const name in sides) {
+      const t0 = performance.now(); await sides[name].run(); best[name] = Math.min(best[name], performance.now() - t0);
+    }
+  }
+  tx.dispose();
+  await tf.setBackend('wasm');
+  return {ms: best, max_abs_difference_to_wasm: worst};
 }
 async function runBench(config) {
   tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
@@ -112,6 +185,7 @@ async function runBench(config) {
     }
     tx.dispose();
     out.shapes[tag] = {ms: best, max_abs_difference: worst, elements: rows * n};
+    if (config.webgpu) out.shapes[tag].webgpu = await gpuBench(config, rows, n, x, mine);
   }
   return out;
 }
@@ -124,6 +198,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--inner", type=int, default=5, help="calls per timed sample (the page's clock has 0.1 ms "
                         "steps: it is not cross-origin isolated)")
+    parser.add_argument("--webgpu", action="store_true", help="also atlas-web's WGSL shader against TF.js webgpu "
+                        "(SwiftShader: slow)")
     args = parser.parse_args()
     shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.shapes]
     files, scratch = {"index.html": PAGE, "bench.js": BENCH_JS}, {}
@@ -131,7 +207,10 @@ def main() -> None:
         tag = f"{rows}x{n}"
         files[f"softmax_{tag}.onnx"] = softmax_model(rows, n)
         files[f"atlas_{tag}.wasm"], scratch[tag] = atlas_module(rows, n)
-    config = {"shapes": shapes, "repeats": args.repeats, "inner": args.inner, "scratch": scratch}
+        files[f"atlas_{tag}.wgsl"] = atlas_shader(rows, n)
+    files["launch.bin"] = pack_launch(step=0, resume=1)
+    config = {"shapes": shapes, "repeats": args.repeats, "inner": args.inner, "scratch": scratch,
+              "webgpu": args.webgpu, "gpuRepeats": min(args.repeats, 5)}
     result = run_page(files, config, 600_000)
     print(f"f32 row softmax in one headless Chromium page, one thread, best of {args.repeats} samples of "
           f"{args.inner} calls, interleaved")
@@ -142,6 +221,13 @@ def main() -> None:
         for name, ms in row["ms"].items():
             print(f"    {name:<32} {ms:8.3f} ms  {row['elements'] / (ms / 1e3) / 1e6:8.1f} M elements/s  "
                   f"peer time / atlas-web's: {ms / atlas:5.2f}")
+        gpu = row.get("webgpu")
+        if gpu:
+            atlas_gpu = gpu["ms"]["atlas-web webgpu (softmax shader)"]
+            print(f"    webgpu (SwiftShader), output read back, best of {min(args.repeats, 5)}; atlas-web's webgpu vs "
+                  f"wasm output, largest difference {gpu['max_abs_difference_to_wasm']:.2e}")
+            for name, ms in gpu["ms"].items():
+                print(f"    {name:<32} {ms:8.1f} ms  peer time / atlas-web's: {ms / atlas_gpu:5.2f}")
     if os.environ.get("PEERS_JSON"):
         Path(os.environ["PEERS_JSON"]).write_text(json.dumps(result, indent=1))
 

@@ -74,3 +74,14 @@ def test_specials_past_the_first_stride(webgpu, name, special):
 def test_subnormal_logits(webgpu, name):
     x = np.array([[2.0 ** -140, 2.0 ** -130, -(2.0 ** -135), 0.0, 2.0 ** -149]])
     _check(name, x, _run(webgpu, name, x.reshape(-1), 0, 0, 1, 5))
+
+
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
+def test_rows_past_the_devices_workgroups_loop_over_them(fresh, name):
+    from webgpu_backend.wgsl.kernels import DeviceLimits
+    launcher = fresh._launcher
+    launcher.device = DeviceLimits(3, launcher.device.bind_alignment)   # 3 workgroups for 7 rows: the grid-stride loop
+    x = _logits(7, 70)
+    x[4, 9] = math.nan
+    got = _run(fresh, name, x.reshape(-1), 0, 0, 7, 70)
+    _check(name, x, got)

@@ -1,17 +1,19 @@
 """The kernels of Softmax and LogSoftmax (F32): one workgroup per row, workgroup reductions.
 
-Each workgroup (WORKGROUP invocations) takes rows in a grid-stride loop over the dispatched workgroups (any
-row count fits the device's workgroup-count limit); each invocation takes the row's elements ``li, li +
-WORKGROUP, ...`` in three passes, as docs/semantics.md (Softmax kernels) says:
+Each workgroup (WORKGROUP invocations) takes one row (a grid-stride loop over rows only where there are more rows
+than the device's workgroups per dimension: SwiftShader and llvmpipe run barriers inside a loop slowly); each
+invocation takes the row's elements ``li, li + WORKGROUP, ...`` in three passes, as docs/semantics.md (Softmax
+kernels) says:
 
 1. the maximum m over the finite elements, compared as ordered integer keys of their bits (``float_key``: WGSL
    lets a device assume there are no NaNs or infinities and flush subnormals in comparisons), and two flags:
-   a NaN or +inf seen, a finite element seen; a tree reduction in workgroup memory, read back uniformly;
+   a NaN or +inf seen, a finite element seen (branch-free selects); a tree reduction in workgroup memory, read
+   back uniformly;
 2. a row with a NaN or +inf, or without a finite element (only -inf), is written NaN (bits); otherwise
-   ``e = exp(x - m)`` (the library's ``exp_f32``, within 2 ulps; a -inf element gives 0) is summed per
-   invocation and by a tree (Softmax stores e as it goes);
-3. Softmax: ``output = e * (1/s)``; LogSoftmax: ``output = (x - m) - log(s)`` (``log_f32``; a -inf element
-   gives -inf, as bits).
+   ``exp(x - m)`` by ``exp_nonpositive`` (XNNPACK's rr2-p5, 3.1 u, as the wasm kernel's; 0 for -inf and below
+   f32's normal range) is summed per invocation and by a tree;
+3. Softmax: ``output = exp(x - m) * (1/s)`` (the exponential computed again, as in pass 2: no store and
+   reload); LogSoftmax: ``output = (x - m) - log(s)`` (``log_f32``; a -inf element gives -inf, as bits).
 
 Each element is read and written by one invocation, so the output may be the input itself; an input in the
 output's buffer at another offset is read through the output's binding (``binding.shared_sources``; a partial
@@ -41,6 +43,10 @@ SOFTMAX_TYPES = frozenset({Type.F32})
 #: invocations per workgroup (a power of two: the tree reductions halve it)
 WORKGROUP = 64
 _NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
+#: exp_nonpositive's polynomial (x^5 first) and cutoff, as WGSL literals (XNNPACK's f32 rr2-p5, as coop_softmax)
+_P = tuple(repr(float.fromhex(c)) for c in ("0x1.0F9F9Cp-7", "0x1.573A1Ap-5", "0x1.555A80p-3", "0x1.FFFDC6p-2",
+                                              "0x1.FFFFF6p-1"))
+_CUTOFF = repr(float.fromhex("-0x1.5D589Ep6"))
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class SoftmaxSpec:
     reads: str = "ro"
     guarded: bool = True
     bound: bool = False
+    #: whether a workgroup loops over several rows (more rows than the device's workgroups per dimension)
+    looped: bool = False
 
     def source(self, features: ShaderFeatures) -> str:
         return softmax_source(self, features)
@@ -74,7 +82,7 @@ def softmax_source(spec: SoftmaxSpec, features: ShaderFeatures) -> str:
         raise unsupported(name, Type.F32, f"a row of {spec.n} elements takes more than the engine's "
                           f"{features.loop_limit} loop iterations per invocation ({WORKGROUP} per workgroup)")
     helpers = HelperSet()
-    for helper in ("float_key", "exp_f32", "log_f32"):
+    for helper in ("float_key", "opaque_f32", "log_f32"):
         helpers.require(helper)
     src = "cmat" if spec.reads == "dst" else "amat"
     lines = [features.enable_directives + launch_struct(),
@@ -97,6 +105,18 @@ var<workgroup> flags: array<u32, {WORKGROUP}>;
 var<workgroup> sums: array<f32, {WORKGROUP}>;
 var<workgroup> go: u32;
 
+// exp(d) for d <= 0 or -inf (the row's maximum is finite): XNNPACK's rr2-p5 (Cody-Waite by ln2 in two parts, a
+// degree-5 polynomial, 2^n from the magic-number sum's bits; 3.1 u), 0 below -87.34 where it leaves the normal
+// range (the contract lets it flush); the magic sum passes opaque_f32 so the compiler cannot cancel it
+fn exp_nonpositive(d: f32) -> f32 {{
+    let t = opaque_f32(d * 1.44269502162933349609375 + 12582912.0 + 127.0);
+    let scale = bitcast<f32>(bitcast<u32>(t) << 23u);
+    let n = t - (12582912.0 + 127.0);
+    let r = n * -0.693145751953125 + d + n * -1.428606765330187e-06;
+    let p = (((({_P[0]} * r + {_P[1]}) * r + {_P[2]}) * r + {_P[3]}) * r + {_P[4]});
+    return select(0.0, (r * scale) * p + scale, d >= {_CUTOFF});
+}}
+
 // the f32 whose float_key is k (k of a finite value; -0 comes back as +0)
 fn key_value(k: i32) -> f32 {{
     return bitcast<f32>(select(u32(k), u32(-k) | 0x80000000u, k < 0));
@@ -109,7 +129,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
     if (workgroupUniformLoad(&go) == 0u) {{ return; }}
     if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
-    for (var row = wid.x; row < ROWS; row = row + nwg.x) {{
+    {_rows_header(spec)} {{
         let src = (launch.src_a >> 2u) + row * N;
         let dst = (launch.dst >> 2u) + row * N;
         // 1: the maximum over the finite elements; flag 1: a NaN or +inf, flag 2: a finite element
@@ -117,12 +137,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         var flag = 0u;
         for (var i = li; i < N; i = i + WG) {{
             let bits = {src}[src + i];
-            if ((bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u) {{
-                flag = flag | 1u;
-            }} else if (bits != 0x{_MINUS_INF_BITS:08x}u) {{
-                flag = flag | 2u;
-                key = max(key, float_key(bitcast<f32>(bits)));
-            }}
+            let bad = (bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u;
+            let finite = (bits & 0x7f800000u) != 0x7f800000u;
+            flag = flag | select(0u, 1u, bad) | select(0u, 2u, finite);
+            key = select(key, max(key, float_key(bitcast<f32>(bits))), finite);
         }}
         keys[li] = key;
         flags[li] = flag;
@@ -138,17 +156,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let m = key_value(workgroupUniformLoad(&keys[0]));
         if ((row_flags & 1u) != 0u || (row_flags & 2u) == 0u) {{
             for (var i = li; i < N; i = i + WG) {{ cmat[dst + i] = 0x{_NAN_BITS:08x}u; }}
-            workgroupBarrier();
-            continue;
-        }}
+        }} else {{
         // 2: exp(x - m), summed (Softmax: stored)
         var total = 0.0;
         for (var i = li; i < N; i = i + WG) {{
             let bits = {src}[src + i];
-            var e = 0.0;
-            if (bits != 0x{_MINUS_INF_BITS:08x}u) {{ e = exp_f32(bitcast<f32>(bits) - m); }}
+            let e = exp_nonpositive(bitcast<f32>(bits) - m);
             total = total + e;
-{"" if spec.log else "            cmat[dst + i] = bitcast<u32>(e);"}
         }}
         sums[li] = total;
         workgroupBarrier();
@@ -159,10 +173,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let s = workgroupUniformLoad(&sums[0]);
         // 3: scale (Softmax) or shift (LogSoftmax)
 {_finish(spec, src)}
-        workgroupBarrier();
+        }}
+{"        workgroupBarrier();" if spec.looped else ""}
     }}
 }}""")
     return "\n".join(lines)
+
+
+def _rows_header(spec: SoftmaxSpec) -> str:
+    """The loop over the workgroup's rows: a grid-stride loop where the dispatch has fewer workgroups than rows,
+    else the workgroup's one row (SwiftShader and llvmpipe run barriers inside a loop slowly)."""
+    if spec.looped:
+        return "for (var row = wid.x; row < ROWS; row = row + nwg.x)"
+    return "let row = wid.x;\n    if (row < ROWS)"
 
 
 def _finish(spec: SoftmaxSpec, src: str) -> str:
@@ -174,10 +197,10 @@ def _finish(spec: SoftmaxSpec, src: str) -> str:
             if (bits != 0x{_MINUS_INF_BITS:08x}u) {{ y = bitcast<u32>((bitcast<f32>(bits) - m) - shift); }}
             cmat[dst + i] = y;
         }}"""
-    return """        let scale = 1.0 / s;
-        for (var i = li; i < N; i = i + WG) {
-            cmat[dst + i] = bitcast<u32>(bitcast<f32>(cmat[dst + i]) * scale);
-        }"""
+    return f"""        let scale = 1.0 / s;
+        for (var i = li; i < N; i = i + WG) {{
+            cmat[dst + i] = bitcast<u32>(exp_nonpositive(bitcast<f32>({src}[src + i]) - m) * scale);
+        }}"""
 
 
 class SoftmaxKernel(Kernel):
@@ -190,11 +213,11 @@ class SoftmaxKernel(Kernel):
     def supports(self, operation, ty) -> bool:
         return ty in SOFTMAX_TYPES
 
-    def spec(self, instr, reads: str = "ro", guarded: bool = True) -> SoftmaxSpec:
-        return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded)
+    def spec(self, instr, reads: str = "ro", guarded: bool = True, max_groups: int = 65535) -> SoftmaxSpec:
+        return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded, looped=instr.rows > max_groups)
 
     def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
-        spec = self.spec(instr, shared_sources(operands)[0])
+        spec = self.spec(instr, shared_sources(operands)[0], max_groups=device.max_groups)
         fields = {role: operands[role][1] for role in ("dst", "src_a")}
         groups = max(1, min(device.max_groups, instr.rows if instr.n else 1))
         return KernelPlan((Dispatch(spec, ROLE_BINDINGS, (groups, 1, 1)),), fields)
