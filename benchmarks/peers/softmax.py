@@ -19,8 +19,8 @@ M elements/s and each peer's time over atlas-web's (above 1: atlas-web is faster
 With ``--webgpu``, also on the page's WebGPU (Chromium's SwiftShader adapter, a CPU emulation: compare these two
 only with each other): TF.js 4.22's ``webgpu`` backend (``tf.softmax``, then ``await data()``) against the WGSL
 shader atlas-web's webgpu backend generates for the instruction (``webgpu_backend/wgsl/kernels/softmax.py``, its
-``launch`` record packed here), dispatched by the page on a device of its own and read back (map the output):
-both sides include reading the 4 bytes per element back.
+``launch`` record packed here), dispatched by the page on a device of its own (peers/conv.py's ``GPU_SIDE_JS``)
+and read back: both sides include reading the 4 bytes per element back (atlas-web's also without it).
 
 Run ``PYTHONPATH=. python3 benchmarks/peers/softmax.py [--shapes 1024x1024 256x4096] [--repeats 20] [--webgpu]``.
 Not a test.
@@ -41,9 +41,10 @@ from atlas_web.isa import Address, Softmax  # noqa: E402
 from wasm_backend.lowering.coop_softmax import build_softmax_driver, softmax_scratch  # noqa: E402
 from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
 from webgpu_backend.wgsl.kernels.softmax import SoftmaxSpec  # noqa: E402
-from webgpu_backend.wgsl.runtime_layout import pack_launch  # noqa: E402
+from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
 
+from benchmarks.peers.conv import GPU_SIDE_JS  # noqa: E402
 from benchmarks.peers.run import _field, run_page  # noqa: E402
 
 
@@ -66,9 +67,12 @@ def atlas_module(rows: int, n: int) -> tuple[bytes, int]:
     return m.to_bytes(), softmax_scratch(instr)
 
 
-def atlas_shader(rows: int, n: int) -> str:
-    """The WGSL of atlas-web's webgpu Softmax kernel for rows x n f32 (input in its own binding, unguarded)."""
-    return SoftmaxSpec(rows, n, log=False, reads="ro", guarded=False).source(ShaderFeatures())
+def atlas_shader(rows: int, n: int) -> dict:
+    """atlas-web's webgpu Softmax shader for rows x n f32 (input in its own binding, unguarded), as
+    peers/conv.py's GPU_SIDE_JS takes it: WGSL, launch record, rt size, workgroups, bindings."""
+    code = SoftmaxSpec(rows, n, log=False, reads="ro", guarded=False).source(ShaderFeatures())
+    return {"code": code, "launch": list(pack_launch(step=0, resume=1)), "rt_bytes": 4 * (REACHED + MAX_STEPS),
+            "groups": [min(rows, 65535), 1, 1], "bindings": [0, 1, 3, 4]}
 
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>Softmax peers</title>
@@ -79,7 +83,7 @@ PAGE = """<!doctype html><meta charset="utf-8"><title>Softmax peers</title>
 <script src="bench.js"></script>
 """
 
-BENCH_JS = r"""
+BENCH_JS = GPU_SIDE_JS + r"""
 async function atlasSide(tag, rows, n, scratch, x) {
   const bytes = await (await fetch(`atlas_${tag}.wasm`)).arrayBuffer();
   const size = rows * n * 4 + 64, at = [4096, 4096 + size], s = 4096 + 2 * size;
@@ -89,50 +93,17 @@ async function atlasSide(tag, rows, n, scratch, x) {
   return {run: () => instance.exports.softmax(at[0], 0, at[1], s, 0, rows),
           result: () => new Float32Array(memory.buffer, at[1], rows * n).slice()};
 }
-async function atlasGpuSide(tag, rows, n, x) {
-  const adapter = await navigator.gpu.requestAdapter();
-  const device = await adapter.requestDevice({requiredLimits: {
-    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize}});
-  const code = await (await fetch(`atlas_${tag}.wgsl`)).text();
-  const launchBytes = new Uint8Array(await (await fetch('launch.bin')).arrayBuffer());
-  const pipeline = await device.createComputePipelineAsync(
-    {layout: 'auto', compute: {module: device.createShaderModule({code}), entryPoint: 'main'}});
-  const U = GPUBufferUsage, bytes = rows * n * 4;
-  const buffer = (size, usage) => device.createBuffer({size, usage});
-  const launch = buffer(256, U.STORAGE | U.COPY_DST), rt = buffer(4096, U.STORAGE | U.COPY_DST);
-  const src = buffer(bytes, U.STORAGE | U.COPY_DST), dst = buffer(bytes, U.STORAGE | U.COPY_SRC);
-  const read = buffer(bytes, U.MAP_READ | U.COPY_DST);
-  device.queue.writeBuffer(launch, 0, launchBytes);
-  device.queue.writeBuffer(src, 0, x);
-  const bind = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries: [
-    {binding: 0, resource: {buffer: launch}}, {binding: 1, resource: {buffer: rt}},
-    {binding: 3, resource: {buffer: dst}}, {binding: 4, resource: {buffer: src}}]});
-  const dispatch = (readBack) => {
-    const encoder = device.createCommandEncoder(), pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline); pass.setBindGroup(0, bind); pass.dispatchWorkgroups(Math.min(rows, 65535)); pass.end();
-    if (readBack) encoder.copyBufferToBuffer(dst, 0, read, 0, bytes);
-    device.queue.submit([encoder.finish()]);
-  };
-  const run = async () => {
-    dispatch(true);
-    await read.mapAsync(GPUMapMode.READ);
-    const out = new Float32Array(read.getMappedRange()).slice();
-    read.unmap();
-    return out;
-  };
-  return {run, result: run, kernel: async () => { dispatch(false); await device.queue.onSubmittedWorkDone(); }};
-}
 async function gpuBench(config, rows, n, x, mine) {
   const tag = `${rows}x${n}`;
   await tf.setBackend('webgpu'); await tf.ready();
   const tx = tf.tensor2d(x, [rows, n]);
-  const atlas = await atlasGpuSide(tag, rows, n, x);
+  const atlas = await atlasGpuSide([config.shaders[tag]], {4: x}, rows * n * 4);
   const sides = {
-    'atlas-web webgpu (softmax shader)': atlas,
+    'atlas-web webgpu (softmax shader)': {run: async () => { await atlas.run(); await atlas.result(); }},
     'TF.js webgpu (tf.softmax)': {run: async () => { const y = tf.softmax(tx); await y.data(); y.dispose(); }},
-    'atlas-web webgpu, not read back': {run: atlas.kernel},
+    'atlas-web webgpu, not read back': atlas,
   };
-  const gpuOut = await atlas.run();
+  const gpuOut = await atlas.result();
   let worst = 0;
   for (let i = 0; i < mine.length; i++) worst = Math.max(worst, Math.abs(gpuOut[i] - mine[i]));
   const best = {};
@@ -207,10 +178,9 @@ def main() -> None:
         tag = f"{rows}x{n}"
         files[f"softmax_{tag}.onnx"] = softmax_model(rows, n)
         files[f"atlas_{tag}.wasm"], scratch[tag] = atlas_module(rows, n)
-        files[f"atlas_{tag}.wgsl"] = atlas_shader(rows, n)
-    files["launch.bin"] = pack_launch(step=0, resume=1)
     config = {"shapes": shapes, "repeats": args.repeats, "inner": args.inner, "scratch": scratch,
-              "webgpu": args.webgpu, "gpuRepeats": min(args.repeats, 5)}
+              "webgpu": args.webgpu, "gpuRepeats": min(args.repeats, 5),
+              "shaders": {f"{rows}x{n}": atlas_shader(rows, n) for rows, n in shapes} if args.webgpu else {}}
     result = run_page(files, config, 600_000)
     print(f"f32 row softmax in one headless Chromium page, one thread, best of {args.repeats} samples of "
           f"{args.inner} calls, interleaved")
