@@ -28,6 +28,10 @@ PATIENCE = 5.0
 
 
 def test_keyboard_interrupt_stops_a_runaway_launch_and_the_backend_stays_usable():
+    # Python's own SIGINT handler whatever this process inherited: started in the background by a
+    # non-interactive shell, a process ignores SIGINT, and an ignored Ctrl-C must not stop the launch
+    # (call_interruptibly leaves SIG_IGN alone), so the runaway loop would run to the test's timeout
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     backend = WasmBackend(budget=BUDGET)
     try:
         config = LaunchConfig()
@@ -54,3 +58,4 @@ def test_keyboard_interrupt_stops_a_runaway_launch_and_the_backend_stays_usable(
         assert list(backend.copy_typed_from(out, Type.U32)) == [7]
     finally:
         backend.close()
+        signal.signal(signal.SIGINT, inherited)
