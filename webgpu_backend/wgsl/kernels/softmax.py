@@ -6,9 +6,9 @@ invocation takes the row's elements ``li, li + WORKGROUP, ...`` in three passes,
 kernels) says:
 
 1. the maximum m over the finite elements, compared as ordered integer keys of their bits (``float_key``: WGSL
-   lets a device assume there are no NaNs or infinities and flush subnormals in comparisons), and two flags:
-   a NaN or +inf seen, a finite element seen (branch-free selects); a tree reduction in workgroup memory, read
-   back uniformly;
+   lets a device assume there are no NaNs or infinities and flush subnormals in comparisons); a NaN or +inf
+   takes the key BAD above every finite one, -inf the key NONE below (branch-free selects); a tree reduction
+   in workgroup memory, read back uniformly;
 2. a row with a NaN or +inf, or without a finite element (only -inf), is written NaN (bits); otherwise
    ``exp(x - m)`` by ``exp_nonpositive`` (XNNPACK's rr2-p5, 3.1 u, as the wasm kernel's; 0 for -inf and below
    f32's normal range) is summed per invocation and by a tree;
@@ -101,7 +101,8 @@ const N: u32 = {spec.n}u;
 const ROWS: u32 = {spec.rows}u;
 const WG: u32 = {WORKGROUP}u;
 var<workgroup> keys: array<i32, {WORKGROUP}>;
-var<workgroup> flags: array<u32, {WORKGROUP}>;
+const BAD: i32 = 0x7fffffff;
+const NONE: i32 = -0x7fffffff - 1;
 var<workgroup> sums: array<f32, {WORKGROUP}>;
 var<workgroup> go: u32;
 
@@ -132,29 +133,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     {_rows_header(spec)} {{
         let src = (launch.src_a >> 2u) + row * N;
         let dst = (launch.dst >> 2u) + row * N;
-        // 1: the maximum over the finite elements; flag 1: a NaN or +inf, flag 2: a finite element
-        var key = float_key(-3.4028234663852886e38);
-        var flag = 0u;
+        // 1: the largest key: a finite element's float_key, BAD for a NaN or +inf (above every finite key), NONE
+        // for -inf (below every finite key)
+        var key = NONE;
         for (var i = li; i < N; i = i + WG) {{
             let bits = {src}[src + i];
             let bad = (bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u;
             let finite = (bits & 0x7f800000u) != 0x7f800000u;
-            flag = flag | select(0u, 1u, bad) | select(0u, 2u, finite);
-            key = select(key, max(key, float_key(bitcast<f32>(bits))), finite);
+            key = max(key, select(select(NONE, BAD, bad), float_key(bitcast<f32>(bits)), finite));
         }}
         keys[li] = key;
-        flags[li] = flag;
         workgroupBarrier();
         for (var width = WG / 2u; width > 0u; width = width / 2u) {{
-            if (li < width) {{
-                keys[li] = max(keys[li], keys[li + width]);
-                flags[li] = flags[li] | flags[li + width];
-            }}
+            if (li < width) {{ keys[li] = max(keys[li], keys[li + width]); }}
             workgroupBarrier();
         }}
-        let row_flags = workgroupUniformLoad(&flags[0]);
-        let m = key_value(workgroupUniformLoad(&keys[0]));
-        if ((row_flags & 1u) != 0u || (row_flags & 2u) == 0u) {{
+        let row_key = workgroupUniformLoad(&keys[0]);
+        let m = key_value(row_key);
+        if (row_key == BAD || row_key == NONE) {{
             for (var i = li; i < N; i = i + WG) {{ cmat[dst + i] = 0x{_NAN_BITS:08x}u; }}
         }} else {{
         // 2: exp(x - m), summed (Softmax: stored)
