@@ -77,9 +77,11 @@ NOTES = (
     "in workgroup memory, then exp(x - m) * (1/s) or (x - m) - log_f32(s). Measured on 256 x 1024 normal*4 f32 "
     "logits against binary64 (lavapipe): Softmax 22.2 u relative at most (median 3.9 u), LogSoftmax "
     "5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
-    "Conv2D (F32) is an implicit GEMM (`wgsl/kernels/conv2d.py`): GEMM's 64 x 64 tiles, the im2col values "
-    "computed while staging each 16-deep slice (padding zeros take part in the products), the bias added at the "
-    "store. Measured (lavapipe, against binary64): at most 3.6 u * sum|input * kernel| (bound (K + 2) u times it).",
+    "Conv2D (F32; F16 and BF16 read into f32, computed in f32, each output rounded once to nearest even by integer "
+    "steps and stored into its half of a word by atomic and/or) is an implicit GEMM (`wgsl/kernels/conv2d.py`): "
+    "GEMM's 64 x 64 tiles, the im2col values computed while staging each 16-deep slice (padding zeros take part "
+    "in the products), the bias added at the store. Measured (lavapipe, against binary64): at most "
+    "3.6 u * sum|input * kernel| (bound (K + 2) u times it).",
     "FFT (F32) is radix-2 with one dispatch per pass (`wgsl/kernels/fft.py`): bit reversal, then a butterfly per "
     "invocation per stage; twiddles from k reduced exactly to an octant and the library's sin/cos polynomials "
     "(not WGSL's loose sin/cos); the inverse's 1/n in the last stage. Measured (lavapipe, against binary64): "
@@ -125,7 +127,6 @@ UNSUPPORTED = {
     **{name: "F16 and BF16: no kernel yet (issue 11; the kernel is F32): run on cpu"
        for name in ("RoPE", "Attention", "FlashAttention")},
     "KVCacheUpdate": "types of 1 and 2 bytes: no kernel yet (issue 11; WebGPU copies whole 32-bit words): run on cpu",
-    "Conv2D": "F16 and BF16: no kernel yet (issue 11; the kernel is an F32 implicit GEMM): run on cpu",
 }
 #: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)
 UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word, and a row's last word may "

@@ -47,3 +47,35 @@ def test_conv2d_sources_in_the_outputs_buffer(webgpu):
     webgpu.free_buffer(handle)
     inputs = {"input": x.astype(np.float64), "kernel": w.astype(np.float64), "bias": np.zeros(0)}
     assert not compare(case, inputs, got)
+
+
+@pytest.mark.parametrize("ty, low, high", [(Type.F16, -14, 10), (Type.BF16, -70, 70)], ids=["F16", "BF16"])
+def test_conv2d_halves_round_once_like_the_reference(webgpu, ty, low, high):
+    """A 1 x 1 kernel on one channel: each output is one product, exact in f32, so the kernel's rounding to the
+    type (ties, subnormals, overflow to infinity) must give the reference's bits."""
+    from atlas_web.reference import CpuBackend
+
+    from tests.conformance.matrix_cases import decode_array, encode_array
+    rng = np.random.default_rng(9)
+    n = 4096
+    fields = _conv(1, 1, 1, 1, n, 1, 1)
+    case = ConvCase(f"Conv2D.{ty.name}.one_product", CONV, ty, fields)
+
+    def values(count):
+        v = rng.choice([-1.0, 1.0], count) * rng.uniform(1, 2, count) * 2.0 ** rng.integers(low, high, count)
+        return decode_array(ty, encode_array(ty, v))
+
+    x, w = values(n), values(1)
+    for scale in (w, values(1), values(1)):
+        outputs = []
+        for backend in (webgpu, CpuBackend()):
+            handles = {name: int(backend.allocate_buffer(max(4, 2 * len(v)))) for name, v in
+                       (("output", x), ("input", x), ("kernel", scale))}
+            backend.copy_to_buffer(handles["input"], encode_array(ty, x))
+            backend.copy_to_buffer(handles["kernel"], encode_array(ty, scale))
+            instr = Conv2D(**{k: Address.BufferOffset(h) for k, h in handles.items()}, **fields, ty=ty)
+            backend.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
+            outputs.append(bytes(backend.copy_from_buffer(handles["output"]))[:2 * n])
+            for h in handles.values():
+                backend.free_buffer(h)
+        assert outputs[0] == outputs[1], f"{case}: the rounded products differ from the reference's"

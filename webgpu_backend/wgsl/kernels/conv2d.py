@@ -25,11 +25,13 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .gemm import DEPTH, SIDE, TILE, tile_product
+from .gemm import _INPUTS, DEPTH, SIDE, TILE, tile_product
 
 __all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES"]
 
-CONV_TYPES = frozenset({Type.F32})
+CONV_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
+#: the stored type's name (gemm._INPUTS' reader of an element)
+_KINDS = {Type.F32: "f32", Type.F16: "f16", Type.BF16: "bf16"}
 #: binding -> array role (3 output, 4 input, 5 kernel, 6 bias)
 CONV_BINDINGS = {3: "dst", 4: "src_a", 5: "src_b", 6: "src_c"}
 _ARRAYS = {4: ("src_a", "xin"), 5: ("src_b", "wk"), 6: ("src_c", "bias")}
@@ -57,6 +59,8 @@ class ConvSpec:
     groups: int
     bias: bool
     reads: tuple[str, str, str] = ("ro", "ro", "ro")
+    #: the element type: "f32", or "f16" / "bf16" (read into f32, computed in f32, each output rounded once)
+    kind: str = "f32"
     guarded: bool = True
     bound: bool = False
 
@@ -80,11 +84,66 @@ class ConvSpec:
 def conv_spec(instr, reads=("ro", "ro", "ro"), guarded: bool = True) -> ConvSpec:
     return ConvSpec(instr.batch, instr.in_channels, instr.out_channels, instr.height, instr.width, instr.kernel_h,
                     instr.kernel_w, instr.stride_h, instr.stride_w, instr.padding_h, instr.padding_w,
-                    instr.dilation_h, instr.dilation_w, instr.groups, bool(instr.has_bias), tuple(reads), guarded)
+                    instr.dilation_h, instr.dilation_w, instr.groups, bool(instr.has_bias), tuple(reads),
+                    _KINDS[instr.ty], guarded)
 
 
-def _name(spec: ConvSpec, binding: int) -> str:
-    return "cmat" if spec.reads[binding - 4] == "dst" else _ARRAYS[binding][1]
+def _reader(spec: ConvSpec, binding: int, function: str) -> str:
+    """WGSL ``function(idx) -> f32``: element idx of the array of ``binding`` (its launch offset, its type)."""
+    _, body, word_index = _INPUTS[spec.kind]
+    role, array = _ARRAYS[binding]
+    if spec.reads[binding - 4] == "dst":
+        array = "cmat"
+    word = f"atomicLoad(&cmat[{word_index}])" if array == "cmat" and spec.kind != "f32" else f"{array}[{word_index}]"
+    return f"""fn {function}(idx: u32) -> f32 {{
+    {body.format(base=f"launch.{role}", word=word)}
+}}
+"""
+
+
+#: f32 -> the bits of the nearest f16 / bf16 (ties to even; overflow to infinity; NaN stays NaN), integer steps
+_ROUNDING = {
+    "f16": """fn rounded_bits(v: f32) -> u32 {
+    let u = bitcast<u32>(v);
+    let sign = (u >> 16u) & 0x8000u;
+    let a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) { return sign | 0x7e00u; }
+    if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+    if (a >= 0x38800000u) {
+        let r = a - 0x38000000u;
+        return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);
+    }
+    let e = a >> 23u;
+    if (e < 102u) { return sign; }
+    let m = (a & 0x7fffffu) | 0x800000u;
+    let shift = 126u - e;
+    let q = m >> shift;
+    let rem = m & ((1u << shift) - 1u);
+    let half = 1u << (shift - 1u);
+    return sign | (q + select(0u, 1u, rem > half || (rem == half && (q & 1u) == 1u)));
+}
+""",
+    "bf16": """fn rounded_bits(v: f32) -> u32 {
+    let u = bitcast<u32>(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) { return (u >> 16u) | 0x40u; }
+    return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}
+""",
+}
+
+
+def _writer(spec: ConvSpec) -> str:
+    """WGSL ``write(idx, v)``: output element idx := v (f32), or v rounded once to f16/bf16 and stored into its half
+    of a word by atomic and/or (the other half may be another invocation's)."""
+    if spec.kind == "f32":
+        return "fn write(idx: u32, v: f32) {\n    cmat[(launch.dst >> 2u) + idx] = bitcast<u32>(v);\n}\n"
+    return _ROUNDING[spec.kind] + """fn write(idx: u32, v: f32) {
+    let h = (launch.dst >> 1u) + idx;
+    let shift = (h & 1u) * 16u;
+    atomicAnd(&cmat[h >> 1u], ~(0xffffu << shift));
+    atomicOr(&cmat[h >> 1u], rounded_bits(v) << shift);
+}
+"""
 
 
 def conv_source(spec: ConvSpec, features: ShaderFeatures) -> str:
@@ -92,16 +151,19 @@ def conv_source(spec: ConvSpec, features: ShaderFeatures) -> str:
     oh, ow = spec.out_hw
     cin_g, cout_g = spec.cin // spec.groups, spec.cout // spec.groups
     k = cin_g * spec.kh * spec.kw
+    c_type = "u32" if spec.kind == "f32" else "atomic<u32>"
     lines = [features.enable_directives + launch_struct(),
              "@group(0) @binding(0) var<storage, read> launch: Launch;",
              "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
-             "@group(0) @binding(3) var<storage, read_write> cmat: array<u32>;"]
+             f"@group(0) @binding(3) var<storage, read_write> cmat: array<{c_type}>;"]
     for binding in (4, 5, 6):
         if binding in spec.layout():
             lines.append(f"@group(0) @binding({binding}) var<storage, read> {_ARRAYS[binding][1]}: array<u32>;")
+    lines += [_reader(spec, 4, "read_input"), _reader(spec, 5, "read_kernel"), _writer(spec)]
+    if spec.bias:
+        lines.append(_reader(spec, 6, "read_bias"))
     guard = GUARD_WGSL if spec.guarded else "true"
-    bias = (f"acc + bitcast<f32>({_name(spec, 6)}[(launch.src_c >> 2u) + g * {cout_g}u + row])" if spec.bias
-            else "acc")
+    bias = f"acc + read_bias(g * {cout_g}u + row)" if spec.bias else "acc"
     lines.append(f"""const TRAPS: u32 = {TRAPS}u;
 const REACHED: u32 = {REACHED}u;
 const M: u32 = {cout_g}u;
@@ -117,7 +179,7 @@ var<workgroup> go: u32;
 // W_g[row, col]: the kernel's row g*cout_g + row
 fn load_a(g: u32, row: u32, col: u32) -> f32 {{
     if (row >= M || col >= K) {{ return 0.0; }}
-    return bitcast<f32>({_name(spec, 5)}[(launch.src_b >> 2u) + (g * M + row) * K + col]);
+    return read_kernel((g * M + row) * K + col);
 }}
 
 // cols[row, col] of item (b, g): row = (c, p, q), col = (i, j); 0 in the padding
@@ -129,13 +191,12 @@ fn load_b(b: u32, g: u32, row: u32, col: u32) -> f32 {{
     let x = i32((col % {ow}u) * {spec.sw}u + (tap % {spec.kw}u) * {spec.dw}u) - {spec.pw};
     if (y < 0 || y >= {spec.h} || x < 0 || x >= {spec.w}) {{ return 0.0; }}
     let channel = b * {spec.cin}u + g * {cin_g}u + c;
-    return bitcast<f32>({_name(spec, 4)}[(launch.src_a >> 2u) + (channel * {spec.h}u + u32(y)) * {spec.w}u + u32(x)]);
+    return read_input((channel * {spec.h}u + u32(y)) * {spec.w}u + u32(x));
 }}
 
 fn store_c(b: u32, g: u32, row: u32, col: u32, acc: f32) {{
     if (row >= M || col >= N) {{ return; }}
-    let at = (launch.dst >> 2u) + ((b * {spec.cout}u + g * M + row) * N) + col;
-    cmat[at] = bitcast<u32>({bias});
+    write((b * {spec.cout}u + g * M + row) * N + col, {bias});
 }}
 
 @compute @workgroup_size({SIDE}, {SIDE})
