@@ -79,3 +79,21 @@ def test_a_run_past_the_time_limit_is_stopped_without_failing_the_demo(monkeypat
     assert native.main(["--size", "3000", "--backend", "cpu"]) == 0
     out = capsys.readouterr()
     assert "stopped" in out.out and "collatz on cpu: stopped" in out.err
+
+
+def test_a_timed_launch_ends_when_its_output_can_be_read():
+    """A webgpu launch that cannot trap returns once submitted: the demo's time must include the GPU's work
+    (it read one element of the first output), else the next launch's time held it."""
+    calls = []
+
+    class Recording:
+        def execute_program(self, program, config):
+            calls.append("launch")
+
+        def copy_typed_from(self, handle, ty, count):
+            calls.append(("read", handle, ty, count))
+
+    example = examples.build_all(8)[0]
+    first = example.outputs[0].buffer
+    assert native._timed_launch(example, Recording(), None, {first: 7}) >= 0
+    assert calls == ["launch", ("read", 7, example.buffer(first).ty, 1)]
