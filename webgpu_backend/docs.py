@@ -63,6 +63,10 @@ NOTES = (
     "and the used column indices, and traps itself with lane -1 and the reference's record (the first bad "
     "element by a workgroup atomicMin; the host checks the handles and alignment); then one invocation per "
     "element of C sums its row's entries in order in f32. F64 is unsupported (no f64 in WGSL).",
+    "TensorContract (F32; `wgsl/kernels/contract.py`) is one GEMM shader on the plan of "
+    "`atlas_web.isa.contraction`: an operand stored in the GEMM's layout or its transpose is read as a matrix, "
+    "any other is gathered while staged (row and column split into its own axes' coordinates, sizes and strides "
+    "fixed in the shader): no copy, no scratch.",
     "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32) run one shader per shape (`wgsl/kernels/norm.py`): a "
     "workgroup of 64 per row (GroupNorm group, BatchNorm item and channel), each statistic the 64 partials added "
     "in order by one invocation between two barriers, in f32 on the row scaled by the power of two that brings its largest magnitude into "
@@ -123,7 +127,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    "TensorContract": _NO_KERNEL,
     **{name: "F16 and BF16: no kernel yet (issue 11; the kernel is F32): run on cpu"
        for name in ("RoPE", "Attention", "FlashAttention")},
     "KVCacheUpdate": "types of 1 and 2 bytes: no kernel yet (issue 11; WebGPU copies whole 32-bit words): run on cpu",

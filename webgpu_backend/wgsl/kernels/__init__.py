@@ -159,7 +159,7 @@ def kernel_for(name: str) -> Kernel | None:
 
 
 #: the kernel modules (each registers its kernels when imported)
-_MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm", "sparse")
+_MODULES = ("map", "binary_map", "reduce", "pools", "gemm", "softmax", "norm", "sparse", "contract")
 #: issue 11's convolution kernels
 _MODULES += ("conv2d", "fft")
 #: issue 11's attention kernels (RoPE, KVCacheUpdate, Attention, FlashAttention)

@@ -94,6 +94,11 @@ class GemmSpec:
     output: str = "gemm"
     #: QuantizedGEMM: the f32 bits of the scale (F32 C) or multiplier (I8 C)
     scale_bits: int = 0
+    #: TensorContract: A or B gathered from a tensor in another axis order (None: a matrix with its ld): (the
+    #: axes making op(X)'s row index, those making its column index), each ((size, stride in elements), ...)
+    #: outermost first
+    gather_a: tuple | None = None
+    gather_b: tuple | None = None
 
     def source(self, features: ShaderFeatures) -> str:
         return gemm_source(self, features)
@@ -178,8 +183,24 @@ def _array_name(spec: GemmSpec, role: str) -> str:
 
 def _element(spec: GemmSpec, role: str, row: str, col: str) -> str:
     """The index (in elements, from the matrix item's start) of op(X)[row, col] for X = A or B."""
+    if (spec.gather_a if role == "a" else spec.gather_b) is not None:
+        return f"gather_{role}({row}, {col})"
     transposed, ld = (spec.trans_a, spec.lda) if role == "a" else (spec.trans_b, spec.ldb)
     return f"({col} * {ld}u + {row})" if transposed else f"({row} * {ld}u + {col})"
+
+
+def _gather(spec: GemmSpec, role: str) -> str:
+    """WGSL ``gather_<role>(row, col)``: the element index of op(X)[row, col] from its axes (empty: none)."""
+    gather = spec.gather_a if role == "a" else spec.gather_b
+    if gather is None:
+        return ""
+    lines = [f"fn gather_{role}(row: u32, col: u32) -> u32 {{", "    var at = 0u;"]
+    for name, axes in zip(("row", "col"), gather):
+        lines.append(f"    var {name}_left = {name};")
+        for size, stride in reversed(axes):
+            lines.append(f"    at = at + ({name}_left % {size}u) * {stride}u;")
+            lines.append(f"    {name}_left = {name}_left / {size}u;")
+    return "\n".join(lines + ["    return at;", "}", ""])
 
 
 def _loader(spec: GemmSpec, role: str) -> str:
@@ -190,7 +211,7 @@ def _loader(spec: GemmSpec, role: str) -> str:
     word = f"atomicLoad(&{array}[{word_index}])" if array == "cmat" and spec.output == "q_i8" else \
         f"{array}[{word_index}]"
     stride = spec.stride_a if role == "a" else spec.stride_b
-    return f"""fn load_{role}(item: u32, row: u32, col: u32) -> {scalar} {{
+    return _gather(spec, role) + f"""fn load_{role}(item: u32, row: u32, col: u32) -> {scalar} {{
     if (row >= {rows} || col >= {cols}) {{ return {scalar}(0); }}
     let idx = item * {stride}u + {_element(spec, role, "row", "col")};
     {body.format(base=f"launch.src_{role}", word=word)}
