@@ -81,6 +81,13 @@ NOTES = (
     "in workgroup memory, then exp(x - m) * (1/s) or (x - m) - log_f32(s). Measured on 256 x 1024 normal*4 f32 "
     "logits against binary64 (lavapipe): Softmax 22.2 u relative at most (median 3.9 u), LogSoftmax "
     "5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
+    "RoPE (F32; `wgsl/kernels/attention.py`) rotates one pair per invocation with the angle in f32 and the "
+    "library's range-reduced cos_f32/sin_f32; KVCacheUpdate (4- and 8-byte types) is a host step (buffer "
+    "copies; the position checked first); Attention and FlashAttention (F32) run a workgroup of 64 per query "
+    "row with an online softmax over 64-key tiles (the query row and the output row in workgroup memory, tile "
+    "maxima as ordered bit keys, a NaN or +inf score making the row NaN), a causal row walking only its keys. "
+    "Measured over the conformance cases (lavapipe): at most 0.03 of the conformance allowance for "
+    "Attention/FlashAttention, 0.38 for RoPE (its f32 angle).",
     "Conv2D (F32; F16 and BF16 read into f32, computed in f32, each output rounded once to nearest even by integer "
     "steps and stored into its half of a word by atomic and/or) is an implicit GEMM (`wgsl/kernels/conv2d.py`): "
     "GEMM's 64 x 64 tiles, the im2col values computed while staging each 16-deep slice (padding zeros take part "
