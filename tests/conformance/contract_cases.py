@@ -21,7 +21,7 @@ import numpy as np
 from atlas_web.isa import OPCODE_TABLE, Type
 from atlas_web.isa.contraction import output_shape, size
 
-from .matrix_cases import MatrixCase, decode_array, encode_array, fill_inputs, run_with_arrays
+from .matrix_cases import MatrixCase, decode_array, encode_array, fill_inputs, run_with_arrays, short_cases
 
 __all__ = ["CONTRACT_ROWS", "SHAPES", "contract_cases", "trap_cases", "run_contract", "expected", "compare"]
 
@@ -73,13 +73,7 @@ def contract_cases() -> list[MatrixCase]:
 
 
 def trap_cases() -> list[MatrixCase]:
-    out = []
-    for info in CONTRACT_ROWS:
-        ty = min(info.types, key=lambda t: t.code)
-        for op in info.address_operands:
-            out.append(MatrixCase(f"{info.name}.{ty.name}.{op.name}_short", info, ty,
-                                  _fields(SHAPES["two_pairs_copy_b"], beta=1.0), short=op.name))
-    return out
+    return short_cases(CONTRACT_ROWS, lambda info: _fields(SHAPES["two_pairs_copy_b"], beta=1.0))
 
 
 def run_contract(backend, case: MatrixCase, seed: int = 11):

@@ -26,7 +26,7 @@ from atlas_web.isa.instructions import INSTRUCTION_CLASSES
 
 
 __all__ = ["MATRIX_ROWS", "MatrixCase", "Output", "encode_array", "decode_array", "matrix_cases", "trap_cases", "run_matrix", "run_with_arrays", "compare",
-           "fill_inputs"]
+           "fill_inputs", "short_cases"]
 
 #: every dense matrix row of the opcode table
 MATRIX_ROWS = tuple(info for info in OPCODE_TABLE if info.category == "matrix"
@@ -135,14 +135,19 @@ def matrix_cases() -> list[MatrixCase]:
     return out
 
 
-def trap_cases() -> list[MatrixCase]:
+def short_cases(rows, fields) -> list[MatrixCase]:
+    """A case per array operand of each row of ``rows`` (its first type, ``fields(info)``) with that array one
+    element short: the launch traps."""
     out = []
-    for info in MATRIX_ROWS:
+    for info in rows:
         ty = min(info.types, key=lambda t: t.code)
         for op in info.address_operands:
-            fields = _fields(info, 3, 5, 4, trans_b=True, ldc=6, beta=1.0)
-            out.append(MatrixCase(f"{info.name}.{ty.name}.{op.name}_short", info, ty, fields, short=op.name))
+            out.append(MatrixCase(f"{info.name}.{ty.name}.{op.name}_short", info, ty, fields(info), short=op.name))
     return out
+
+
+def trap_cases() -> list[MatrixCase]:
+    return short_cases(MATRIX_ROWS, lambda info: _fields(info, 3, 5, 4, trans_b=True, ldc=6, beta=1.0))
 
 
 def fill_inputs(case: MatrixCase, seed: int, written: str = "c") -> dict[str, np.ndarray]:
