@@ -1,0 +1,50 @@
+"""The KernelBackend transformer generates the NumPy model's tokens on every backend (greedy; the gap
+between the two largest logits is checked to exceed the backends' accuracy, so a tie cannot decide)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from atlas_web.errors import ArrayError
+from atlas_web.kernels import KernelBackend
+from atlas_web.kernels.transformer import Transformer, TransformerConfig, init_weights
+from atlas_web.registry import get_backend
+
+from .numpy_transformer import NumpyTransformer
+
+CONFIG = TransformerConfig(vocab=300, d_model=64, layers=2, heads=4, kv_heads=2, intermediate=128, max_seq=16)
+PROMPT, NEW = [5, 17], 4
+
+
+@pytest.fixture(scope="module")
+def expected():
+    cpu = get_backend("cpu")
+    try:
+        weights = {k: v.to_host() for k, v in init_weights(CONFIG, 3, cpu).items()}
+    finally:
+        cpu.close()
+    model = NumpyTransformer(CONFIG, weights)
+    tokens, gaps = model.generate(PROMPT, NEW)
+    return weights, tokens, gaps, model.logits(PROMPT + tokens)
+
+
+def test_tokens_equal_numpys_on_every_backend(device, expected):
+    weights, tokens, gaps, logits = expected
+    assert min(gaps) > 1e-3  # logits agree to ~1e-5 below: no tie can flip a token
+    drawn = init_weights(CONFIG, 3, device)
+    for name, w in weights.items():  # the same bits drawn on every backend
+        assert drawn[name].to_host().tobytes() == w.tobytes(), name
+    model = Transformer(KernelBackend(device), CONFIG, drawn)
+    assert model.generate(PROMPT, NEW) == tokens
+    model.reset()
+    for pos, token in enumerate(PROMPT + tokens):
+        np.testing.assert_allclose(model.step(token).to_host(), logits[pos], rtol=1e-4, atol=1e-4)
+
+
+def test_step_errors(device):
+    model = Transformer(KernelBackend(device), CONFIG, init_weights(CONFIG, 3, device))
+    with pytest.raises(ArrayError, match="token 300 is outside the vocabulary"):
+        model.step(300)
+    with pytest.raises(ArrayError, match="weight 'embedding' is missing"):
+        Transformer(KernelBackend(device), CONFIG, {})
