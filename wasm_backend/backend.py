@@ -263,7 +263,8 @@ class WasmBackend(Backend):
         runner = self._runner
         return compile_program(compiled.program, compiled.info, config, name=f"atlas_{compiled.digest[:16]}",
                                shared_memory=runner.shared_memory, parallel=runner.threads > 1,
-                               plan=self._pipeline.plan(compiled, backend=BACKEND_NAME))
+                               plan=self._pipeline.plan(compiled, backend=BACKEND_NAME),
+                               fuse=compiled.level >= 1)
 
     def _load(self, compiled_program: PipelineProgram, config: LaunchConfig) -> _Loaded:
         runner = self._runner

@@ -36,7 +36,10 @@ _STORES = {ValType.I32: "i32.store", ValType.I64: "i64.store", ValType.F32: "f32
 class CoopContext:
     """The function of cooperative instruction ``index`` being written (see the module docstring)."""
 
-    def __init__(self, m: ModuleContext, state: LaneState, launch: LaunchLayout, config, index: int) -> None:
+    def __init__(self, m: ModuleContext, state: LaneState, launch: LaunchLayout, config, index: int, *,
+                 function=None, on_fail: Callable[[], None] | None = None) -> None:
+        """``function``: (builder, emitter) of a function to write into instead of a new ``coop_<index>``;
+        ``on_fail``: what a failed check writes instead of recording the trap (``coop_fusion``'s checks)."""
         self.m = m
         self.state = state
         self.plan = state.plan
@@ -46,7 +49,8 @@ class CoopContext:
         self.config = config
         self.index = index
         self.instr = program.instructions[index]
-        self.fb, self.e = m.define(f"coop_{index}", (), (I32,))
+        self.fb, self.e = function if function is not None else m.define(f"coop_{index}", (), (I32,))
+        self._on_fail = on_fail
 
     def local(self, valtype: ValType, name: str | None = None) -> int:
         return self.fb.add_local(valtype, name)
@@ -61,7 +65,10 @@ class CoopContext:
 
     def trap_if(self, code: TrapCode, numbers: tuple[Number, ...] = ()) -> None:
         with self.e.if_():
-            self.trap(code, numbers)
+            if self._on_fail is not None:
+                self._on_fail()
+            else:
+                self.trap(code, numbers)
 
     def operand(self, path: str) -> int:
         """The trap record's number of this instruction's operand ``path``."""

@@ -34,7 +34,8 @@ from .rules import cooperative_rule
 from .typemap import type_info
 
 __all__ = ["MAP_OPERATIONS", "BINARY_OPERATIONS", "map_operation_supported", "build_map_kernel", "KernelContext",
-           "map_kernel_name", "parallel_map_wanted", "map_kernel_elements_per_chunk"]
+           "map_kernel_name", "parallel_map_wanted", "map_kernel_elements_per_chunk", "operation_emitters",
+           "chunk_writer", "element_writer", "MAP_ARRAYS"]
 
 I32, V128 = ValType.I32, ValType.V128
 
@@ -43,6 +44,10 @@ I32, V128 = ValType.I32, ValType.V128
 MAP_OPERATIONS, BINARY_OPERATIONS = (
     {op: ELEMENT_FUNCTIONS[op].lower() for op in enum if ELEMENT_FUNCTIONS[op].lower() in SCALAR_OPS}
     for enum in (MapOperation, BinaryMapOperation))
+
+#: the array operands of each map instruction, destination first
+MAP_ARRAYS = {"ParallelMap": ("dst_array", "src_array"), "ParallelMapBinary": ("dst_array", "src_a", "src_b")}
+
 
 def map_kernel_name(index: int) -> str:
     """The export name of the element-wise kernel of the map at instruction ``index``."""
@@ -66,7 +71,7 @@ def map_operation_supported(operation: object, ty: Type) -> bool:
     return ty in COOPERATIVE_OPERATION_TYPES.get(operation, ()) and math_function_for(operation, ty) is not None
 
 
-def _operation(operation: object, ty: Type, m, fb):
+def operation_emitters(operation: object, ty: Type, m, fb):
     """(vector emitter, scalar emitter) of ``operation`` on ``ty`` (see coop_ops for the shapes);
     ``m`` is the ModuleContext the math-library emitters write into, ``fb`` the function (math functions
     that can be written inline are, sparing a call per chunk)."""
@@ -123,7 +128,7 @@ def build_map_kernel(m, name: str, ty: Type, arity: int, operation: object) -> i
         e.get(pointer).get(start).op("i32.add").set(pointer)
     total = kc.local(I32)
     e.get(hi).get(lo).op("i32.sub").i32(size).op("i32.mul").set(total)
-    vector, scalar = _operation(operation, ty, m, fb)
+    vector, scalar = operation_emitters(operation, ty, m, fb)
     _elementwise_loop(kc, ty, total, dst, sources, vector, scalar)
     return fb.index
 
@@ -143,8 +148,8 @@ def _elementwise_loop(kc: KernelContext, ty: Type, total: int, dst: int, sources
     for src in sources:
         e.get(backward).get(src).get(dst).op("i32.lt_u").get(dst).get(src).get(total).op("i32.add").op("i32.lt_u")
         e.op("i32.and").op("i32.or").set(backward)
-    chunk = _chunk_writer(kc, shape, dst, sources, vector)
-    element = _element_writer(kc, ty, dst, sources, scalar)
+    chunk = chunk_writer(kc, shape, dst, sources, vector)
+    element = element_writer(kc, ty, dst, sources, scalar)
     e.get(backward)
     with e.if_():
         e.get(total).set(i)
@@ -201,7 +206,7 @@ def _push_chunkable(cc: CoopContext, total: int, dst: int, sources: list[int]) -
         e.op("i32.or").op("i32.and")
 
 
-def _chunk_writer(cc: KernelContext, shape, dst: int, sources: list[int], vector):
+def chunk_writer(cc: KernelContext, shape, dst: int, sources: list[int], vector):
     e = cc.e
     loaded = [cc.local(V128) for _ in sources]
     if shape.half is None:
@@ -231,7 +236,7 @@ def _chunk_writer(cc: KernelContext, shape, dst: int, sources: list[int], vector
     return chunk
 
 
-def _element_writer(cc: KernelContext, ty: Type, dst: int, sources: list[int], scalar):
+def element_writer(cc: KernelContext, ty: Type, dst: int, sources: list[int], scalar):
     e = cc.e
     valtype = type_info(ty).valtype
     values = [cc.local(valtype) for _ in sources]

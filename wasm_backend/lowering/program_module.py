@@ -44,6 +44,7 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
 from . import coop_conv, coop_fft  # noqa: F401  (issue 11's convolution kernels register themselves on import)
 from . import coop_contract  # noqa: F401  (TensorContract, issue 10)
 from .coop_context import CoopContext
+from .coop_fusion import build_fused, fused_chains
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
 from .coop_gemm import gemm_kernel_name, parallel_gemm_wanted, threaded_gemm
 from .coop_map import map_kernel_elements_per_chunk, map_kernel_name
@@ -83,6 +84,8 @@ class CompiledProgram:
     #: instruction index -> (export, the count its ``lo .. hi`` range over: rows, GEMV outputs or batch items,
     #: range step, scratch bytes per thread) of the GEMMs that may call ``env.parallel_gemm``
     parallel_gemms: dict = field(default_factory=dict)
+    #: the chains of adjacent maps run as one pass where their arrays allow (``coop_fusion``)
+    fused: tuple = ()
 
 
 def check_supported(program) -> None:
@@ -141,10 +144,12 @@ def _host_imports(program, parallel_maps: dict, parallel_reduces: dict, lanes: b
 
 
 def compile_program(program, info, config, *, name: str = "atlas", shared_memory: bool = False,
-                    parallel: bool = False, plan=None) -> CompiledProgram:
+                    parallel: bool = False, plan=None, fuse: bool = False) -> CompiledProgram:
     """The module of ``program`` (verified, ``info`` its ProgramInfo) for launches of ``config``; see the
     module docstring for ``shared_memory`` and ``parallel``. ``plan``: the program's lowering plan
-    (structured form) where the caller has it (``atlas_web.pipeline``), else it is made here."""
+    (structured form) where the caller has it (``atlas_web.pipeline``), else it is made here. ``fuse``: run
+    chains of adjacent maps as one pass (``coop_fusion``; the backend asks for it at optimization level 1
+    and above)."""
     check_supported(program)
     if plan is None:
         plan = plan_program(info, backend=BACKEND_NAME)
@@ -163,11 +168,14 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
         cc = CoopContext(m, state, launch, config, index)
         COOPERATIVE_RULES[program.instructions[index].INFO.name].build(cc)
         coops[index] = cc.fb.index
+    chains = fused_chains(program, parallel_maps) if fuse else ()
+    for chain in chains:
+        coops.update(build_fused(m, state, launch, config, chain, coops))
     stage = _build_stage(m, plan, state, launch, config, segments)
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
     return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
-                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions, parallel_gemms)
+                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions, parallel_gemms, chains)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,
@@ -272,6 +280,7 @@ def _build_launch(m: ModuleContext, plan: LoweringPlan, launch: LaunchLayout, st
     e.i32(0).op("i64.load", layout.HEADER_BUDGET).op("global.set", g("budget"))
     e.i32(0).op("i32.load", layout.HEADER_LAUNCH_BASE).op("global.set", g("launch_base"))
     e.i32(0).i32(0).op("i32.store", layout.HEADER_TRAP_CODE)
+    e.i32(-1).op("global.set", g("fused_until"))
     if info.uses_resaccum:
         e.i32(layout.RES_SUMS).i32(0).i32(layout.RES_SUMS_BYTES).op("memory.fill", 0)
     if launch.records_bytes:
