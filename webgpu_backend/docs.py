@@ -81,9 +81,10 @@ NOTES = (
     "in workgroup memory, then exp(x - m) * (1/s) or (x - m) - log_f32(s). Measured on 256 x 1024 normal*4 f32 "
     "logits against binary64 (lavapipe): Softmax 22.2 u relative at most (median 3.9 u), LogSoftmax "
     "5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
-    "RoPE (F32; `wgsl/kernels/attention.py`) rotates one pair per invocation with the angle in f32 and the "
-    "library's range-reduced cos_f32/sin_f32; KVCacheUpdate (4- and 8-byte types) is a host step (buffer "
-    "copies; the position checked first); Attention and FlashAttention (F32) run a workgroup of 64 per query "
+    "RoPE (F32; F16/BF16 computed in f32, stored by atomic and/or into their half-words; "
+    "`wgsl/kernels/attention.py`) rotates one pair per invocation with the angle in f32 and the library's "
+    "range-reduced cos_f32/sin_f32; KVCacheUpdate (4- and 8-byte types) is a host step (buffer copies; the "
+    "position checked first); Attention and FlashAttention (F32; F16/BF16 as RoPE) run a workgroup of 64 per query "
     "row with an online softmax over 64-key tiles (the query row and the output row in workgroup memory, tile "
     "maxima as ordered bit keys, a NaN or +inf score making the row NaN), a causal row walking only its keys. "
     "Measured over the conformance cases (lavapipe): at most 0.03 of the conformance allowance for "
@@ -134,8 +135,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    **{name: "F16 and BF16: no kernel yet (issue 11; the kernel is F32): run on cpu"
-       for name in ("RoPE", "Attention", "FlashAttention")},
     "KVCacheUpdate": "types of 1 and 2 bytes: no kernel yet (issue 11; WebGPU copies whole 32-bit words): run on cpu",
 }
 #: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)

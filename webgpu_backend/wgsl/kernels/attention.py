@@ -1,15 +1,17 @@
 """The kernels of the attention rows (docs/semantics.md, Attention kernels): RoPE, KVCacheUpdate, Attention and
 FlashAttention. Standard library only.
 
-* **RoPE** (F32): one invocation per pair, a grid-stride loop: ``theta = f32(position + s) * freqs[p]`` (one
-  rounding: the contract's ``u * |theta|``), the library's ``cos_f32``/``sin_f32`` (range-reduced), then ``x1*c -
-  x2*s``, ``x1*s + x2*c``; each invocation reads its pair before writing it, so the output may be the input.
+* **RoPE** (F32; F16 and BF16 read into f32, each output rounded once and stored into its half of a word by
+  atomic and/or, as Conv2D's): one invocation per pair, a grid-stride loop: ``theta = f32(position + s) *
+  freqs[p]`` (one rounding: the contract's ``u * |theta|``), the library's ``cos_f32``/``sin_f32``
+  (range-reduced), then ``x1*c - x2*s``, ``x1*s + x2*c``; each invocation reads its pair before writing it, so
+  the output may be the input.
 * **KVCacheUpdate** (types of 4 and 8 bytes): a host step: a position past the cache (``position >= max_seq``)
   traps OUT_OF_BOUNDS naming position (lane -1) before the arrays are checked; else one buffer copy per row
   (bits as they are).
-* **Attention and FlashAttention** (F32): one workgroup of 64 invocations per query row (a grid-stride loop over
-  ``batch * heads * seq_len`` rows), an online softmax over tiles of 64 keys (both rows: on a GPU a tile per
-  workgroup is the natural form; FlashAttention's block_size says how much a backend may hold, and this holds
+* **Attention and FlashAttention** (F32; F16 and BF16 as RoPE's): one workgroup of 64 invocations per query row
+  (a grid-stride loop over ``batch * heads * seq_len`` rows), an online softmax over tiles of 64 keys (both
+  rows: on a GPU a tile per workgroup is the natural form; FlashAttention's block_size says how much a backend may hold, and this holds
   64 scores and one output row in workgroup memory): each invocation scores one key of the tile (the query row
   is in workgroup memory), the tile's maximum over its finite scores (ordered as ``float_key``: WGSL lets a
   device assume no NaN or infinity), a NaN or +inf score flags the row (all NaN, as IEEE arithmetic of the
@@ -40,11 +42,13 @@ from ..library import HelperSet
 from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
+from .conv2d import _KINDS, _ROUNDING
+from .gemm import _INPUTS
 from .norm import _slots
 
 __all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_HEAD_DIM"]
 
-ATTENTION_TYPES = frozenset({Type.F32})
+ATTENTION_TYPES = frozenset({Type.F16, Type.BF16, Type.F32})
 #: KVCacheUpdate's types: whole 32-bit words (F64 is refused by the backend for every instruction)
 KV_CACHE_TYPES = frozenset(t for t in (Type.F32, Type.I32, Type.U32, Type.I64, Type.U64, Type.F64))
 #: invocations per workgroup, and keys per tile of the attention kernel
@@ -62,6 +66,8 @@ class _Spec:
     slots: tuple[int, ...]
     guarded: bool = True
     bound: bool = False
+    #: the element type: "f32", or "f16" / "bf16" (read into f32, computed in f32, each output rounded once)
+    kind: str = "f32"
 
     def layout(self) -> dict[int, str]:
         layout = {0: "read-only-storage", 1: "storage", 3: "storage"}
@@ -70,16 +76,31 @@ class _Spec:
         return layout
 
     def header(self, features: ShaderFeatures, helpers: HelperSet | None = None) -> str:
-        """Launch, rt, the array bindings, ``ld<k>(i) -> u32`` per role and ``st(i, bits)``, helpers, constants."""
+        """Launch, rt, the array bindings, ``ld<k>(i) -> f32`` (element i of role k) and ``st(i, v)`` (output
+        element i := v, rounded once to f16/bf16 and stored into its half of a word by atomic and/or: the other
+        half may be another invocation's), helpers, constants."""
+        halves = self.kind != "f32"
         lines = [features.enable_directives + launch_struct(),
                  "@group(0) @binding(0) var<storage, read> launch: Launch;",
                  "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;"]
         for slot in sorted(set(self.slots)):
             mode = "read_write" if slot == 0 else "read"
-            lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<u32>;")
+            element = "atomic<u32>" if slot == 0 and halves else "u32"
+            lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<{element}>;")
+        _, body, word_index = _INPUTS[self.kind]
         for k, slot in enumerate(self.slots):
-            lines.append(f"fn ld{k}(i: u32) -> u32 {{ return buf{slot}[(launch.{_ROLES[k]} >> 2u) + i]; }}")
-        lines.append("fn st(i: u32, bits: u32) { buf0[(launch.dst >> 2u) + i] = bits; }")
+            word = f"atomicLoad(&buf0[{word_index}])" if slot == 0 and halves else f"buf{slot}[{word_index}]"
+            lines.append(f"fn ld{k}(idx: u32) -> f32 {{\n    "
+                         + body.format(base=f"launch.{_ROLES[k]}", word=word) + "\n}")
+        if halves:
+            lines.append(_ROUNDING[self.kind] + """fn st(idx: u32, v: f32) {
+    let h = (launch.dst >> 1u) + idx;
+    let shift = (h & 1u) * 16u;
+    atomicAnd(&buf0[h >> 1u], ~(0xffffu << shift));
+    atomicOr(&buf0[h >> 1u], rounded_bits(v) << shift);
+}""")
+        else:
+            lines.append("fn st(idx: u32, v: f32) { buf0[(launch.dst >> 2u) + idx] = bitcast<u32>(v); }")
         if helpers is not None:
             lines.append(helpers.render())
         lines.append(f"const TRAPS: u32 = {TRAPS}u;\nconst REACHED: u32 = {REACHED}u;\nvar<workgroup> go: u32;")
@@ -122,14 +143,14 @@ const HALF: u32 = {self.half}u;
         let row = t / HALF;
         let p = t % HALF;
         let token = (row / {self.heads}u) % {self.seq_len}u;
-        let theta = f32({self.position}u + token) * bitcast<f32>(ld2(p));
+        let theta = f32({self.position}u + token) * ld2(p);
         let c = cos_f32(theta);
         let s = sin_f32(theta);
         let base = row * 2u * HALF;
-        let x1 = bitcast<f32>(ld1(base + {first}));
-        let x2 = bitcast<f32>(ld1(base + {second}));
-        st(base + {first}, bitcast<u32>(x1 * c - x2 * s));
-        st(base + {second}, bitcast<u32>(x1 * s + x2 * c));
+        let x1 = ld1(base + {first});
+        let x2 = ld1(base + {second});
+        st(base + {first}, x1 * c - x2 * s);
+        st(base + {second}, x1 * s + x2 * c);
     }}
 }}"""
 
@@ -174,7 +195,7 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
         let bh = row / {self.seq_len}u;
         let kv = ((bh / {self.heads}u) * {self.kv_heads}u + (bh % {self.heads}u) / {group}u) * {self.max_seq}u * D;
         let seen = {seen};
-        for (var d = lid; d < D; d = d + {TILE}u) {{ qrow[d] = bitcast<f32>(ld1(row * D + d)); orow[d] = 0.0; }}
+        for (var d = lid; d < D; d = d + {TILE}u) {{ qrow[d] = ld1(row * D + d); orow[d] = 0.0; }}
         workgroupBarrier();
         var m = 0.0;          // the running maximum of the finite scores (when any)
         var l = 0.0;
@@ -185,7 +206,7 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             var s = 0.0;
             var bits = 0xff800000u;   // -inf: a hidden key
             if (j < seen) {{
-                for (var d = 0u; d < D; d = d + 1u) {{ s = s + qrow[d] * bitcast<f32>(ld2(kv + j * D + d)); }}
+                for (var d = 0u; d < D; d = d + 1u) {{ s = s + qrow[d] * ld2(kv + j * D + d); }}
                 s = s * scale;
                 bits = bitcast<u32>(s);
             }}
@@ -229,14 +250,14 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             for (var d = lid; d < D; d = d + {TILE}u) {{
                 var acc = alpha * orow[d];
                 for (var k = 0u; k < count; k = k + 1u) {{
-                    acc = acc + weights[k] * bitcast<f32>(ld3(kv + (j0 + k) * D + d));
+                    acc = acc + weights[k] * ld3(kv + (j0 + k) * D + d);
                 }}
                 orow[d] = acc;
             }}
             workgroupBarrier();
         }}
         for (var d = lid; d < D; d = d + {TILE}u) {{
-            st(row * D + d, select(bitcast<u32>(orow[d] / l), 0x7fc00000u, bad || !any_finite));
+            st(row * D + d, select(orow[d] / l, bitcast<f32>(launch.zero ^ 0x7fc00000u), bad || !any_finite));
         }}
         workgroupBarrier();
     }}
@@ -267,8 +288,10 @@ class _AttentionFamily(Kernel):
     def spec(self, instr, slots: tuple[int, ...]):
         kv_len = instr.kv_len or instr.seq_len
         if not self.groups(instr):   # nothing to compute: a shader that only marks the step reached
-            return AttentionSpec(slots, rows=0, heads=1, seq_len=1, dim=1, kv_heads=1, kv_len=1, max_seq=1)
-        return AttentionSpec(slots, rows=instr.batch * instr.heads * instr.seq_len, heads=instr.heads,
+            return AttentionSpec(slots, kind=_KINDS[instr.ty], rows=0, heads=1, seq_len=1, dim=1, kv_heads=1,
+                                 kv_len=1, max_seq=1)
+        return AttentionSpec(slots, kind=_KINDS[instr.ty], rows=instr.batch * instr.heads * instr.seq_len,
+                             heads=instr.heads,
                              seq_len=instr.seq_len, dim=instr.head_dim, kv_heads=instr.kv_heads or instr.heads,
                              kv_len=kv_len, max_seq=instr.max_seq or kv_len, causal=bool(instr.causal))
 
@@ -288,7 +311,8 @@ class _AttentionFamily(Kernel):
 
 class _RopeKernel(_AttentionFamily):
     def spec(self, instr, slots):
-        return RopeSpec(slots, rows=instr.batch * instr.seq_len * instr.heads, seq_len=max(1, instr.seq_len),
+        return RopeSpec(slots, kind=_KINDS[instr.ty], rows=instr.batch * instr.seq_len * instr.heads,
+                        seq_len=max(1, instr.seq_len),
                         heads=max(1, instr.heads), half=instr.head_dim // 2, position=instr.position,
                         interleaved=bool(instr.interleaved))
 
