@@ -89,7 +89,8 @@ def backend_documentation() -> BackendDocumentation:
         "the contract's bound being (K + 2) u times it.",
         "FFT (F32, F64; `coop_fft`) is radix-2 on SIMD128: bit reversal (swaps in place), twiddles per launch from "
         "two binary64 tables of about sqrt(n/2) entries made with the math library's sin and cos (rounded once), "
-        "stages below 2**14 complex values block by block in cache, no fused multiply-add; inverse times 1/n. "
+        "stages below 2**14 complex values block by block in cache, two stages a pass where both fit, no fused "
+        "multiply-add; inverse times 1/n. "
         "Measured (F32 against binary64): normwise error 2.0 u * ||y|| at n = 2**10, 2.6 u at 2**16 (the "
         "contract allows (8 log2 n + 2) u).",
         "RoPE (`coop_rope`) builds each token's cos/sin table in binary64 (the angle (position + s) * freqs[p] "

@@ -8,8 +8,10 @@ scratch and per batch item runs
    ``dst[j] = src[rev(j)]``, or, when the output is the input itself, swaps; ``rev`` by a bit-reversed counter);
 2. the stages h = 1, 2, 4, ..., n/2 (butterflies ``x[j] +- w^(j*n/(2h)) * x[j+h]``), the stages with h below
    ``BLOCK`` run block by block (each block of BLOCK complex values stays in cache through all of them), the
-   others over the whole item (``fft_pass_<ty>(x, count, h, ts, tw)``; F32: two complex values per f32x4, the
-   first stage without twiddles, ``fft_pass1_f32``; F64: one per f64x2). A complex product is ``b*wr +
+   others over the whole item; in both, two stages a pass where both fit (``fft_pass2_<ty>``: stages h and 2h on each
+   block of 4h values read and written once, the same butterflies in the same order as two ``fft_pass_<ty>(x,
+   count, h, ts, tw)``, so the same bits), an odd one alone; F32: two complex values per f32x4, the first stage
+   without twiddles, ``fft_pass1_f32``; F64: one per f64x2. A complex product is ``b*wr +
    swap(b)*wi*(-1, +1)``: two roundings per component, no fused multiply-add (the same bits on every engine);
 3. inverse: every value times 1/n (a power of two: exact unless it underflows).
 
@@ -97,24 +99,58 @@ def _pass1_f32(m) -> int:
     return _function(m, "fft_pass1_f32", (I32, I32), build)
 
 
+class _Butterflies:
+    """The emitter of one pass function's butterflies: twiddle loads and complex products for ``ty`` (F32: two
+    complex values per f32x4, twiddles j and j + 1; F64: one per f64x2)."""
+
+    def __init__(self, fb, e, ty: Type) -> None:
+        self.e, self.f32 = e, ty is Type.F32
+        self.p = "f32x4" if self.f32 else "f64x2"
+        self.csize = 8 if self.f32 else 16
+        self.shuffles = (_RE_RE, _IM_IM, _SWAP32, _SIGN32) if self.f32 else (_LOW2, _HIGH2, _SWAP64, _SIGN64)
+        self.wv, self.t = fb.add_local(V128), fb.add_local(V128)
+
+    def twiddles(self, w: int, lane_step: int) -> None:
+        """wv := the twiddle at address local ``w`` (F32: and the one ``lane_step`` bytes after it)."""
+        e = self.e
+        if self.f32:
+            e.get(w).get(lane_step).op("i32.add")
+            e.get(w).op("v128.load64_zero", 0)
+            e.op("v128.load64_lane", 0, 1).set(self.wv)
+        else:
+            e.get(w).op("v128.load", 0).set(self.wv)
+
+    def butterfly(self, a: int, b: int, out_a, out_b) -> None:
+        """t = b * wv (b * (wr, wr) + swap(b) * (-wi, wi)); then ``out_a()`` takes a + t and ``out_b()`` a - t
+        (each pushes what comes before the value, then stores or sets it)."""
+        e, p, wv = self.e, self.p, self.wv
+        re_re, im_im, swap, sign = self.shuffles
+        e.get(b).get(wv).get(wv).op("i8x16.shuffle", re_re).op(f"{p}.mul")
+        e.get(b).get(b).op("i8x16.shuffle", swap)
+        e.get(wv).get(wv).op("i8x16.shuffle", im_im).op("v128.const", sign).op(f"{p}.mul")
+        e.op(f"{p}.mul").op(f"{p}.add").set(self.t)
+        out_a(lambda: e.get(a).get(self.t).op(f"{p}.add"))
+        out_b(lambda: e.get(a).get(self.t).op(f"{p}.sub"))
+
+
 def _pass(m, ty: Type) -> int:
     """``fft_pass_<ty>(x, count, h, ts, tw)``: one stage of half-size h (F32: h >= 2) over ``count`` complex values
     at x (a multiple of 2h), twiddle j of the stage at ``tw + j*ts`` complex values."""
-    f32 = ty is Type.F32
-    p = "f32x4" if f32 else "f64x2"
-    csize = 8 if f32 else 16
-    re_re, im_im, swap, sign = (_RE_RE, _IM_IM, _SWAP32, _SIGN32) if f32 else (_LOW2, _HIGH2, _SWAP64, _SIGN64)
-
     def build(fb, e) -> None:
         x, count, h, ts, tw = range(5)
+        bf = _Butterflies(fb, e, ty)
         end, block_end, pa, pb, hb, w, tsb, wstep = (fb.add_local(I32) for _ in range(8))
-        a, b, wv, t = (fb.add_local(V128) for _ in range(4))
-        e.get(x).get(count).i32(csize).op("i32.mul").op("i32.add").set(end)
-        e.get(h).i32(csize).op("i32.mul").set(hb)
-        e.get(ts).i32(csize).op("i32.mul").tee(tsb)
-        if f32:
+        a, b = fb.add_local(V128), fb.add_local(V128)
+        e.get(x).get(count).i32(bf.csize).op("i32.mul").op("i32.add").set(end)
+        e.get(h).i32(bf.csize).op("i32.mul").set(hb)
+        e.get(ts).i32(bf.csize).op("i32.mul").tee(tsb)
+        if bf.f32:
             e.i32(1).op("i32.shl")   # two twiddles per vector
         e.set(wstep)
+
+        def store(at: int):
+            return lambda value: (e.get(at), value(), e.op("v128.store", 0))
+
         with e.block("blocks_done"):
             with e.loop("blocks"):
                 e.get(x).get(end).op("i32.ge_u").br_if("blocks_done")
@@ -126,25 +162,72 @@ def _pass(m, ty: Type) -> int:
                         e.get(pa).get(block_end).op("i32.ge_u").br_if("pairs_done")
                         e.get(pa).op("v128.load", 0).set(a)
                         e.get(pa).get(hb).op("i32.add").tee(pb).op("v128.load", 0).set(b)
-                        if f32:   # twiddles j and j + 1 of the stage
-                            e.get(w).get(tsb).op("i32.add")
-                            e.get(w).op("v128.load64_zero", 0)
-                            e.op("v128.load64_lane", 0, 1).set(wv)
-                        else:
-                            e.get(w).op("v128.load", 0).set(wv)
-                        # t = b * (wr, wr) + swap(b) * (-wi, wi): b times the twiddle
-                        e.get(b).get(wv).get(wv).op("i8x16.shuffle", re_re).op(f"{p}.mul")
-                        e.get(b).get(b).op("i8x16.shuffle", swap)
-                        e.get(wv).get(wv).op("i8x16.shuffle", im_im).op("v128.const", sign).op(f"{p}.mul")
-                        e.op(f"{p}.mul").op(f"{p}.add").set(t)
-                        e.get(pa).get(a).get(t).op(f"{p}.add").op("v128.store", 0)
-                        e.get(pb).get(a).get(t).op(f"{p}.sub").op("v128.store", 0)
+                        bf.twiddles(w, tsb)
+                        bf.butterfly(a, b, store(pa), store(pb))
                         e.get(pa).i32(16).op("i32.add").set(pa)
                         e.get(w).get(wstep).op("i32.add").set(w)
                         e.br("pairs")
                 e.get(x).get(hb).i32(1).op("i32.shl").op("i32.add").set(x)
                 e.br("blocks")
     return _function(m, f"fft_pass_{ty.name.lower()}", (I32,) * 5, build)
+
+
+def _pass2(m, ty: Type) -> int:
+    """``fft_pass2_<ty>(x, count, h, ts, tw)``: the stages of half-sizes h and 2h in one pass over ``count`` complex
+    values (a multiple of 4h; ts the stride of stage h's twiddles, stage 2h's is ts/2): each block of 4h values is
+    read once, the same butterflies as the two passes in the same order (the same bits), written once."""
+    def build(fb, e) -> None:
+        x, count, h, ts, tw = range(5)
+        bf = _Butterflies(fb, e, ty)
+        end, block_end, pa, hb, wa, wb, wc, tsa, tsh, step_a, step_b = (fb.add_local(I32) for _ in range(11))
+        v = [fb.add_local(V128) for _ in range(4)]
+        y = [fb.add_local(V128) for _ in range(4)]
+        per = 2 if bf.f32 else 1
+        e.get(x).get(count).i32(bf.csize).op("i32.mul").op("i32.add").set(end)
+        e.get(h).i32(bf.csize).op("i32.mul").set(hb)
+        e.get(ts).i32(bf.csize).op("i32.mul").tee(tsa).i32(per).op("i32.mul").set(step_a)
+        e.get(tsa).i32(1).op("i32.shr_u").tee(tsh).i32(per).op("i32.mul").set(step_b)
+
+        def keep(local: int):
+            return lambda value: (value(), e.set(local))
+
+        def at(k: int) -> None:   # the address of quarter k of the current position
+            e.get(pa)
+            if k:
+                e.get(hb).i32(k).op("i32.mul").op("i32.add")
+
+        def store(k: int):
+            return lambda value: (at(k), value(), e.op("v128.store", 0))
+
+        with e.block("blocks_done"):
+            with e.loop("blocks"):
+                e.get(x).get(end).op("i32.ge_u").br_if("blocks_done")
+                e.get(x).set(pa)
+                e.get(x).get(hb).op("i32.add").set(block_end)
+                e.get(tw).set(wa)
+                e.get(tw).set(wb)
+                e.get(tw).get(h).get(tsh).op("i32.mul").op("i32.add").set(wc)   # twiddle h of stage 2h
+                with e.block("quads_done"):
+                    with e.loop("quads"):
+                        e.get(pa).get(block_end).op("i32.ge_u").br_if("quads_done")
+                        for k in range(4):
+                            at(k)
+                            e.op("v128.load", 0).set(v[k])
+                        bf.twiddles(wa, tsa)                      # stage h: (0, 1) and (2, 3)
+                        bf.butterfly(v[0], v[1], keep(y[0]), keep(y[1]))
+                        bf.butterfly(v[2], v[3], keep(y[2]), keep(y[3]))
+                        bf.twiddles(wb, tsh)                      # stage 2h: (0, 2) with twiddle j
+                        bf.butterfly(y[0], y[2], store(0), store(2))
+                        bf.twiddles(wc, tsh)                      # and (1, 3) with twiddle j + h
+                        bf.butterfly(y[1], y[3], store(1), store(3))
+                        e.get(pa).i32(16).op("i32.add").set(pa)
+                        e.get(wa).get(step_a).op("i32.add").set(wa)
+                        e.get(wb).get(step_b).op("i32.add").set(wb)
+                        e.get(wc).get(step_b).op("i32.add").set(wc)
+                        e.br("quads")
+                e.get(x).get(hb).i32(2).op("i32.shl").op("i32.add").set(x)
+                e.br("blocks")
+    return _function(m, f"fft_pass2_{ty.name.lower()}", (I32,) * 5, build)
 
 
 def _reverse(m, csize: int) -> int:
@@ -301,7 +384,7 @@ def _build(cc: CoopContext) -> None:
         e.i32(cc.launch.coop_scratch).op("i32.add").set(tw)
         table = _round16(n * ty.size_bytes())
         e.get(tw).get(tw).i32(table).op("i32.add").get(tw).i32(table + 16 * low).op("i32.add").call(twiddles)
-        stage = _pass(m, ty)
+        stage, pair = _pass(m, ty), _pass2(m, ty)
         first = _pass1_f32(m) if f32 else None
     span = min(BLOCK, n)
     e.i32(0).set(item)
@@ -315,13 +398,16 @@ def _build(cc: CoopContext) -> None:
             e.get(base).i32(count).call(first)
             e.i32(2).set(h)
             e.i32(n // 4).set(ts)
-        with e.block("stages_done"):
-            with e.loop("stages"):
-                e.get(h).i32(h_to).op("i32.ge_u").br_if("stages_done")
-                e.get(base).i32(count).get(h).get(ts).get(tw).call(stage)
-                e.get(h).i32(1).op("i32.shl").set(h)
-                e.get(ts).i32(1).op("i32.shr_u").set(ts)
-                e.br("stages")
+        with e.block("pairs_done"):   # two stages a pass (h and 2h) while both are below h_to
+            with e.loop("pairs"):
+                e.get(h).i32(h_to // 4).op("i32.gt_u").br_if("pairs_done")
+                e.get(base).i32(count).get(h).get(ts).get(tw).call(pair)
+                e.get(h).i32(2).op("i32.shl").set(h)
+                e.get(ts).i32(2).op("i32.shr_u").set(ts)
+                e.br("pairs")
+        e.get(h).i32(h_to).op("i32.lt_u")
+        with e.if_():   # an odd stage left
+            e.get(base).i32(count).get(h).get(ts).get(tw).call(stage)
 
     def one_item() -> None:
         e.get(item).i32(2 * n * ty.size_bytes()).op("i32.mul").tee(x)
