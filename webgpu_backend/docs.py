@@ -83,8 +83,8 @@ NOTES = (
     "5.0 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
     "RoPE (F32; F16/BF16 computed in f32, stored by atomic and/or into their half-words; "
     "`wgsl/kernels/attention.py`) rotates one pair per invocation with the angle in f32 and the library's "
-    "range-reduced cos_f32/sin_f32; KVCacheUpdate (4- and 8-byte types) is a host step (buffer copies; the "
-    "position checked first); Attention and FlashAttention (F32; F16/BF16 as RoPE) run a workgroup of 64 per query "
+    "range-reduced cos_f32/sin_f32; KVCacheUpdate is a host step (buffer copies, or writes through whole "
+    "words; the position checked first); Attention and FlashAttention (F32; F16/BF16 as RoPE) run a workgroup of 64 per query "
     "row with an online softmax over 64-key tiles (the query row and the output row in workgroup memory, tile "
     "maxima as ordered bit keys, a NaN or +inf score making the row NaN), a causal row walking only its keys. "
     "Measured over the conformance cases (lavapipe): at most 0.03 of the conformance allowance for "
@@ -135,7 +135,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 #: rows the WGSL generator has no kernel for yet, and why
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
-    "KVCacheUpdate": "types of 1 and 2 bytes: no kernel yet (issue 11; WebGPU copies whole 32-bit words): run on cpu",
 }
 #: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)
 UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word, and a row's last word may "

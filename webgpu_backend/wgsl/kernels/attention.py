@@ -6,9 +6,9 @@ FlashAttention. Standard library only.
   freqs[p]`` (one rounding: the contract's ``u * |theta|``), the library's ``cos_f32``/``sin_f32``
   (range-reduced), then ``x1*c - x2*s``, ``x1*s + x2*c``; each invocation reads its pair before writing it, so
   the output may be the input.
-* **KVCacheUpdate** (types of 4 and 8 bytes): a host step: a position past the cache (``position >= max_seq``)
+* **KVCacheUpdate** (every scalar type): a host step: a position past the cache (``position >= max_seq``)
   traps OUT_OF_BOUNDS naming position (lane -1) before the arrays are checked; else one buffer copy per row
-  (bits as they are).
+  (bits as they are), or the rows read and written through whole words (1- and 2-byte types, one buffer).
 * **Attention and FlashAttention** (F32; F16 and BF16 as RoPE's): one workgroup of 64 invocations per query row
   (a grid-stride loop over ``batch * heads * seq_len`` rows), an online softmax over tiles of 64 keys (both
   rows: on a GPU a tile per workgroup is the natural form; FlashAttention's block_size says how much a backend may hold, and this holds
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from atlas_web.errors import TrapCode
 from atlas_web.isa.extents import array_operands
+from atlas_web.isa.opcodes import SCALARS
 from atlas_web.isa.types import Type
 from atlas_web.trap_report import TrapRecord, operand_position
 
@@ -49,8 +50,8 @@ from .norm import _slots
 __all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_HEAD_DIM"]
 
 ATTENTION_TYPES = frozenset({Type.F16, Type.BF16, Type.F32})
-#: KVCacheUpdate's types: whole 32-bit words (F64 is refused by the backend for every instruction)
-KV_CACHE_TYPES = frozenset(t for t in (Type.F32, Type.I32, Type.U32, Type.I64, Type.U64, Type.F64))
+#: KVCacheUpdate's types: every scalar type (a copy; F64 is refused by the backend for every instruction)
+KV_CACHE_TYPES = SCALARS
 #: invocations per workgroup, and keys per tile of the attention kernel
 TILE = 64
 #: the longest output row the attention kernel keeps in workgroup memory
@@ -322,8 +323,10 @@ class _RopeKernel(_AttentionFamily):
 
 class _KvCacheKernel(Kernel):
     """KVCacheUpdate: a host step (between two submissions): the position check, the arrays' checks, then one
-    buffer-to-buffer copy per row (bits as they are; WebGPU copies whole 32-bit words, hence the types), or,
-    both arrays in one chunk buffer (WebGPU copies only between two), the rows read and written back."""
+    buffer-to-buffer copy per row (bits as they are). WebGPU copies and writes whole 32-bit words between two
+    buffers: where a row is not whole words apart (1- and 2-byte types) or both arrays lie in one chunk buffer,
+    the new rows are read and each written into the words that hold it (the words read first where the row
+    covers only part of them)."""
 
     instruction = "KVCacheUpdate"
     host = True
@@ -343,13 +346,26 @@ class _KvCacheKernel(Kernel):
         row = instr.head_dim * instr.ty.size_bytes()
         slots = instr.max_seq or instr.position + 1
         rows = instr.batch * instr.heads if row else 0
-        if rows and new is cache:   # WebGPU copies between two buffers only: read the rows, then write them
-            data = bytes(driver.read_buffer(new, start, rows * row))
-            for r in range(rows):
-                driver.write_buffer(cache, at + (r * slots + instr.position) * row, data[r * row:(r + 1) * row])
+        targets = [at + (r * slots + instr.position) * row for r in range(rows)]
+        if not rows:
             return
-        for r in range(rows):
-            driver.copy_buffer(new, start + r * row, cache, at + (r * slots + instr.position) * row, row)
+        if new is not cache and not (row | start | at) % 4:
+            for r, target in enumerate(targets):
+                driver.copy_buffer(new, start + r * row, cache, target, row)
+            return
+        data = bytes(driver.read_buffer(new, start, rows * row))
+        for r, target in enumerate(targets):
+            _write_bytes(driver, cache, target, data[r * row:(r + 1) * row])
+
+
+def _write_bytes(driver, buffer, at: int, data: bytes) -> None:
+    """Write ``data`` at byte ``at`` of ``buffer`` through whole 32-bit words (the bytes around it kept)."""
+    lo, hi = at & ~3, (at + len(data) + 3) & ~3
+    if (lo, hi) != (at, at + len(data)):
+        window = bytearray(driver.read_buffer(buffer, lo, hi - lo))
+        window[at - lo:at - lo + len(data)] = data
+        data = bytes(window)
+    driver.write_buffer(buffer, lo, data)
 
 
 register(_RopeKernel("RoPE"))
