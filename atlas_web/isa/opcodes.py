@@ -638,6 +638,35 @@ _row("FFT", 0xA5, "fft",
      default_type=Type.F32, defaults={"batch": 1},
      requires=(Requirement("n", "power_of_two(n)", "n is not a power of two (no Bluestein FFT)"),))
 
+# --- collectives (docs/semantics.md, Collectives; atlas_web.distributed runs a group of several devices) ----------
+#: ``devices``: the group's size (0: every device of the executor); one backend alone is a group of one device
+_DEVICES = (Requirement("devices", "devices <= 1", "a group of several devices runs under "
+                        "atlas_web.distributed.MultiDeviceExecutor (one backend is one device)"),)
+_row("AllReduce", 0xA8, "allreduce",
+     [_addr("buffer", GADDR, RW, "n"), Operand("n", K.UINT, 32),
+      Operand("reduction", K.ENUM, ReduceOperation, in_suffix=True), Operand("devices", K.UINT, 32)],
+     SCALARS, CO, "collective",
+     "once per launch: buffer[i] = reduction over the devices d of the group (in rank order, d = 0, 1, ...) of "
+     "device d's buffer[i], for i < n, on every device; on one device the identity",
+     default_type=Type.F32, defaults={"devices": 0}, requires=_DEVICES)
+_row("AllGather", 0xA9, "allgather",
+     [_addr("output", GADDR, W, "n*(devices if devices else 1)"), _addr("input", GADDR, R, "n"),
+      Operand("n", K.UINT, 32), Operand("devices", K.UINT, 32)],
+     SCALARS, CO, "collective",
+     "once per launch: output[d*n + i] = device d's input[i] for every device d of the group, on every device; "
+     "on one device output[0:n] = input[0:n] (the reference copies bytes; a compiled backend's copy may change "
+     "a NaN's payload)",
+     default_type=Type.F32, defaults={"devices": 0}, requires=_DEVICES)
+_row("Broadcast", 0xAA, "broadcast",
+     [_addr("buffer", GADDR, RW, "n"), Operand("n", K.UINT, 32), Operand("root", K.UINT, 32),
+      Operand("devices", K.UINT, 32)],
+     SCALARS, CO, "collective",
+     "once per launch: buffer[0:n] = device root's buffer[0:n] on every device of the group, bit for bit; on one "
+     "device (root 0) the identity",
+     default_type=Type.F32, defaults={"root": 0, "devices": 0},
+     requires=(*_DEVICES, Requirement("root", "root < (devices if devices else 1)", "root is not a device of the "
+                                      "group")))
+
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))
 

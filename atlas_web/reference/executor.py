@@ -31,6 +31,7 @@ from ..trap_report import TrapRecord, trap
 from . import numeric
 from .exec_atlas import ATLAS_STATE_RULES
 from .exec_attention import ATTENTION_RULES
+from .exec_collective import COLLECTIVE_RULES
 from .exec_control import CONTROL_RULES, WAIT
 from .exec_conv import CONV_RULES
 from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
@@ -71,6 +72,7 @@ EXECUTOR_RULES: dict[str, Callable[[Step], Any]] = {
     **ATTENTION_RULES,
     **CONV_RULES, **FFT_RULES,
     **CONTRACT_RULES,
+    **COLLECTIVE_RULES,
 }
 #: instruction name -> rule; every row of the opcode table has one
 RULES: dict[str, Callable[[Step], Any]] = {
