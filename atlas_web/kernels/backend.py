@@ -215,31 +215,34 @@ class KernelBackend:
         self.apply_rope(x, anp.cos(angles), anp.sin(angles))
 
     # ---- attention pieces -----------------------------------------------------------------------------
+    def _vector_rows(self, what: str, names: tuple[str, str, str], vector: Any, matrix: Any, target: Array,
+                     rows: int | None) -> tuple[Array, Array, Array, int]:
+        """A 1-D input, a 2-D input, the 1-D array written (sharing no buffer with them) and the rows used
+        (None: all of the matrix's)."""
+        vector, matrix = self._arg(what, names[0], vector, 1), self._arg(what, names[1], matrix, 2)
+        target = self._target(what, names[2], target, 1)
+        self._distinct(what, target, vector, matrix)
+        return vector, matrix, target, matrix.shape[0] if rows is None else rows
+
     def compute_attention_scores(self, query: Any, keys: Any, scores: Array, scale: float,
                                  rows: int | None = None) -> None:
         """``scores[j] = scale * dot(query, keys[j])`` in place for the first ``rows`` (None: all) rows of
         keys (n, d), query (d,); the rest of scores is left as it is (GEMM with alpha = scale)."""
         what = "compute_attention_scores"
-        query, keys = self._arg(what, "query", query, 1), self._arg(what, "keys", keys, 2)
-        scores = self._target(what, "scores", scores, 1)
-        rows = keys.shape[0] if rows is None else rows
+        query, keys, scores, rows = self._vector_rows(what, ("query", "keys", "scores"), query, keys, scores, rows)
         if query.shape != (keys.shape[1],) or not 0 <= rows <= min(keys.shape[0], scores.size):
             raise ArrayError(f"{what}: query {query.describe()}, keys {keys.describe()}, {rows} rows do not fit "
                              f"scores {scores.describe()}")
-        self._distinct(what, scores, query, keys)
         self._gemm(what, scores, 0, keys, query, rows, 1, keys.shape[1], scale)
 
     def weighted_sum_rows(self, weights: Any, matrix: Any, out: Array, rows: int | None = None) -> None:
         """``out = sum_j weights[j] * matrix[j]`` in place over the first ``rows`` (None: all) rows of
         matrix (n, d); out (d,) (GEMM of the (1, rows) weights and the rows)."""
         what = "weighted_sum_rows"
-        weights, matrix = self._arg(what, "weights", weights, 1), self._arg(what, "matrix", matrix, 2)
-        out = self._target(what, "out", out, 1)
-        rows = matrix.shape[0] if rows is None else rows
+        weights, matrix, out, rows = self._vector_rows(what, ("weights", "matrix", "out"), weights, matrix, out, rows)
         if out.shape != (matrix.shape[1],) or not 0 <= rows <= min(matrix.shape[0], weights.size):
             raise ArrayError(f"{what}: weights {weights.describe()}, matrix {matrix.describe()}, {rows} rows do "
                              f"not fit out {out.describe()}")
-        self._distinct(what, out, weights, matrix)
         if rows == 0:
             copy_into(what, out, 0, anp.zeros(out.shape, dtype=anp.float32, device=self.device))
             return

@@ -8,7 +8,7 @@ import pytest
 
 from atlas_web.kernels import KernelBackend
 
-_devices: dict = {}
+from tests.numpy.conftest import device, pytest_sessionfinish  # noqa: F401  (fixture and hook)
 
 
 class Composed(KernelBackend):
@@ -18,21 +18,6 @@ class Composed(KernelBackend):
         return False
 
 
-@pytest.fixture
-def device(available_backend_name: str):
-    from atlas_web.registry import get_backend
-    backend = _devices.get(available_backend_name)
-    if backend is None or backend._closed:
-        backend = _devices[available_backend_name] = get_backend(available_backend_name)
-    return backend
-
-
 @pytest.fixture(params=["kernels", "composed"])
 def kb(request, device) -> KernelBackend:
     return KernelBackend(device) if request.param == "kernels" else Composed(device)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    for backend in _devices.values():
-        backend.close()
-    _devices.clear()
