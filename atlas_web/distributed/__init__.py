@@ -1,0 +1,13 @@
+"""Many devices: ``MultiDeviceExecutor`` over local backends, the collectives across them, and the layouts.
+
+Standard library only (docs/distributed.md). Collectives are also instructions (AllReduce, AllGather, Broadcast:
+docs/semantics.md, Collectives): the identity on one backend, run across the devices by the executor.
+"""
+
+from .buffers import DistributedBuffer
+from .collectives import Placement, all_gather, all_reduce, broadcast
+from .executor import MultiDeviceExecutor
+from .layouts import DataParallel, Replicated, Sharded, split_blocks
+
+__all__ = ["MultiDeviceExecutor", "DistributedBuffer", "DataParallel", "Replicated", "Sharded", "split_blocks",
+           "Placement", "all_reduce", "all_gather", "broadcast"]

@@ -1,0 +1,100 @@
+"""The collectives across devices: each device's array is a ``Placement`` (its backend, handle, byte offset).
+
+Standard library only. Every function checks every device's range first (ProgramError naming the device, the
+operand and the sizes) and only then writes, so a refused collective changes nothing. Data moves between devices
+as bytes through the host (one copy out of each device, one copy into each).
+
+**Combination order (AllReduce).** The reduction is computed on rank 0's backend as a chain of
+``ParallelMapBinary`` launches, ``acc = b0; acc = acc op b1; acc = acc op b2; ...`` in rank order, each element
+rounded to ``ty`` as that instruction rounds (IEEE per element: the same bits on every backend). The order
+depends on nothing but the ranks, so the bits never depend on timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..errors import ProgramError
+from ..isa import Address, BinaryMapOperation, ParallelMapBinary, ReduceOperation
+from ..isa.types import Type
+from ..launch import LaunchConfig
+from ..program import Program
+
+__all__ = ["Placement", "all_reduce", "all_gather", "broadcast", "COMBINE"]
+
+#: reduction -> the element-wise operation that folds two devices' values
+COMBINE = {ReduceOperation.Sum: BinaryMapOperation.Add, ReduceOperation.Product: BinaryMapOperation.Mul,
+           ReduceOperation.Min: BinaryMapOperation.Min, ReduceOperation.Max: BinaryMapOperation.Max}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One device's array: ``backend``'s buffer ``handle`` from byte ``offset``."""
+
+    backend: Any
+    handle: int
+    offset: int = 0
+
+
+def _check(places: Sequence[Placement], nbytes: int, what: str) -> None:
+    for rank, place in enumerate(places):
+        size = place.backend.buffer_size(place.handle)
+        if place.offset + nbytes > size:
+            raise ProgramError(f"{what} on device {rank}: bytes {place.offset}..{place.offset + nbytes} lie "
+                               f"outside its buffer of {size} bytes")
+
+
+def _read(place: Placement, nbytes: int) -> bytes:
+    return bytes(place.backend.copy_from_buffer(place.handle, bytearray(nbytes), place.offset)) if nbytes else b""
+
+
+def _write_all(places: Sequence[Placement], data: bytes) -> None:
+    if data:
+        for place in places:
+            place.backend.copy_to_buffer(place.handle, data, place.offset)
+
+
+def all_reduce(places: Sequence[Placement], n: int, ty: Type, reduction: ReduceOperation) -> None:
+    """Every device's ``n`` elements := their reduction over the devices, folded left to right in rank order on
+    rank 0's backend. Raises ProgramError (a range outside a buffer), UnsupportedOperation (rank 0's backend has
+    no ParallelMapBinary for ``ty``), AtlasTrap from that launch (nothing written then)."""
+    nbytes = n * ty.size_bytes()
+    _check(places, nbytes, "AllReduce buffer")
+    if not nbytes or len(places) == 1:
+        return
+    parts = [_read(place, nbytes) for place in places]
+    backend = places[0].backend
+    acc, other = int(backend.allocate_buffer(nbytes)), int(backend.allocate_buffer(nbytes))
+    try:
+        backend.copy_to_buffer(acc, parts[0])
+        fold = Program([ParallelMapBinary(dst_array=Address.BufferOffset(acc), src_a=Address.BufferOffset(acc),
+                                          src_b=Address.BufferOffset(other), count=n, operation=COMBINE[reduction],
+                                          ty=ty)], {})
+        for part in parts[1:]:
+            backend.copy_to_buffer(other, part)
+            backend.execute_program(fold, LaunchConfig())
+        result = _read(Placement(backend, acc), nbytes)
+    finally:
+        backend.free_buffer(acc)
+        backend.free_buffer(other)
+    _write_all(places, result)
+
+
+def all_gather(outputs: Sequence[Placement], inputs: Sequence[Placement], n: int, ty: Type) -> None:
+    """Every device's output[d*n : (d+1)*n] := device d's input[0:n] (output holds n * devices elements), bytes
+    as they are. Raises ProgramError (a range outside a buffer)."""
+    nbytes = n * ty.size_bytes()
+    _check(inputs, nbytes, "AllGather input")
+    _check(outputs, nbytes * len(inputs), "AllGather output")
+    _write_all(outputs, b"".join(_read(place, nbytes) for place in inputs))
+
+
+def broadcast(places: Sequence[Placement], n: int, ty: Type, root: int) -> None:
+    """Every device's ``n`` elements := device ``root``'s, bytes as they are. Raises ProgramError (a root outside
+    the group, a range outside a buffer)."""
+    if not 0 <= root < len(places):
+        raise ProgramError(f"Broadcast root {root} is not a device of the group of {len(places)}")
+    nbytes = n * ty.size_bytes()
+    _check(places, nbytes, "Broadcast buffer")
+    _write_all(places, _read(places[root], nbytes))

@@ -1,0 +1,199 @@
+"""MultiDeviceExecutor: one program over several local backends (any mix: wasm instances, cpu, webgpu).
+
+Standard library only. ``execute_distributed(program, DataParallel(config))`` splits the launch's blocks across
+the devices in rank order (``layouts.split_blocks``), places each DistributedBuffer the program names
+(Replicated: whole on every device; Sharded: each device the elements of its lanes), runs the program's
+segments between collectives on every device and each collective across them (``collectives``), and copies the
+buffers back only when every device finished: a trap or a refusal changes no DistributedBuffer. Device memory
+is allocated per launch and freed after it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from ..errors import AtlasTrap, ExecutionFailed, ProgramError
+from ..isa.addresses import Address, make_pointer
+from ..isa.enums import ReduceOperation
+from ..isa.types import Type
+from ..launch import ExecutionParams, LaunchConfig
+from ..program import Program
+from . import collectives
+from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
+from .collectives import Placement
+from .layouts import DataParallel, Replicated, Sharded, split_blocks
+from .program_split import program_with_handles, split_at_collectives
+
+__all__ = ["MultiDeviceExecutor"]
+
+
+class MultiDeviceExecutor:
+    """Runs programs over ``backends`` (rank 0, 1, ... in the order given; at least one). The executor does not
+    own them: closing them is the caller's. Raises ProgramError for an empty list."""
+
+    def __init__(self, backends: Sequence[Any]) -> None:
+        self.devices = tuple(backends)
+        if not self.devices:
+            raise ProgramError("a MultiDeviceExecutor needs at least one backend")
+        self._buffers: dict[int, DistributedBuffer] = {}
+
+    # ---- buffers -------------------------------------------------------------------------------------------
+    def array(self, data: Any, ty: Type, layout: Replicated | Sharded = Replicated()) -> DistributedBuffer:
+        """A new DistributedBuffer holding ``data`` (bytes, or values as ``Backend.copy_typed_to`` takes them;
+        copied once). Raises ProgramError, InvalidBuffer."""
+        from ..backend import typed_bytes
+        raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else bytes(typed_bytes(data, ty))
+        buffer = DistributedBuffer(FIRST_LOGICAL_HANDLE + len(self._buffers), ty, raw, layout)
+        self._buffers[buffer.handle] = buffer
+        return buffer
+
+    def empty(self, count: int, ty: Type, layout: Replicated | Sharded = Replicated()) -> DistributedBuffer:
+        """A new DistributedBuffer of ``count`` zero elements."""
+        return self.array(bytes(count * ty.size_bytes()), ty, layout)
+
+    # ---- collectives on device buffers ---------------------------------------------------------------------
+    def all_reduce(self, handles: Sequence[int], n: int, ty: Type, op: ReduceOperation = ReduceOperation.Sum) -> None:
+        """Device d's buffer ``handles[d]`` (its first ``n`` elements of ``ty``) := the reduction over the devices,
+        folded in rank order on rank 0 (collectives.all_reduce)."""
+        collectives.all_reduce(self._places(handles), n, ty, op)
+
+    def all_gather(self, local: Sequence[int], gathered: Sequence[int], n: int, ty: Type) -> None:
+        """Device d's ``gathered[d]`` := every device's ``local`` n elements, in rank order."""
+        collectives.all_gather(self._places(gathered), self._places(local), n, ty)
+
+    def broadcast(self, handles: Sequence[int], n: int, ty: Type, root: int = 0) -> None:
+        """Device d's ``handles[d]`` := device ``root``'s first n elements."""
+        collectives.broadcast(self._places(handles), n, ty, root)
+
+    def _places(self, handles: Sequence[int]) -> list[Placement]:
+        if len(handles) != len(self.devices):
+            raise ProgramError(f"{len(handles)} handles for {len(self.devices)} devices: one per device")
+        return [Placement(backend, int(h)) for backend, h in zip(self.devices, handles)]
+
+    # ---- launches ------------------------------------------------------------------------------------------
+    def execute_distributed(self, program: Program, strategy: DataParallel) -> None:
+        """Run ``program`` under ``strategy``. Raises ProgramError (an unknown buffer, a sharded buffer whose size
+        is not lanes * chunk, a collective that is not top-level, names no BufferOffset of a DistributedBuffer,
+        or a group other than the executor's), AtlasTrap (the trap of the lowest global lane, lane -1 first, at
+        its index in ``program``), ExecutionFailed (a Replicated buffer the devices wrote differently)."""
+        if not isinstance(strategy, DataParallel):
+            raise ProgramError(f"execute_distributed takes a DataParallel strategy, got {strategy!r}")
+        config = strategy.config
+        shares = split_blocks(config.grid[0], len(self.devices))
+        lanes = [(first * config.block_lanes, count * config.block_lanes) for first, count in shares]
+        used = self._used_buffers(program, strategy)
+        segments = split_at_collectives(program)
+        placed = [dict() for _ in self.devices]   # rank -> logical handle -> device handle
+        try:
+            for rank, backend in enumerate(self.devices):
+                for buffer in used:
+                    placed[rank][buffer.handle] = self._place(backend, buffer, *lanes[rank], config)
+            for segment in segments:
+                if segment.program is not None:
+                    self._run_segment(segment, strategy, shares, lanes, placed)
+                if segment.collective is not None:
+                    self._collective(segment.collective, segment.collective_index, placed)
+            results = {buffer.handle: self._gathered(buffer, lanes, placed) for buffer in used}
+            for buffer in used:
+                buffer.data[:] = results[buffer.handle]
+        finally:
+            for rank, backend in enumerate(self.devices):
+                for handle in placed[rank].values():
+                    backend.free_buffer(handle)
+
+    def _used_buffers(self, program: Program, strategy: DataParallel) -> list[DistributedBuffer]:
+        handles = set()
+        for register, buffer in strategy.pointers.items():
+            if not isinstance(buffer, DistributedBuffer) or self._buffers.get(buffer.handle) is not buffer:
+                raise ProgramError(f"DataParallel.pointers[{register}] is {buffer!r}, no DistributedBuffer of this "
+                                   "executor")
+            handles.add(buffer.handle)
+        for index, instr in enumerate(program.instructions):
+            for f in dataclasses.fields(instr):
+                value = getattr(instr, f.name)
+                if isinstance(value, Address.BufferOffset) and value.handle >= FIRST_LOGICAL_HANDLE:
+                    if value.handle not in self._buffers:
+                        raise ProgramError(f"operand {f.name!r} names handle {value.handle}, no DistributedBuffer of "
+                                           "this executor", index=index, text=str(instr))
+                    handles.add(value.handle)
+        return [self._buffers[h] for h in sorted(handles)]
+
+    @staticmethod
+    def _shard(buffer: DistributedBuffer, first_lane: int, lane_count: int, config: LaunchConfig) -> slice:
+        """The bytes of ``buffer`` a device running lanes [first_lane, first_lane + lane_count) holds."""
+        if isinstance(buffer.layout, Replicated):
+            return slice(0, len(buffer.data))
+        chunk = buffer.layout.chunk
+        if buffer.count != config.total_threads * chunk:
+            raise ProgramError(f"{buffer!r} is sharded {chunk} element(s) per lane over {config.total_threads} lanes: "
+                               f"it must hold {config.total_threads * chunk} elements, not {buffer.count}")
+        size = buffer.ty.size_bytes() * chunk
+        return slice(first_lane * size, (first_lane + lane_count) * size)
+
+    def _place(self, backend, buffer: DistributedBuffer, first: int, count: int, config: LaunchConfig) -> int:
+        data = buffer.data[self._shard(buffer, first, count, config)]
+        handle = int(backend.allocate_buffer(max(1, len(data))))
+        if data:
+            backend.copy_to_buffer(handle, bytes(data))
+        return handle
+
+    def _run_segment(self, segment, strategy: DataParallel, shares, lanes, placed) -> None:
+        config = strategy.config
+        traps = []
+        for rank, backend in enumerate(self.devices):
+            blocks = shares[rank][1]
+            if not blocks:
+                continue
+            registers = dict(strategy.registers)
+            if strategy.lane_offset is not None:
+                registers[strategy.lane_offset] = (Type.U32, lanes[rank][0])
+            for register, buffer in strategy.pointers.items():
+                registers[register] = (Type.U64, make_pointer(placed[rank][buffer.handle], 0))
+            launch = LaunchConfig(grid=(blocks, 1, 1), block=config.block, shared_memory=config.shared_memory)
+            try:
+                backend.execute_program_with_params(program_with_handles(segment.program, placed[rank]),
+                                                    ExecutionParams(launch, registers))
+            except AtlasTrap as trap:
+                lane = trap.lane + lanes[rank][0] if trap.lane >= 0 else -1
+                traps.append((lane, rank, AtlasTrap(trap.code, trap.instruction_index + segment.start, lane,
+                                                    trap.detail, trap.record)))
+        if traps:
+            raise min(traps, key=lambda t: (t[0], t[1]))[2]
+
+    def _collective(self, instr, index: int, placed) -> None:
+        if instr.devices not in (0, len(self.devices)):
+            raise ProgramError(f"the collective is for a group of {instr.devices} devices; this executor has "
+                               f"{len(self.devices)}", index=index, text=str(instr))
+
+        def places(operand: str) -> list[Placement]:
+            address = getattr(instr, operand)
+            if not isinstance(address, Address.BufferOffset) or address.handle not in placed[0]:
+                raise ProgramError(f"operand {operand!r} must be an Address.BufferOffset of a DistributedBuffer "
+                                   "under a MultiDeviceExecutor", index=index, text=str(instr))
+            return [Placement(backend, placed[rank][address.handle], address.offset)
+                    for rank, backend in enumerate(self.devices)]
+        name = instr.INFO.name
+        if name == "AllReduce":
+            collectives.all_reduce(places("buffer"), instr.n, instr.ty, instr.reduction)
+        elif name == "AllGather":
+            collectives.all_gather(places("output"), places("input"), instr.n, instr.ty)
+        else:
+            collectives.broadcast(places("buffer"), instr.n, instr.ty, instr.root)
+
+    def _gathered(self, buffer: DistributedBuffer, lanes, placed) -> bytes:
+        """The buffer's new contents from the devices (sharded: each device's shard in rank order). Raises
+        ExecutionFailed for a Replicated buffer whose copies differ."""
+        parts = []
+        for rank, backend in enumerate(self.devices):
+            size = len(buffer.data) if isinstance(buffer.layout, Replicated) else \
+                lanes[rank][1] * buffer.layout.chunk * buffer.ty.size_bytes()
+            handle = placed[rank][buffer.handle]
+            parts.append(bytes(backend.copy_from_buffer(handle, bytearray(size))) if size else b"")
+        if isinstance(buffer.layout, Sharded):
+            return b"".join(parts)
+        for rank, part in enumerate(parts[1:], 1):
+            if part != parts[0]:
+                raise ExecutionFailed(f"{buffer!r} is Replicated but device {rank} wrote it differently from device "
+                                      "0: declare it Sharded, or make the copies agree with AllReduce or Broadcast")
+        return parts[0]
