@@ -1,10 +1,14 @@
 """Adjacent cooperative maps fused into one pass on wasm (``atlas_web.opt.fusion``, ``coop_fusion``).
 
-A chain of four maps over ``--count`` f32 elements (below the threaded maps' threshold): t = exp(a),
-u = t + b, u = -u, v = |t|, run by WasmBackend at optimization level 0 (the maps one by one: four passes
-over memory, and a lane stage between each) and level 1 (one pass). The buffers' bits are compared
-first. Interleaved, best of ``--repeats``; prints both times and the ratio. Run
-``PYTHONPATH=. python3 benchmarks/map_fusion.py [--count N] [--repeats R]``. Not a test.
+Two programs over ``--count`` f32 elements (below the threaded maps' and reductions' thresholds), run by
+WasmBackend at optimization level 0 (one by one: a pass over memory each, and a lane stage between) and
+level 1 (fused):
+
+* a chain of four maps: t = exp(a), u = t + b, u = -u, v = |t| (one pass);
+* a map absorbed into a reduction: t = a * b, then the sum of t (each chunk of t summed as it is written).
+
+The buffers' bits are compared first. Interleaved, best of ``--repeats``; prints both times and the
+ratio. Run ``PYTHONPATH=. python3 benchmarks/map_fusion.py [--count N] [--repeats R]``. Not a test.
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ CHAIN = """
     pmap.neg.f32 [buf{u} + 0], [buf{u} + 0], {n}
     pmap.abs.f32 [buf{v} + 0], [buf{t} + 0], {n}
 """
+DOT = """
+    pmap2.mul.f32 [buf{t} + 0], [buf{a} + 0], [buf{b} + 0], {n}
+    preduce.sum.f32 r1, [buf{t} + 0], {n}
+    mov_imm.u64 r2, {u_pointer}
+    stg.f32 [r2 + 0], r1
+"""
 
 
 def main() -> None:
@@ -36,8 +46,14 @@ def main() -> None:
     backend = WasmBackend()
     arrays = [rng.standard_normal(n).astype(np.float32) for _ in range(2)] + [np.zeros(n, np.float32)] * 3
     a, b, t, u, v = (backend.allocate_typed(x) for x in arrays)
-    program = Program.from_text(CHAIN.format(a=a, b=b, t=t, u=u, v=v, n=n))
+    for name, text in (("4 maps (exp, add, neg, abs)", CHAIN), ("map into reduce (mul, sum)", DOT)):
+        program = Program.from_text(text.format(a=a, b=b, t=t, u=u, v=v, n=n, u_pointer=u << 32))
+        measure(backend, program, name, n, args.repeats, (t, u, v))
+
+
+def measure(backend, program, name: str, n: int, repeats: int, outputs) -> None:
     config = LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1))
+    t, u, v = outputs
     results = {}
     for level in (0, 1):
         backend.execute_program_with_params(program, ExecutionParams(config, optimize=level))
@@ -45,13 +61,13 @@ def main() -> None:
     if not all(np.array_equal(x, y) for x, y in zip(results[0], results[1])):
         raise SystemExit("fused results differ from the maps one by one")
     best = {0: float("inf"), 1: float("inf")}
-    for _ in range(args.repeats):
+    for _ in range(repeats):
         for level in (0, 1):
             params = ExecutionParams(config, optimize=level)
             start = time.perf_counter()
             backend.execute_program_with_params(program, params)
             best[level] = min(best[level], time.perf_counter() - start)
-    print(f"4 maps over {n} f32: one by one (level 0) {best[0] * 1e3:7.2f} ms | fused (level 1) "
+    print(f"{name} over {n} f32: one by one (level 0) {best[0] * 1e3:7.2f} ms | fused (level 1) "
           f"{best[1] * 1e3:7.2f} ms | speed-up {best[0] / best[1]:4.2f}x (bits equal)")
 
 

@@ -12,13 +12,18 @@ backend runs the maps one by one, so traps are the maps' own (code, index, lane 
 before the trapping one wrote is written. The program is not changed: the source map is the identity
 for these instructions. Backends fuse at optimization level 1 and above.
 
+``map_reductions(program)`` gives the pairs (map, reduction) of a ParallelMap / ParallelMapBinary in no
+chain directly followed by a ParallelReduce of the same type and count: when the reduction's source is the
+map's destination (checked at run time), a backend may absorb the map into the reduction, writing each
+block of the map's elements just before the reduction reads it, in the reduction's own order (its bits).
+
 What is not fused: maps of different counts or types, maps with any instruction between them (lane
-code, a ParallelReduce, a kernel), a single map. Standard library only.
+code, a kernel), a single map; a ParallelReduce joins no chain. Standard library only.
 """
 
 from __future__ import annotations
 
-__all__ = ["MAPS", "map_chains"]
+__all__ = ["MAPS", "map_chains", "map_reductions"]
 
 #: the cooperative instructions a chain is made of
 MAPS = frozenset({"ParallelMap", "ParallelMapBinary"})
@@ -45,3 +50,13 @@ def map_chains(program) -> tuple[tuple[int, ...], ...]:
     if len(run) > 1:
         chains.append(tuple(run))
     return tuple(chains)
+
+
+def map_reductions(program) -> tuple[tuple[int, int], ...]:
+    """The (map, ParallelReduce) pairs of consecutive instructions of one type and count whose map is in no
+    chain of ``map_chains`` (see the module docstring)."""
+    chained = {index for chain in map_chains(program) for index in chain}
+    instructions = program.instructions
+    return tuple((index, index + 1) for index, (instr, after) in enumerate(zip(instructions, instructions[1:]))
+                 if instr.INFO.name in MAPS and after.INFO.name == "ParallelReduce" and index not in chained
+                 and instr.count > 0 and (instr.ty, instr.count) == (after.ty, after.count))

@@ -51,3 +51,22 @@ def test_a_single_map_or_a_map_of_no_elements_is_not_a_chain():
     pmap.exp.f32 [buf2 + 0], [buf3 + 0], 0
     pmap.neg.f32 [buf4 + 0], [buf2 + 0], 0
 """) == ()
+
+
+def test_a_map_directly_before_a_reduction_of_its_type_and_count_may_be_absorbed():
+    from atlas_web.opt.fusion import map_reductions
+    program = Program.from_text("""
+    pmap.exp.f32 [buf2 + 0], [buf3 + 0], 64
+    preduce.sum.f32 r1, [buf2 + 0], 64
+    pmap.neg.f32 [buf4 + 0], [buf2 + 0], 64
+    preduce.sum.f32 r2, [buf4 + 0], 32
+    pmap.neg.f32 [buf5 + 0], [buf2 + 0], 64
+    mov_imm.u32 r3, 1
+    preduce.max.f32 r4, [buf5 + 0], 64
+    pmap.neg.f32 [buf6 + 0], [buf2 + 0], 64
+    pmap.abs.f32 [buf6 + 0], [buf6 + 0], 64
+    preduce.max.f32 r5, [buf6 + 0], 64
+""")
+    # not: another count, lane code between, the last map of a chain
+    assert map_reductions(program) == ((0, 1),)
+    assert map_chains(program) == ((7, 8),)

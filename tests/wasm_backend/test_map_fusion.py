@@ -85,3 +85,56 @@ def test_a_trap_in_a_later_map_is_its_own_after_the_earlier_maps_wrote():
 def test_level_zero_does_not_fuse():
     program = Program.from_text(CHAIN.format(a=2 << 32, b=3 << 32, t=4 << 32, u=5 << 32, v=6 << 32, n=8, ty="f32"))
     assert compile_program(program, program.verify(), ONE).fused == ()
+
+
+#: t = op(a) (or a + b), then the reduction of {src} (t itself, or b), stored to out
+MAP_REDUCE = """
+    mov_imm.u64 r1, {a}
+    mov_imm.u64 r2, {b}
+    mov_imm.u64 r3, {t}
+    mov_imm.u64 r4, {src}
+    mov_imm.u64 r5, {out}
+    {map}
+    preduce.{reduce}.{ty} r9, [r4 + 0], {n}
+    stg.{ty} [r5 + 0], r9
+"""
+
+
+def _map_reduce(backend, ty: Type, n: int, map_text: str, reduce: str, from_map: bool, level: int):
+    rng = np.random.default_rng(n)
+    dtype = {Type.F32: np.float32, Type.F64: np.float64, Type.I32: np.int32}[ty]
+    if ty.is_float():
+        a, b = (rng.standard_normal(n).astype(dtype) for _ in range(2))
+    else:
+        a, b = (rng.integers(-1000, 1000, n).astype(dtype) for _ in range(2))
+    handles = [backend.allocate_typed(x) for x in (a, b, np.zeros(n, dtype), np.zeros(1, dtype))]
+    a_h, b_h, t_h, out_h = (h << 32 for h in handles)
+    program = Program.from_text(MAP_REDUCE.format(a=a_h, b=b_h, t=t_h, src=t_h if from_map else b_h, out=out_h, n=n,
+                                                  ty=ty.suffix, reduce=reduce,
+                                                  map=map_text.format(ty=ty.suffix, n=n)))
+    backend.execute_program_with_params(program, ExecutionParams(ONE, optimize=level))
+    bits = np.uint64 if ty.size_bytes() == 8 else np.uint32
+    out = [np.asarray(backend.copy_typed_from(h, ty)).view(bits).copy() for h in handles[2:]]
+    for h in handles:
+        backend.free_buffer(h)
+    return out, program
+
+
+UNARY = "pmap.neg.{ty} [r3 + 0], [r1 + 0], {n}"
+BINARY = "pmap2.mul.{ty} [r3 + 0], [r1 + 0], [r2 + 0], {n}"
+
+
+@pytest.mark.parametrize("ty, map_text, reduce", [(Type.F32, UNARY, "sum"), (Type.F64, BINARY, "sum"),
+                                                  (Type.F32, BINARY, "max"), (Type.I32, BINARY, "sum"),
+                                                  (Type.I32, UNARY, "min")])
+@pytest.mark.parametrize("n", [5, 1000, 70000])
+@pytest.mark.parametrize("from_map", [True, False])
+def test_a_map_absorbed_into_its_reduction_gives_level_zeros_bits(ty, map_text, reduce, n, from_map):
+    fused, program = _map_reduce(WasmBackend(), ty, n, map_text, reduce, from_map, 1)
+    separate, _ = _map_reduce(WasmBackend(), ty, n, map_text, reduce, from_map, 0)
+    assert all(np.array_equal(x, y) for x, y in zip(fused, separate))
+    want, _ = _map_reduce(CpuBackend(), ty, n, map_text, reduce, from_map, 1)
+    assert np.array_equal(fused[0], want[0])  # the map's output: neg and mul are exact
+    if not (ty.is_float() and reduce == "sum"):
+        assert np.array_equal(fused[1], want[1])
+    assert compile_program(program, program.verify(), ONE, fuse=True).absorbed == ((5, 6),)

@@ -14,19 +14,24 @@ through the same vector or scalar code of the same operations).
 
 from __future__ import annotations
 
-from atlas_web.opt.fusion import map_chains
+from atlas_web.opt.fusion import map_chains, map_reductions
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_map import MAP_ARRAYS, KernelContext, chunk_writer, element_writer, operation_emitters
+from .coop_map import MAP_ARRAYS, KernelContext, chunk_writer, element_writer, map_kernel_name, operation_emitters
+from .coop_reduce import build_reduce, reduce_chunked
 from .coop_ops import SHAPES
 from .module_context import GLOBALS
 
-__all__ = ["fused_chains", "build_fused"]
+__all__ = ["fused_chains", "build_fused", "absorbed_maps", "build_absorbed"]
 
 I32 = ValType.I32
 # the last map of the chain a fused pass ran (its later maps return at once), else -1
 GLOBALS.setdefault("fused_until", (I32, -1))
+#: a deferred map's array addresses (destination, sources), for the reduction that absorbs it
+_DEFERRED = ("fused_dst", "fused_src_a", "fused_src_b")
+for _name in _DEFERRED:
+    GLOBALS.setdefault(_name, (I32, 0))
 
 
 def fused_chains(program, parallel_maps: dict) -> tuple[tuple[int, ...], ...]:
@@ -96,4 +101,55 @@ def build_fused(m, state, launch, config, chain: tuple[int, ...], coops: dict[in
             e.i32(COOP_OK).op("return")
         e.call(coops[index])
         functions[index] = fb.index
+    return functions
+
+
+def absorbed_maps(program, parallel_maps: dict, parallel_reduces: dict) -> tuple[tuple[int, int], ...]:
+    """The (map, reduction) pairs of ``program`` to absorb (``map_reductions``; no threads, chunked)."""
+    return tuple((m_index, r_index) for m_index, r_index in map_reductions(program)
+                 if m_index not in parallel_maps and r_index not in parallel_reduces
+                 and reduce_chunked(program.instructions[r_index].operation, program.instructions[r_index].ty))
+
+
+def _map_arrays(m, state, launch, config, index: int, function, on_fail=None) -> list[int]:
+    cc = CoopContext(m, state, launch, config, index, function=function, on_fail=on_fail)
+    return [cc.array(field, cc.instr.ty, cc.instr.count) for field in MAP_ARRAYS[cc.instr.INFO.name]]
+
+
+def build_absorbed(m, state, launch, config, pair: tuple[int, int], coops: dict[int, int]) -> dict[int, int]:
+    """The functions the launch calls for the map and the reduction of ``pair`` (see the docstring)."""
+    map_index, reduce_index = pair
+    until = m.global_index("fused_until")
+    fb, e = m.define(f"fused_{map_index}", (), (I32,))
+    with e.block("separate"):
+        arrays = _map_arrays(m, state, launch, config, map_index, (fb, e), lambda: e.br("separate"))
+        cc = CoopContext(m, state, launch, config, reduce_index, function=(fb, e), on_fail=lambda: e.br("separate"))
+        source = cc.array("src_array", cc.instr.ty, cc.instr.count)
+        nbytes = cc.instr.count * cc.instr.ty.size_bytes()
+        dst = arrays[0]
+        e.get(source).get(dst).op("i32.ne").br_if("separate")
+        for src in arrays[1:]:  # the map's chunks in order give its bits: sources the destination or apart
+            e.get(dst).get(src).op("i32.eq")
+            e.get(dst).get(src).op("i32.sub").i32(nbytes).op("i32.ge_u")
+            e.get(src).get(dst).op("i32.sub").i32(nbytes).op("i32.ge_u").op("i32.and").op("i32.or")
+            e.op("i32.eqz").br_if("separate")
+        for name, address in zip(_DEFERRED, (*arrays, arrays[-1])):
+            e.get(address).op("global.set", m.global_index(name))
+        e.i32(reduce_index).op("global.set", until).i32(COOP_OK).op("return")
+    e.i32(-1).op("global.set", until).call(coops[map_index])
+    functions = {map_index: fb.index}
+    fb, e = m.define(f"fused_{reduce_index}", (), (I32,))
+    e.op("global.get", until).i32(reduce_index).op("i32.ne")
+    with e.if_():
+        e.call(coops[reduce_index]).op("return")
+    e.i32(-1).op("global.set", until)
+    kernel = m.functions[map_kernel_name(map_index)]
+
+    def run_map(lo: int, hi: int) -> None:
+        for name in _DEFERRED:
+            e.op("global.get", m.global_index(name))
+        e.get(lo).get(hi).call(kernel)
+
+    build_reduce(CoopContext(m, state, launch, config, reduce_index, function=(fb, e)), run_map)
+    functions[reduce_index] = fb.index
     return functions

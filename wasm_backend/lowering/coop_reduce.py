@@ -52,7 +52,8 @@ from .module_context import HOST_IMPORTS
 from .rules import cooperative_rule
 from .typemap import type_info
 
-__all__ = ["REDUCE_KINDS", "PARTIAL_BYTES", "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted"]
+__all__ = ["REDUCE_KINDS", "PARTIAL_BYTES", "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted",
+           "build_reduce"]
 
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
 
@@ -403,10 +404,10 @@ def _normalize(e, ty: Type) -> None:
         e.op("i32.extend8_s" if ty.bits == 8 else "i32.extend16_s")
 
 
-def _build_chunk_function(m, index: int, plan: _Plan) -> int:
+def _build_chunk_function(m, index: int, plan: _Plan, name: str = "reduce_chunk") -> int:
     """``reduce_chunk_<index>(src, lo, hi) -> partial``: the partial of elements ``lo .. hi`` of the array at
     byte address ``src`` (no globals, no imports, no traps)."""
-    fb, e = m.define(f"reduce_chunk_{index}", (I32, I32, I32), (plan.valtype,))
+    fb, e = m.define(f"{name}_{index}", (I32, I32, I32), (plan.valtype,))
     kc = KernelContext(m, fb, e)
     size = plan.ty.size_bytes()
     src, lo, hi = 0, 1, 2
@@ -451,10 +452,12 @@ def _build_kernel(m, index: int, plan: _Plan, chunk_function: int) -> None:
             e.br("chunks")
 
 
-def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None:
-    """Push the chunked reduction's result (in ``plan.valtype``): the partials folded in chunk order."""
+def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int, before_chunk=None) -> None:
+    """Push the chunked reduction's result (in ``plan.valtype``): the partials folded in chunk order;
+    ``before_chunk(lo, hi)`` writes code run before each chunk is reduced (then in one thread)."""
     e, m = cc.e, cc.m
-    chunk_function = _build_chunk_function(m, cc.index, plan)
+    chunk_function = _build_chunk_function(m, cc.index, plan, "reduce_chunk" if before_chunk is None
+                                           else "absorbed_chunk")
     total, value, chunk = cc.local(plan.valtype), cc.local(plan.valtype), cc.local(I32)
     lo, hi = cc.local(I32), cc.local(I32)
     chunks = reduce_chunk_count(count)
@@ -462,7 +465,8 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None
     e.set(total)
     e.i32(0).set(chunk)
     with e.block("folded"):
-        if "parallel_reduce" in m.imports and parallel_reduce_wanted(cc.instr.operation, plan.ty, count):
+        if (before_chunk is None and "parallel_reduce" in m.imports
+                and parallel_reduce_wanted(cc.instr.operation, plan.ty, count)):
             _build_kernel(m, cc.index, plan, chunk_function)
             partials = cc.local(I32)
             e.i32(cc.index).get(base).i32(count).call(m.host("parallel_reduce")).tee(partials)
@@ -476,6 +480,8 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None
         with e.loop("chunks"):
             e.get(chunk).i32(chunks).op("i32.ge_u").br_if("folded")
             _chunk_bounds(e, chunk, ("const", count), lo, hi)
+            if before_chunk is not None:
+                before_chunk(lo, hi)
             e.get(base).get(lo).get(hi).call(chunk_function).set(value)
             plan.fold(e, total, value)
             e.get(chunk).i32(1).op("i32.add").set(chunk)
@@ -490,11 +496,18 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int) -> None
 
 @cooperative_rule("ParallelReduce", operations=reduce_operation_supported)
 def build_parallel_reduce(cc: CoopContext) -> None:
+    build_reduce(cc)
+
+
+def build_reduce(cc: CoopContext, before_chunk=None) -> None:
+    """ParallelReduce's function body (``cc``): check the source, reduce, store the result, return COOP_OK;
+    ``before_chunk(lo, hi)`` (a chunked reduction only, then in one thread: ``coop_fusion``) writes code
+    run before each chunk of elements ``lo .. hi`` (i32 locals) is reduced."""
     instr = cc.instr
     ty, count, kind = instr.ty, instr.count, REDUCE_KINDS[instr.operation]
     base = cc.array("src_array", ty, count)
     if reduce_chunked(instr.operation, ty):
-        _chunked_reduce(cc, _Plan(ty, kind), base, count)
+        _chunked_reduce(cc, _Plan(ty, kind), base, count, before_chunk)
     else:
         _float_product(cc, ty, base, count)
     cc.store_result(ty)

@@ -44,7 +44,7 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
 from . import coop_conv, coop_fft  # noqa: F401  (issue 11's convolution kernels register themselves on import)
 from . import coop_contract  # noqa: F401  (TensorContract, issue 10)
 from .coop_context import CoopContext
-from .coop_fusion import build_fused, fused_chains
+from .coop_fusion import absorbed_maps, build_absorbed, build_fused, fused_chains
 from ..thread_policy import parallel_lanes_wanted, parallel_map_threshold
 from .coop_gemm import gemm_kernel_name, parallel_gemm_wanted, threaded_gemm
 from .coop_map import map_kernel_elements_per_chunk, map_kernel_name
@@ -86,6 +86,8 @@ class CompiledProgram:
     parallel_gemms: dict = field(default_factory=dict)
     #: the chains of adjacent maps run as one pass where their arrays allow (``coop_fusion``)
     fused: tuple = ()
+    #: the (map, reduction) pairs whose map runs inside the reduction where their arrays allow
+    absorbed: tuple = ()
 
 
 def check_supported(program) -> None:
@@ -171,11 +173,15 @@ def compile_program(program, info, config, *, name: str = "atlas", shared_memory
     chains = fused_chains(program, parallel_maps) if fuse else ()
     for chain in chains:
         coops.update(build_fused(m, state, launch, config, chain, coops))
+    absorbed = absorbed_maps(program, parallel_maps, parallel_reduces) if fuse else ()
+    for pair in absorbed:
+        coops.update(build_absorbed(m, state, launch, config, pair, coops))
     stage = _build_stage(m, plan, state, launch, config, segments)
     simd = build_simd_function(m, plan, state, config)
     _build_launch(m, plan, launch, stage, coops, simd, segments[0], config)
     return CompiledProgram(m.to_bytes(), plan, state, launch, imports, bool(info.uses_resaccum), simd is not None,
-                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions, parallel_gemms, chains)
+                           parallel_maps, parallel_reduces, SIMD_CHUNK in m.functions, parallel_gemms, chains,
+                           absorbed)
 
 
 def _lanes_loop(m: ModuleContext, e, state: LaneState, launch: LaunchLayout, config, function: int,
