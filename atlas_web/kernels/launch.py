@@ -43,8 +43,32 @@ def _eager(what: str) -> None:
                          "call them outside jit")
 
 
-def _program(text: str) -> Program:
-    return _programs.get_or_build(text, lambda: Program.from_text(text))
+#: one launch of one lane: a kernel instruction runs once per launch
+_ONCE = LaunchConfig()
+
+
+class _Compiled:
+    """A program and the launch parameters made for its recent operand pointers (a decoding loop launches
+    with the same buffers again: the parameters are not checked again)."""
+
+    __slots__ = ("program", "params")
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.params: dict[tuple, ExecutionParams] = {}
+
+    def params_for(self, values: tuple[int, ...], config: LaunchConfig, ty: Type) -> ExecutionParams:
+        params = self.params.get(values)
+        if params is None:
+            if len(self.params) >= 16:
+                self.params.pop(next(iter(self.params)))
+            registers = {Register(k + 1): (ty, v) for k, v in enumerate(values)}
+            params = self.params[values] = ExecutionParams(config, registers)
+        return params
+
+
+def _compiled(text: str) -> _Compiled:
+    return _programs.get_or_build(text, lambda: _Compiled(Program.from_text(text)))
 
 
 def run_instruction(what: str, text: str, operands: list[tuple[Array, int]]) -> None:
@@ -54,10 +78,9 @@ def run_instruction(what: str, text: str, operands: list[tuple[Array, int]]) -> 
     _eager(what)
     device = operands[0][0].device
     names = {f"p{k}": f"r{k + 1} + 0" for k in range(len(operands))}
-    program = _program(text.format(**names) + "\nexit")
-    registers = {Register(k + 1): (Type.U64, (a.buffer.handle << 32) | (offset * a.itemsize))
-                 for k, (a, offset) in enumerate(operands)}
-    device.execute_program_with_params(program, ExecutionParams(LaunchConfig(), registers))
+    compiled = _compiled(text.format(**names) + "\nexit")
+    pointers = tuple((a.buffer.handle << 32) | (offset * a.itemsize) for a, offset in operands)
+    device.execute_program_with_params(compiled.program, compiled.params_for(pointers, _ONCE, Type.U64))
 
 
 def copy_into(what: str, out: Array, offset: int, src: Array) -> None:
@@ -68,6 +91,7 @@ def copy_into(what: str, out: Array, offset: int, src: Array) -> None:
         raise ArrayError(f"{what}: cannot copy {src.describe()} into {out.describe()} at element {offset}")
     if not src.size:
         return
-    registers = {Register(1): (Type.U32, src.buffer.handle), Register(2): (Type.U32, out.buffer.handle),
-                 Register(3): (Type.U32, offset), Register(4): (Type.U32, src.size)}
-    out.device.execute_program_with_params(_program(_COPY32), ExecutionParams(LaunchConfig.linear(src.size), registers))
+    compiled = _compiled(_COPY32)
+    params = compiled.params_for((src.buffer.handle, out.buffer.handle, offset, src.size),
+                                 LaunchConfig.linear(src.size), Type.U32)
+    out.device.execute_program_with_params(compiled.program, params)
