@@ -1,9 +1,9 @@
 """The issue's per-lane matmul on wasm: SIMD lane mode for a uniform loop against the scalar lane loop.
 
 Each lane computes one element of C = A @ B (f32, A m x k, B k x n, n a power of two): lane ``gid`` takes
-row ``gid >> log2(n)`` and column ``gid & (n - 1)``, then ``LOOP`` over k with ``LDG`` (A, the same in
-the four lanes of a step), ``LDG`` (B, contiguous in the lanes), ``FMA`` and two pointer increments,
-and stores its sum. Two sides, interleaved, best of ``--repeats``:
+row ``gid >> log2(n)`` and column ``gid & (n - 1)`` (``program_text``, also used by the tests), then
+``LOOP`` over k with ``LDG`` (A, the same in the four lanes of a step), ``LDG`` (B, contiguous in the
+lanes), ``FMA`` and two pointer increments, and stores its sum. Two sides, interleaved, best of ``--repeats``:
 
 * ``before``: the program compiled inside ``scalar_lanes_only()`` (the scalar lane loop: what wasm ran
   before SIMD lane mode took loops);
@@ -27,11 +27,23 @@ from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
 from wasm_backend.lowering.simd_function import scalar_lanes_only
 
-PROGRAM = """
+#: the row and column of lane gid: by a shift and a mask (n a power of two) or a division and a remainder
+SPLITS = {
+    "shift": """
     mov_imm.u32 r1, {log2n}
     shr.u32 r2, r255, r1
     mov_imm.u32 r3, {nmask}
-    and.u32 r4, r255, r3
+    and.u32 r4, r255, r3""",
+    "divide": """
+    mov_imm.u32 r1, {n}
+    div.u32 r2, r255, r1
+    rem.u32 r4, r255, r1""",
+}
+
+PROGRAM = """
+    mov_imm.u32 r30, {lanes}
+    set.ge.u32 p15, r255, r30
+    bra.p15 @done{split}
     cvt.u64.u32 r5, r2
     mov_imm.u64 r6, {row_bytes}
     mul.u64 r7, r5, r6
@@ -57,16 +69,18 @@ top:
     add.u64 r14, r14, r23
     loop r21, @top
     stg.f32 [r18+0], r20
+done:
     exit
 """
 
 
-def program_text(m: int, k: int, n: int, a: int, b: int, c: int) -> str:
-    """The per-lane matmul over buffers with handles ``a``, ``b``, ``c`` (launch ``m * n`` lanes)."""
-    if n & (n - 1):
+def program_text(m: int, k: int, n: int, a: int, b: int, c: int, split: str = "shift") -> str:
+    """The per-lane matmul over buffers with handles ``a``, ``b``, ``c`` (lanes past ``m * n`` end at once);
+    ``split``: how a lane finds its row and column (``SPLITS``; "shift" needs n a power of two)."""
+    if split == "shift" and n & (n - 1):
         raise ValueError("n must be a power of two")
-    return PROGRAM.format(log2n=n.bit_length() - 1, nmask=n - 1, row_bytes=4 * k, a=a << 32, b=b << 32,
-                          c=c << 32, k=k, b_row_bytes=4 * n)
+    return PROGRAM.format(lanes=m * n, split=SPLITS[split].format(log2n=n.bit_length() - 1, nmask=n - 1, n=n),
+                          row_bytes=4 * k, a=a << 32, b=b << 32, c=c << 32, k=k, b_row_bytes=4 * n)
 
 
 class _Side:

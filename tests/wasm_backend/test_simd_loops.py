@@ -20,51 +20,15 @@ from wasm_backend import WasmBackend
 from wasm_backend.lowering import compile_program
 from wasm_backend.lowering.simd_function import scalar_lanes_only
 
+from benchmarks.perlane_matmul import program_text as matmul_text
+
 from .test_simd_lanes_coverage import INTS, _random_body, check_exact, program_text, uses_simd, values_of
 
-#: one lane per element of C = A @ B (f32; A m x k, B k x n, n a multiple of four): row gid / n, column
-#: gid % n (a guard sends the spare lanes to the end), LOOP over k with LDG (A: the same in a step), LDG (B: contiguous in a step), FMA
-MATMUL = """
-    mov_imm.u32 r30, {lanes}
-    set.ge.u32 p15, r255, r30
-    bra.p15 @done
-    mov_imm.u32 r1, {n}
-    div.u32 r2, r255, r1
-    rem.u32 r4, r255, r1
-    cvt.u64.u32 r5, r2
-    mov_imm.u64 r6, {row_bytes}
-    mul.u64 r7, r5, r6
-    mov_imm.u64 r8, {a}
-    or.u64 r9, r7, r8
-    cvt.u64.u32 r10, r4
-    mov_imm.u64 r11, 4
-    mul.u64 r12, r10, r11
-    mov_imm.u64 r13, {b}
-    or.u64 r14, r12, r13
-    cvt.u64.u32 r15, r255
-    mul.u64 r16, r15, r11
-    mov_imm.u64 r17, {c}
-    or.u64 r18, r16, r17
-    mov_imm.f32 r20, 0.0
-    mov_imm.u32 r21, {k}
-    mov_imm.u64 r23, {b_row_bytes}
-top:
-    ldg.f32 r24, [r9+0]
-    ldg.f32 r25, [r14+0]
-    fma.f32 r20, r24, r25, r20
-    add.u64 r9, r9, r11
-    add.u64 r14, r14, r23
-    loop r21, @top
-    stg.f32 [r18+0], r20
-done:
-    exit
-"""
-
-
 def _matmul(m: int, k: int, n: int, handles) -> Program:
-    a, b, c = handles
-    return Program.from_text(MATMUL.format(lanes=m * n, n=n, row_bytes=4 * k, a=a << 32, b=b << 32, c=c << 32, k=k,
-                                           b_row_bytes=4 * n))
+    """One lane per element of C = A @ B (benchmarks/perlane_matmul.py: f32, row gid / n and column gid % n,
+    a guard for the spare lanes, LOOP over k with LDG (A: the same in a step), LDG (B: contiguous in a step),
+    FMA); n a multiple of four."""
+    return Program.from_text(matmul_text(m, k, n, *handles, split="divide"))
 
 
 def _run_matmul(backend, m, k, n, a, b, params=None):

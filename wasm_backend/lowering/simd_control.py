@@ -232,15 +232,22 @@ def _statements(s: SimdBuilder, body) -> None:
 MAX_MASKED = 32
 
 
-def _mask_of(s: SimdBuilder, test) -> Mask | None:
-    """The lane mask of where ``test`` holds, when it is a BRA on a lane mask (a branch that may diverge)."""
+def _bra_predicate(s: SimdBuilder, test, kind) -> tuple[object, bool] | None:
+    """(its predicate's value, whether the test holds where the predicate does not) of a test that is a BRA
+    on a predicate whose value is a ``kind``, else None."""
     bra = s.program.instructions[test.index]
     if bra.INFO.name != "BRA" or bra.pred is None:
         return None
     found = predicate_value(s, bra.pred.index)
-    if not isinstance(found, Mask):
+    return (found, bra.negate != test.negated) if isinstance(found, kind) else None
+
+
+def _mask_of(s: SimdBuilder, test) -> Mask | None:
+    """The lane mask of where ``test`` holds, when it is a BRA on a lane mask (a branch that may diverge)."""
+    found = _bra_predicate(s, test, Mask)
+    if found is None:
         return None
-    return _not(s, found) if bra.negate != test.negated else found
+    return _not(s, found[0]) if found[1] else found[0]
 
 
 def _not(s: SimdBuilder, mask: Mask) -> Mask:
@@ -452,14 +459,10 @@ def _hoist_checks(s: SimdBuilder, stmt: Loop) -> None:
 
 def _lane_range(s: SimdBuilder, test) -> LaneRange | None:
     """The lanes for which ``test`` holds, when it is a BRA on a lane-id guard."""
-    bra = s.program.instructions[test.index]
-    if bra.INFO.name != "BRA" or bra.pred is None:
+    found = _bra_predicate(s, test, LaneRange)
+    if found is None:
         return None
-    found = predicate_value(s, bra.pred.index)
-    if not isinstance(found, LaneRange):
-        return None
-    taken = found.inverted() if bra.negate else found
-    return taken.inverted() if test.negated else taken
+    return found[0].inverted() if found[1] else found[0]
 
 
 def _guard(s: SimdBuilder, holds: LaneRange) -> bool:

@@ -45,7 +45,7 @@ from . import simd_arith, simd_masks, simd_memory, simd_step  # noqa: F401  (the
 from .launch_layout import plan_launch_area
 from .module_context import HOST_IMPORTS, ModuleContext
 from .simd_lanes import (
-    SIMD_DONE, SIMD_FALLBACK, SIMD_LANES, UNROLL, VECTOR_TYPES, LocalRecorder, SimdBuilder, SimdUnsupported, Uniform,
+    SIMD_FALLBACK, SIMD_LANES, UNROLL, VECTOR_TYPES, LocalRecorder, SimdBuilder, SimdUnsupported, Uniform,
 )
 from .simd_control import Homes, Widen, home_keys, run_tree, straight_line, tree_indices
 from .typemap import bank_of, type_info
