@@ -28,6 +28,19 @@ from .program_split import program_with_handles, split_at_collectives
 __all__ = ["MultiDeviceExecutor"]
 
 
+def _ran(backend, args):
+    """Run a launch now; the wait that re-raises its trap (a local device's ``start_program``)."""
+    try:
+        backend.execute_program_with_params(*args)
+    except AtlasTrap as trap:
+        caught = trap
+
+        def wait():
+            raise caught
+        return wait
+    return lambda: None
+
+
 class MultiDeviceExecutor:
     """Runs programs over ``backends`` (rank 0, 1, ... in the order given; at least one). The executor does not
     own them: closing them is the caller's. Raises ProgramError for an empty list."""
@@ -140,7 +153,7 @@ class MultiDeviceExecutor:
 
     def _run_segment(self, segment, strategy: DataParallel, shares, lanes, placed) -> None:
         config = strategy.config
-        traps = []
+        traps, pending = [], []
         for rank, backend in enumerate(self.devices):
             blocks = shares[rank][1]
             if not blocks:
@@ -151,9 +164,12 @@ class MultiDeviceExecutor:
             for register, buffer in strategy.pointers.items():
                 registers[register] = (Type.U64, make_pointer(placed[rank][buffer.handle], 0))
             launch = LaunchConfig(grid=(blocks, 1, 1), block=config.block, shared_memory=config.shared_memory)
+            args = program_with_handles(segment.program, placed[rank]), ExecutionParams(launch, registers)
+            start = getattr(backend, "start_program", None)   # a remote device: every launch starts, then all wait
+            pending.append((rank, start(*args) if start else _ran(backend, args)))
+        for rank, wait in pending:
             try:
-                backend.execute_program_with_params(program_with_handles(segment.program, placed[rank]),
-                                                    ExecutionParams(launch, registers))
+                wait()
             except AtlasTrap as trap:
                 lane = trap.lane + lanes[rank][0] if trap.lane >= 0 else -1
                 traps.append((lane, rank, AtlasTrap(trap.code, trap.instruction_index + segment.start, lane,

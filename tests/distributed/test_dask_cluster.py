@@ -1,0 +1,86 @@
+"""DistributedExecutor on a real Dask LocalCluster of 2 worker processes on 127.0.0.1, one wasm backend per
+worker: DataParallel and the collectives against NumPy and the in-process MultiDeviceExecutor (bit for bit), a
+trap on one shard, a killed worker (a clear error naming it, no buffer changed; then a retry on the restarted
+cluster). One cluster for the module (it takes seconds to start)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from atlas_web import AtlasTrap, LaunchConfig, TrapCode
+from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Replicated, Sharded
+from atlas_web.distributed.dask_cluster import DistributedExecutor, WorkerLost   # dask[distributed]: the test extra
+from atlas_web.isa import AllGather, AllReduce, Address, ReduceOperation, Type
+
+from .helpers import X, Y, divide_program, square_program, start
+
+
+BLOCK = 4
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with DistributedExecutor(backend="wasm", n_workers=2) as executor:
+        yield executor
+
+
+def _square_with_collectives(ex, x):
+    k, n = len(ex.devices), x.size // len(ex.devices)
+    xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
+    gathered = ex.empty(x.size, Type.F32, Replicated())
+    program = square_program(Type.F32, AllGather(output=Address.BufferOffset(gathered.handle),
+                                                 input=Address.BufferOffset(ys.handle), n=n, ty=Type.F32),
+                             AllReduce(buffer=Address.BufferOffset(ys.handle), n=n, reduction=ReduceOperation.Sum,
+                                       ty=Type.F32))
+    run = getattr(ex, "execute_cluster", ex.execute_distributed)
+    run(program, DataParallel(LaunchConfig(grid=(k * n // BLOCK, 1, 1), block=(BLOCK, 1, 1)),
+                              pointers={X: xs, Y: ys}))
+    return ys.read(), gathered.read()
+
+
+def test_cluster_has_two_workers_on_localhost(cluster):
+    assert len(cluster.devices) == 2
+    assert all(device.address.startswith("tcp://127.0.0.1:") for device in cluster.devices)
+
+
+def test_data_parallel_on_the_cluster_matches_numpy(cluster):
+    x = np.random.default_rng(1).standard_normal(6 * BLOCK).astype(np.float32)
+    xs, ys = cluster.array(x, Type.F32, Sharded()), cluster.empty(x.size, Type.F32, Sharded())
+    cluster.execute_cluster(square_program(Type.F32), DataParallel(LaunchConfig(grid=(6, 1, 1), block=(BLOCK, 1, 1)),
+                                                                   pointers={X: xs, Y: ys}))
+    assert ys.read() == (x * x).tobytes()
+
+
+def test_collectives_on_the_cluster_match_local_devices(cluster):
+    x = np.random.default_rng(2).standard_normal(4 * BLOCK).astype(np.float32)
+    assert _square_with_collectives(cluster, x) == _square_with_collectives(MultiDeviceExecutor(start(("cpu", "wasm"))), x)
+
+
+def test_trap_on_one_shard_is_reported_at_its_global_lane(cluster):
+    x = np.arange(1, 4 * BLOCK + 1, dtype=np.int32)
+    x[13] = 0
+    xs, ys = cluster.array(x, Type.I32, Sharded()), cluster.empty(x.size, Type.I32, Sharded())
+    with pytest.raises(AtlasTrap) as trap:
+        cluster.execute_cluster(divide_program(), DataParallel(LaunchConfig(grid=(4, 1, 1), block=(BLOCK, 1, 1)),
+                                                               pointers={X: xs, Y: ys}))
+    assert (trap.value.code, trap.value.lane) == (TrapCode.DIVISION_BY_ZERO, 13)
+    assert ys.read() == bytes(x.nbytes)
+
+
+def test_killed_worker_fails_clearly_then_retries(cluster):
+    x = np.arange(8, dtype=np.float32)
+    xs, ys = cluster.array(x, Type.F32, Sharded()), cluster.empty(8, Type.F32, Sharded())
+    strategy = DataParallel(LaunchConfig(grid=(2, 1, 1), block=(BLOCK, 1, 1)), pointers={X: xs, Y: ys})
+    victim = cluster.devices[1].address
+    pid = cluster.client.run(os.getpid, workers=[victim])[victim]
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(WorkerLost, match=victim.replace(".", r"\.")):
+        cluster.execute_cluster(square_program(Type.F32), strategy, retries=0)
+    assert ys.read() == bytes(32)
+    cluster.execute_cluster(square_program(Type.F32), strategy, retries=2)
+    assert ys.read() == (x * x).tobytes()
+    assert victim not in {device.address for device in cluster.devices}
