@@ -73,7 +73,7 @@ class CompiledProgram:
         return self.info.program.digest()
 
     def runtime_layout(self, config: LaunchConfig, may_trap: bool) -> RuntimeLayout:
-        return RuntimeLayout(self.state.uniform_total, config.total_threads, may_trap)
+        return RuntimeLayout(self.state.uniform_total, config.total_threads, may_trap, config.block_lanes)
 
     def stage_shaders(self, config: LaunchConfig, features: ShaderFeatures, chunks: int) -> tuple[StageShader, ...]:
         """The stage shaders for one launch shape (cached). Raises UnsupportedOperation or ProgramError."""

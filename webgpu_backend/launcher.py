@@ -393,7 +393,7 @@ class Launcher:
             trapped, _ = yield from sync()
             if trapped != NO_TRAP:
                 # a kernel's own trap (lane -1) is recorded where lane 0's would be: no lane trapped before it
-                record = 0 if trapped == KERNEL_TRAP else trapped
+                record = 0 if trapped == KERNEL_TRAP else runtime.record_slot(trapped)
                 info = yield _Read(self.rt, 4 * (runtime.trap_info_base + TRAP_WORDS * record), 4 * TRAP_WORDS)
                 word, operand, handle, low, high, extent, limit = struct.unpack(f"<{TRAP_WORDS}I", bytes(info))
                 index, code = word >> 4, word & 15

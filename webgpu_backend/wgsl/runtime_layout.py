@@ -27,7 +27,9 @@ for every step and table size, and would turn ``zero`` into a constant the compi
     RESONANCE ...                  the ResAccum fixed-point sums (rules_atlas)
     TRAP_INFO + TRAP_WORDS * lane  the trap record of a lane that trapped: (instruction index << 4) |
                                    trap code, then its numbers (atlas_web.trap_report.TrapRecord):
-                                   operand, handle, value (low, high word), extent, limit
+                                   operand, handle, value (low, high word), extent, limit; from
+                                   BLOCK_RECORDS_FROM_LANES lanes on one record per block instead
+                                   (TRAP_INFO + TRAP_WORDS * block: the block's lowest trapping lane's)
 
 A cooperative kernel that checks its arrays on the device (``Kernel.traps_on_device``: SparseGEMM's CSR) traps
 with ``atomicMin(TRAPS + step, KERNEL_TRAP)`` and writes lane 0's record (no lane trapped before the step); the
@@ -48,7 +50,7 @@ from .rules_atlas import RES_WORDS
 __all__ = [
     "LAUNCH_SLOT_BYTES", "MAX_STEPS", "TRAPS", "REACHED", "NO_TRAP", "LANE_ENDED",
     "LANE_TRAPPED", "KERNEL_TRAP", "RuntimeLayout", "launch_fields", "declare_launch_fields", "launch_struct", "pack_launch",
-    "GUARD_WGSL", "TRAP_WORDS",
+    "GUARD_WGSL", "TRAP_WORDS", "BLOCK_RECORDS_FROM_LANES",
 ]
 
 #: bytes of one dispatch's ``launch`` uniform slot (WebGPU's largest minUniformBufferOffsetAlignment)
@@ -111,14 +113,31 @@ def pack_launch(**fields: int) -> bytes:
     return words.ljust(LAUNCH_SLOT_BYTES, b"\0")
 
 
+#: from this many lanes on a launch keeps one trap record per block, not per lane (28 bytes a lane would pass
+#: a 128 MiB binding at 4.8M lanes): the block's lowest trapping lane writes it after a barrier
+BLOCK_RECORDS_FROM_LANES = 1 << 20
+
+
 @dataclass(frozen=True)
 class RuntimeLayout:
     """Word offsets of the regions of ``rt`` for a program with ``uniform_words`` uniform words and a
-    launch of ``lanes`` lanes (the trap-info region has TRAP_WORDS words per lane when the program may trap)."""
+    launch of ``lanes`` lanes in blocks of ``block_lanes`` (the trap-info region has TRAP_WORDS words per
+    record slot when the program may trap: one slot per lane, or per block from BLOCK_RECORDS_FROM_LANES
+    lanes on)."""
 
     uniform_words: int
     lanes: int
     trap_info: bool
+    block_lanes: int = 1
+
+    @property
+    def block_records(self) -> bool:
+        """Whether the records are per block (the shader keeps each block's lowest trapping lane's)."""
+        return self.trap_info and self.lanes >= BLOCK_RECORDS_FROM_LANES
+
+    def record_slot(self, lane: int) -> int:
+        """The trap-info slot holding ``lane``'s record."""
+        return lane // self.block_lanes if self.block_records else lane
 
     @property
     def uniforms(self) -> int:
@@ -134,7 +153,8 @@ class RuntimeLayout:
 
     @property
     def words(self) -> int:
-        return self.trap_info_base + (TRAP_WORDS * self.lanes if self.trap_info else 0)
+        slots = -(-self.lanes // self.block_lanes) if self.block_records else self.lanes
+        return self.trap_info_base + (TRAP_WORDS * slots if self.trap_info else 0)
 
     def wgsl_constants(self) -> str:
         """The WGSL constants generated code uses to address ``rt``."""

@@ -36,7 +36,7 @@ from .lane_context import LaneContext, ShaderResources, register_name, register_
 from .lane_state import LaneStateLayout, load_words, store_words, vreg_words
 from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
-from .runtime_layout import GUARD_WGSL, launch_struct, RuntimeLayout
+from .runtime_layout import GUARD_WGSL, NO_TRAP, launch_struct, RuntimeLayout
 from .segments import NO_LABEL, render_segment
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
@@ -230,6 +230,9 @@ class _StageBuilder:
         if self.resources.shared or self.shared_spill:
             atomic = "atomic<u32>" if self.resources.atomic_shared else "u32"
             lines.append(f"var<workgroup> shm: array<{atomic}, SHARED_WORDS>;")
+        if self.block_records:
+            lines.append("var<private> trapped_here: bool;")
+            lines.append("var<workgroup> block_trap: atomic<u32>;")
         lines.append("var<workgroup> agreed_resume: array<u32, 3>;")
         lines.append("var<workgroup> stage_go: u32;")
         if self.resources.neighbours:
@@ -247,12 +250,29 @@ class _StageBuilder:
                 "value_high, extent, limit);\n"
                 "    }\n}")
 
-    @staticmethod
-    def record_trap(w: CodeWriter) -> None:
-        """The retiring lane's trap: the stage's lowest trapping lane (atomicMin) and the lane's record."""
+    @property
+    def block_records(self) -> bool:
+        """One trap record per block (RuntimeLayout.block_records; known once the segments are rendered)."""
+        return self.runtime.block_records and self.resources.may_trap
+
+    def record_trap(self, w: CodeWriter) -> None:
+        """The retiring lane's trap: the stage's lowest trapping lane (atomicMin) and the lane's record (with
+        block records: the block's lowest trapping lane, whose record write_block_record writes)."""
         w.emit("atomicMin(&rt[TRAPS + launch.step], lane_id);")
+        if self.block_records:
+            w.emit("atomicMin(&block_trap, lane_id);")
+            w.emit("trapped_here = true;")
+            return
         w.emit("let record = TRAP_INFO + TRAP_WORDS * lane_id;")
         w.emit("for (var k = 0u; k < TRAP_WORDS; k = k + 1u) { atomicStore(&rt[record + k], trap_record[k]); }")
+
+    def write_block_record(self, w: CodeWriter) -> None:
+        """After every lane of the block retired (a barrier in uniform control flow): the block's lowest
+        trapping lane writes its record to the block's slot; one writer, so no record is torn."""
+        w.emit("workgroupBarrier();")
+        with w.block("if (trapped_here && atomicLoad(&block_trap) == lane_id)"):
+            w.emit("let record = TRAP_INFO + TRAP_WORDS * block;")
+            w.emit("for (var k = 0u; k < TRAP_WORDS; k = k + 1u) { atomicStore(&rt[record + k], trap_record[k]); }")
 
     def main(self) -> str:
         w = CodeWriter(self.helpers, self.features)
@@ -265,7 +285,7 @@ class _StageBuilder:
         for index in sorted(self.resources.specials):
             w.emit(f"{special_name(index)} = {specials[index]};")
         has_shared = bool(self.resources.shared or self.shared_spill)
-        barriers = len(stage.segments) > 1 or self.shared_spill or has_shared
+        barriers = len(stage.segments) > 1 or self.shared_spill or has_shared or self.block_records
         if entry.kind is not ResumeKind.ENTRY or stage.id != 0:
             guard = GUARD_WGSL
             if barriers:
@@ -273,6 +293,9 @@ class _StageBuilder:
                 w.emit("if (workgroupUniformLoad(&stage_go) == 0u) { return; }")
             else:
                 w.emit(f"if (!({guard})) {{ return; }}")
+        if self.block_records:
+            w.emit(f"if (li == 0u) {{ atomicStore(&block_trap, 0x{NO_TRAP:08x}u); }}")
+            w.emit("workgroupBarrier();")
         w.emit("var live = true;")
         if self.multi_stage and entry.kind is not ResumeKind.ENTRY:
             w.emit(f"live = {self.state_word(self.state.flags_slot)(0)} == 0u;")
@@ -319,6 +342,8 @@ class _StageBuilder:
                     w.emit(f"if ({stops}) {{ break; }}")
         if self.shared_spill:
             self.shared_copy(w, load=False)
+        if self.block_records:
+            self.write_block_record(w)
         head = ("@compute @workgroup_size({}, {}, {})\n".format(*self.config.block)
                 + "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,\n"
                 "        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {")
