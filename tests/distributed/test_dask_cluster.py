@@ -57,7 +57,8 @@ def test_data_parallel_on_the_cluster_matches_numpy(cluster):
 
 def test_collectives_on_the_cluster_match_local_devices(cluster):
     x = np.random.default_rng(2).standard_normal(4 * BLOCK).astype(np.float32)
-    assert _square_with_collectives(cluster, x) == _square_with_collectives(MultiDeviceExecutor(start(("cpu", "wasm"))), x)
+    local = MultiDeviceExecutor(start(("cpu", "wasm")))
+    assert _square_with_collectives(cluster, x) == _square_with_collectives(local, x)
 
 
 def test_trap_on_one_shard_is_reported_at_its_global_lane(cluster):

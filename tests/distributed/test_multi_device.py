@@ -33,8 +33,8 @@ def test_data_parallel_matches_one_device(names, blocks):
     x = np.random.default_rng(blocks).standard_normal(blocks * BLOCK).astype(np.float32)
     ex = _executor(names)
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
-    ex.execute_distributed(square_program(Type.F32), DataParallel(LaunchConfig(grid=(blocks, 1, 1), block=(BLOCK, 1, 1)),
-                                                                  pointers={X: xs, Y: ys}))
+    config = LaunchConfig(grid=(blocks, 1, 1), block=(BLOCK, 1, 1))
+    ex.execute_distributed(square_program(Type.F32), DataParallel(config, pointers={X: xs, Y: ys}))
     assert ys.read() == (x * x).tobytes()
     assert xs.read() == x.tobytes()
 
