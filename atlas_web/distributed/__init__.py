@@ -8,6 +8,8 @@ from .buffers import DistributedBuffer
 from .collectives import Placement, all_gather, all_reduce, broadcast
 from .executor import MultiDeviceExecutor
 from .layouts import DataParallel, Replicated, Sharded, split_blocks
+from .stages import ModelParallel, PipelineParallel, Stage
 
-__all__ = ["MultiDeviceExecutor", "DistributedBuffer", "DataParallel", "Replicated", "Sharded", "split_blocks",
+__all__ = ["MultiDeviceExecutor", "DistributedBuffer", "DataParallel", "ModelParallel", "PipelineParallel", "Stage",
+           "Replicated", "Sharded", "split_blocks",
            "Placement", "all_reduce", "all_gather", "broadcast"]

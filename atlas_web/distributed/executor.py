@@ -24,6 +24,7 @@ from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
 from .collectives import Placement
 from .layouts import DataParallel, Replicated, Sharded, split_blocks
 from .program_split import program_with_handles, split_at_collectives
+from .stages import ModelParallel, PipelineParallel, run_stages
 
 __all__ = ["MultiDeviceExecutor"]
 
@@ -85,17 +86,24 @@ class MultiDeviceExecutor:
         return [Placement(backend, int(h)) for backend, h in zip(self.devices, handles)]
 
     # ---- launches ------------------------------------------------------------------------------------------
-    def execute_distributed(self, program: Program, strategy: DataParallel) -> None:
-        """Run ``program`` under ``strategy``. Raises ProgramError (an unknown buffer, a sharded buffer whose size
-        is not lanes * chunk, a collective that is not top-level, names no BufferOffset of a DistributedBuffer,
+    def execute_distributed(self, program: Program | None, strategy) -> None:
+        """Run ``program`` under ``strategy``: DataParallel; or ModelParallel / PipelineParallel, whose stages
+        hold their own programs (``program`` is then None; atlas_web.distributed.stages). Raises ProgramError (an
+        unknown buffer, a sharded buffer whose size is not lanes * chunk, a collective that is not top-level, names no BufferOffset of a DistributedBuffer,
         or a group other than the executor's), AtlasTrap (the trap of the lowest global lane, lane -1 first, at
         its index in ``program``), ExecutionFailed (a Replicated buffer the devices wrote differently)."""
+        if isinstance(strategy, (ModelParallel, PipelineParallel)):
+            if program is not None:
+                raise ProgramError("ModelParallel and PipelineParallel stages hold the programs: pass program=None")
+            run_stages(self, strategy)
+            return
         if not isinstance(strategy, DataParallel):
-            raise ProgramError(f"execute_distributed takes a DataParallel strategy, got {strategy!r}")
+            raise ProgramError("execute_distributed takes DataParallel, ModelParallel or PipelineParallel, got "
+                               f"{strategy!r}")
         config = strategy.config
         shares = split_blocks(config.grid[0], len(self.devices))
         lanes = [(first * config.block_lanes, count * config.block_lanes) for first, count in shares]
-        used = self._used_buffers(program, strategy)
+        used = self.buffers_named(program, strategy.pointers)
         segments = split_at_collectives(program)
         placed = [dict() for _ in self.devices]   # rank -> logical handle -> device handle
         try:
@@ -115,12 +123,13 @@ class MultiDeviceExecutor:
                 for handle in placed[rank].values():
                     backend.free_buffer(handle)
 
-    def _used_buffers(self, program: Program, strategy: DataParallel) -> list[DistributedBuffer]:
+    def buffers_named(self, program: Program, pointers: dict) -> list[DistributedBuffer]:
+        """The DistributedBuffers ``program`` names by BufferOffset handle or ``pointers`` (Register -> buffer)
+        presets, in handle order. Raises ProgramError for a handle or buffer not of this executor."""
         handles = set()
-        for register, buffer in strategy.pointers.items():
+        for register, buffer in pointers.items():
             if not isinstance(buffer, DistributedBuffer) or self._buffers.get(buffer.handle) is not buffer:
-                raise ProgramError(f"DataParallel.pointers[{register}] is {buffer!r}, no DistributedBuffer of this "
-                                   "executor")
+                raise ProgramError(f"pointers[{register}] is {buffer!r}, no DistributedBuffer of this executor")
             handles.add(buffer.handle)
         for index, instr in enumerate(program.instructions):
             for f in dataclasses.fields(instr):

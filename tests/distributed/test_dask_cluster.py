@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, LaunchConfig, TrapCode
-from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Replicated, Sharded
+from atlas_web.distributed import DataParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded
 from atlas_web.distributed.dask_cluster import DistributedExecutor, WorkerLost   # dask[distributed]: the test extra
 from atlas_web.isa import AllGather, AllReduce, Address, ReduceOperation, Type
 
 from .helpers import X, Y, divide_program, square_program, start
+from .test_stages import N, _expected, _stages
 
 
 BLOCK = 4
@@ -59,6 +60,13 @@ def test_collectives_on_the_cluster_match_local_devices(cluster):
     x = np.random.default_rng(2).standard_normal(4 * BLOCK).astype(np.float32)
     local = MultiDeviceExecutor(start(("cpu", "wasm")))
     assert _square_with_collectives(cluster, x) == _square_with_collectives(local, x)
+
+
+def test_pipeline_on_the_cluster_matches_local_devices(cluster):
+    x = np.arange(1, N + 1, dtype=np.int32)
+    stages, out = _stages(cluster, x, N // 4)
+    cluster.execute_cluster(None, PipelineParallel(stages, 4))
+    assert out.read() == _expected(x)
 
 
 def test_trap_on_one_shard_is_reported_at_its_global_lane(cluster):

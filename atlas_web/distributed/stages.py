@@ -1,0 +1,155 @@
+"""ModelParallel and PipelineParallel: a program's stages placed on devices (standard library only).
+
+A ``Stage`` is one launch (program, config) on one device (rank), naming DistributedBuffers by BufferOffset
+handle or through pointer registers. ``ModelParallel(stages)`` runs the stages in order, each on its device, the
+buffers it names copied there whole and back after it (so stage s + 1 sees what stage s wrote, wherever each
+ran). ``PipelineParallel(stages, micro_batches)`` splits every Sharded buffer into ``micro_batches`` equal
+contiguous pieces and runs stage s on piece m at tick m + s (a wavefront: the launches of one tick are started
+on their devices before any is waited for, so remote devices overlap); Replicated buffers are the weights, read
+only (a stage that writes one raises ExecutionFailed). Both work on copies: the DistributedBuffers change only
+when every stage finished; a trap (the first in stage order; in a pipeline, in (tick, micro-batch) order) is
+raised with the stage's instruction index and lane and changes nothing. Collectives belong to DataParallel: a
+stage holding one is refused (ProgramError).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ExecutionFailed, ProgramError
+from ..isa.addresses import make_pointer
+from ..isa.types import Type
+from ..launch import ExecutionParams, LaunchConfig
+from ..program import Program
+from .layouts import Sharded
+from .program_split import COLLECTIVES, program_with_handles
+
+__all__ = ["Stage", "ModelParallel", "PipelineParallel", "run_stages"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """``program`` launched with ``config`` on device ``device`` (a rank); ``pointers``: Register ->
+    DistributedBuffer preset to the device copy's pointer (u64); ``registers``: further presets."""
+
+    program: Program
+    config: LaunchConfig
+    device: int = 0
+    pointers: dict = field(default_factory=dict)
+    registers: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelParallel:
+    """The stages in order, each on its own device."""
+
+    stages: tuple
+
+
+@dataclass(frozen=True)
+class PipelineParallel:
+    """The stages over ``micro_batches`` pieces of every Sharded buffer, in a wavefront."""
+
+    stages: tuple
+    micro_batches: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.micro_batches, int) or self.micro_batches < 1:
+            raise ProgramError(f"PipelineParallel.micro_batches must be a positive int, got {self.micro_batches!r}")
+
+
+def _checked(executor, stages) -> list:
+    """Per stage, the DistributedBuffers it names (handle order). Raises ProgramError."""
+    out = []
+    for number, stage in enumerate(stages):
+        if not isinstance(stage, Stage):
+            raise ProgramError(f"stage {number} is {stage!r}, not a Stage")
+        if not 0 <= stage.device < len(executor.devices):
+            raise ProgramError(f"stage {number} names device {stage.device}; the executor has "
+                               f"{len(executor.devices)}")
+        for index, instr in enumerate(stage.program.instructions):
+            if instr.INFO.name in COLLECTIVES:
+                raise ProgramError(f"stage {number} holds a collective: collectives run under DataParallel",
+                                   index=index, text=str(instr))
+        out.append(executor.buffers_named(stage.program, stage.pointers))
+    return out
+
+
+def _piece(buffer, micro: int, micro_batches: int) -> slice:
+    if not isinstance(buffer.layout, Sharded):
+        return slice(0, len(buffer.data))
+    if buffer.count % micro_batches:
+        raise ProgramError(f"{buffer!r} does not split into {micro_batches} equal micro-batches")
+    size = len(buffer.data) // micro_batches
+    return slice(micro * size, (micro + 1) * size)
+
+
+def run_stages(executor, strategy: ModelParallel | PipelineParallel) -> None:
+    """Run ``strategy``'s stages on ``executor``'s devices (see the module docstring)."""
+    stages = tuple(strategy.stages)
+    named = _checked(executor, stages)
+    pipeline = isinstance(strategy, PipelineParallel)
+    micro_batches = strategy.micro_batches if pipeline else 1
+    work = {buffer.handle: bytearray(buffer.data) for buffers in named for buffer in buffers}
+    ticks = range(micro_batches + len(stages) - 1) if pipeline else range(len(stages))
+    for tick in ticks:
+        jobs = [(m, tick - m) for m in range(micro_batches) if 0 <= tick - m < len(stages)] if pipeline \
+            else [(0, tick)]
+        started = [_start(executor, stages[s], named[s], work, m, micro_batches, pipeline) for m, s in jobs]
+        try:
+            for wait, finish in started:
+                wait()
+                finish(keep=True)
+        finally:
+            for _, finish in started:   # after a trap or a refusal: free what is left, keep nothing
+                finish(keep=False)
+    for buffers in named:
+        for buffer in buffers:
+            buffer.data[:] = work[buffer.handle]
+
+
+def _start(executor, stage: Stage, buffers, work, micro: int, micro_batches: int, pipeline: bool):
+    """Place ``buffers`` (their micro-batch pieces) on the stage's device and start the launch: (wait, finish);
+    finish(keep) copies the pieces back into ``work`` (keep) and frees the device copies."""
+    backend = executor.devices[stage.device]
+    placed, pieces = {}, {}
+    try:
+        for buffer in buffers:
+            pieces[buffer.handle] = piece = _piece(buffer, micro, micro_batches)
+            data = bytes(work[buffer.handle][piece])
+            placed[buffer.handle] = int(backend.allocate_buffer(max(1, len(data))))
+            if data:
+                backend.copy_to_buffer(placed[buffer.handle], data)
+    except BaseException:
+        for handle in placed.values():
+            backend.free_buffer(handle)
+        raise
+    registers = dict(stage.registers)
+    for register, buffer in stage.pointers.items():
+        registers[register] = (Type.U64, make_pointer(placed[buffer.handle], 0))
+    args = program_with_handles(stage.program, placed), ExecutionParams(stage.config, registers)
+    start = getattr(backend, "start_program", None)
+    if start is not None:
+        wait = start(*args)
+    else:
+        def wait():
+            backend.execute_program_with_params(*args)
+    done = []
+
+    def finish(keep: bool) -> None:
+        if done:
+            return
+        done.append(True)
+        try:
+            for buffer in buffers if keep else ():
+                piece = pieces[buffer.handle]
+                size = piece.stop - piece.start
+                data = bytes(backend.copy_from_buffer(placed[buffer.handle], bytearray(size))) if size else b""
+                if pipeline and not isinstance(buffer.layout, Sharded) and data != bytes(work[buffer.handle]):
+                    raise ExecutionFailed(f"{buffer!r} is Replicated (a pipeline's weights, read only) but stage "
+                                          f"on device {stage.device} wrote it: declare it Sharded")
+                work[buffer.handle][piece] = data
+        finally:
+            for handle in placed.values():
+                backend.free_buffer(handle)
+    return wait, finish

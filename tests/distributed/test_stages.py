@@ -1,0 +1,79 @@
+"""ModelParallel and PipelineParallel against running the stages one after the other on one device (bit for
+bit): two stages (square, then divide 1000 by the square, i32) on different devices; micro-batches through the
+stages; a trap in a later stage changes no buffer; the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from atlas_web import AtlasTrap, ExecutionFailed, LaunchConfig, Program, ProgramError, TrapCode
+from atlas_web.distributed import (ModelParallel, MultiDeviceExecutor, PipelineParallel, Replicated,
+                                   Sharded, Stage)
+from atlas_web.isa import AllReduce, Address, ReduceOperation, Type
+
+from .helpers import X, Y, divide_program, square_program, start
+
+N = 16
+
+
+def _stages(ex, x, lanes: int, layout=Sharded()):
+    xs, sq, out = (ex.array(x, Type.I32, layout), ex.empty(N, Type.I32, layout), ex.empty(N, Type.I32, layout))
+    config = LaunchConfig(grid=(1, 1, 1), block=(lanes, 1, 1))
+    k = len(ex.devices)
+    return (Stage(square_program(Type.I32), config, 0, {X: xs, Y: sq}),
+            Stage(divide_program(), config, 1 % k, {X: sq, Y: out})), out
+
+
+def _expected(x):
+    return (1000 // (x * x)).astype(np.int32).tobytes()
+
+
+@pytest.mark.parametrize("names", [("cpu",), ("wasm", "cpu"), ("cpu", "wasm")], ids="+".join)
+def test_model_parallel_matches_sequential(names):
+    x = np.arange(1, N + 1, dtype=np.int32)
+    ex = MultiDeviceExecutor(start(names))
+    stages, out = _stages(ex, x, N)
+    ex.execute_distributed(None, ModelParallel(stages))
+    assert out.read() == _expected(x)
+
+
+@pytest.mark.parametrize("micro_batches", [1, 2, 4])
+def test_pipeline_parallel_matches_sequential(micro_batches):
+    x = np.arange(1, N + 1, dtype=np.int32)
+    ex = MultiDeviceExecutor(start(("wasm", "cpu")))
+    stages, out = _stages(ex, x, N // micro_batches)
+    ex.execute_distributed(None, PipelineParallel(stages, micro_batches))
+    assert out.read() == _expected(x)
+
+
+def test_trap_in_a_later_stage_changes_nothing():
+    x = np.arange(N, dtype=np.int32)    # x[0] = 0: the divide stage traps at lane 0 of micro-batch 0
+    ex = MultiDeviceExecutor(start(("cpu", "wasm")))
+    stages, out = _stages(ex, x, N // 2)
+    with pytest.raises(AtlasTrap) as trap:
+        ex.execute_distributed(None, PipelineParallel(stages, 2))
+    assert (trap.value.code, trap.value.lane) == (TrapCode.DIVISION_BY_ZERO, 0)
+    assert out.read() == bytes(4 * N)
+    assert stages[0].pointers[Y].read() == bytes(4 * N)   # the first stage's finished output is not kept either
+
+
+def test_refusals():
+    ex = MultiDeviceExecutor(start(("cpu", "cpu")))
+    x = np.arange(1, N + 1, dtype=np.int32)
+    stages, _ = _stages(ex, x, N // 2, Replicated())
+    with pytest.raises(ExecutionFailed, match="read only"):
+        ex.execute_distributed(None, PipelineParallel(stages, 2))
+    stages, _ = _stages(ex, x, N)
+    with pytest.raises(ProgramError, match="pass program=None"):
+        ex.execute_distributed(stages[0].program, ModelParallel(stages))
+    with pytest.raises(ProgramError, match="names device 5"):
+        ex.execute_distributed(None, ModelParallel((Stage(stages[0].program, stages[0].config, 5, stages[0].pointers),)))
+    with pytest.raises(ProgramError, match="equal micro-batches"):
+        ex.execute_distributed(None, PipelineParallel(stages, 3))
+    reduce = Program([AllReduce(buffer=Address.BufferOffset(stages[0].pointers[X].handle), n=4,
+                                reduction=ReduceOperation.Sum)], {})
+    with pytest.raises(ProgramError, match="collectives run under DataParallel"):
+        ex.execute_distributed(None, ModelParallel((Stage(reduce, LaunchConfig()),)))
+    with pytest.raises(ProgramError, match="takes DataParallel"):
+        ex.execute_distributed(reduce, "hybrid")
