@@ -39,11 +39,13 @@ class ShaderFeatures:
 
 
 class CodeWriter:
-    """Lines of WGSL under construction, sharing ``helpers`` and ``features`` with its shader."""
+    """Lines of WGSL under construction, sharing ``helpers`` and ``features`` with its shader.
+    ``vector``: the value rules' operands are vec4<f32>/vec4<u32> (the elementwise kernels' vec4 form)."""
 
     def __init__(self, helpers: HelperSet, features: ShaderFeatures, indent: int = 1) -> None:
         self.helpers = helpers
         self.features = features
+        self.vector = False
         self.lines: list[str] = []
         self.level = indent
         self._temps = 0

@@ -1,8 +1,8 @@
 """Value rules of the float family (F16, BF16, F32 held in f32).
 
 Each result is computed in f32 and rounded to the instruction's format (``finish``), as the
-contract says for F16 and BF16. Products that must round before an addition (MAD, LERP) pass
-through ``opaque_f32`` so the compiler cannot fuse them. DIV, RCP, SQRT and RSQRT are the
+contract says for F16 and BF16. Products that must round before an addition (MUL, MAD, LERP)
+pass through ``opaque_f32`` so the compiler cannot fuse them. DIV, RCP, SQRT and RSQRT are the
 correctly rounded integer helpers of ``lib_rounding`` (WGSL's ``/`` and ``sqrt`` may be 2.5 ulp
 off, and real GPUs' are); an operation whose two
 operands are the same register gets one of them opaque, so ``x - x`` keeps its NaN for
@@ -62,7 +62,12 @@ _ARITHMETIC = {"ADD": "+", "SUB": "-", "MUL": "*"}
 @value_rule("ADD", "SUB", "MUL", family="float")
 def _arithmetic(w: CodeWriter, wt: WgslType, args: tuple, name: str) -> str:
     a, b = _distinct(w, *args)
-    return finish(w, wt, f"({a} {_ARITHMETIC[name]} {b})")
+    result = f"({a} {_ARITHMETIC[name]} {b})"
+    if name == "MUL" and wt.format == "f32" and not w.vector:
+        # a product stays rounded: NVIDIA's compiler contracts a multiply and an add that reads it into one
+        # FMA (one rounding; seen on an H200), also across instructions; F16/BF16 round in integer code
+        result = _opaque(w, result)
+    return finish(w, wt, result)
 
 
 @value_rule("DIV", family="float")

@@ -129,6 +129,7 @@ def _vector_main(w: CodeWriter, spec: KernelSpec, wt: WgslType) -> None:
     w.emit("if (i >= (launch.count >> 2u)) { return; }")
     a = w.temp(load(f"{source_array(spec, 'a', True)}[(base_a() >> 4u) + i]"), "a")
     b = w.temp(load(f"{source_array(spec, 'b', True)}[(base_b() >> 4u) + i]"), "b")
+    w.vector = True
     result = value(w, BINARY_INSTRUCTIONS[spec.operation], spec.ty, (a, b))
     w.emit(f"dstm4[(base_dst() >> 4u) + i] = {store(result)};")
 
