@@ -26,6 +26,8 @@ BF16 runs in f32 lanes, each inexact result rounded to BF16 as the scalar rule r
 
 from __future__ import annotations
 
+import struct
+
 from atlas_web.isa.enums import Condition
 from atlas_web.isa.types import Type
 
@@ -186,6 +188,10 @@ def _shift(s: SimdBuilder, op: str, instr, const_shl) -> None:
 
 _ONE_64 = (1).to_bytes(8, "little") * 2
 _INF_64 = (0x7FF0000000000000).to_bytes(8, "little") * 2
+#: the f64 bits below an f32's last bit, and their pattern at an f32 midpoint (normal range)
+_LOW_29 = ((1 << 29) - 1).to_bytes(8, "little") * 2
+_MIDPOINT = (1 << 28).to_bytes(8, "little") * 2
+_F32_MIN_NORMAL = struct.pack("<d", 2.0 ** -126) * 2
 _HIGH_HALF_LOW = tuple(range(8, 16)) * 2
 _LOW_HALVES = tuple(range(0, 8)) + tuple(range(16, 24))
 
@@ -221,8 +227,21 @@ def _fma32_vector(s: SimdBuilder, a: tuple[int, ...], b: tuple[int, ...], c: tup
         e.get(source).get(source).op("i8x16.shuffle", _HIGH_HALF_LOW).op("f64x2.promote_low_f32x4").set(high)
         wide[name] = (low, high)
     results = (s.fb.add_local(V128), s.fb.add_local(V128))
+    # RN32(x) = RN32(RN64(x)) unless RN64(x) is an f32 midpoint (f32 midpoints are f64 numbers and rounding
+    # is monotonic, so x and RN64(x) lie between the same two midpoints) or in f32's subnormal range: there
+    # (rare) the sum rounded to odd; elsewhere the f64 sum itself, off the long chain through c
+    careful = s.fb.add_local(V128)
+    e.op("v128.const", bytes(16)).set(careful)
     for h in range(2):
-        _fma32_half(s, wide["a"][h], wide["b"][h], wide["c"][h], results[h])
+        e.get(wide["a"][h]).get(wide["b"][h]).op("f64x2.mul").get(wide["c"][h]).op("f64x2.add").tee(results[h])
+        e.op("v128.const", _LOW_29).op("v128.and").op("v128.const", _MIDPOINT).op("i64x2.eq")
+        e.get(results[h]).op("f64x2.abs").op("v128.const", _F32_MIN_NORMAL).op("f64x2.lt")
+        e.get(results[h]).op("v128.const", bytes(16)).op("f64x2.ne").op("v128.and").op("v128.or")
+        e.get(careful).op("v128.or").set(careful)
+    e.get(careful).op("v128.any_true")
+    with e.if_():
+        for h in range(2):
+            _fma32_half(s, wide["a"][h], wide["b"][h], wide["c"][h], results[h])
     out = s.fb.add_local(V128)
     e.get(results[0]).op("f32x4.demote_f64x2_zero").get(results[1]).op("f32x4.demote_f64x2_zero")
     e.op("i8x16.shuffle", _LOW_HALVES).set(out)
