@@ -11,7 +11,9 @@ Each rule computes what the scalar lane rule computes, lane by lane:
   Uniform operands are computed once (folded, or in the prologue); a shift by a varying amount has no
   rule (wasm shifts all lanes by one amount);
 * ``FMA``/``FMS`` on F32 round once exactly as the ``fma32`` helper: the product of two f32 values is
-  exact in f64, the sum is split with TwoSum, rounded to odd and then to f32, all on f64x2 halves;
+  exact in f64 and the f64 sum rounded to f32 is the result, unless a lane's sum is an f32 midpoint or
+  in f32's subnormal range: then the sum is split with TwoSum, rounded to odd and then to f32 (the
+  helper's way), all on f64x2 halves;
   on F64 each lane calls the scalar ``fma64`` helper (its exponent-window branches have no cheap
   vector form), so F64 results equal the scalar path's bit for bit;
 * ``EXP LOG LOG2 LOG10 SIN COS TAN TANH SIGMOID GELU SWISH`` on F32/F64 call the math library's vector
