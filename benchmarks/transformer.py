@@ -9,8 +9,10 @@ carry the position as an immediate: one program per position, compiled on first 
 decoding steps per second (prompt steps included; best of the repeats), the first (cold) run's time, and
 the smallest gap between the two largest logits at a choice (NumPy's), which is what makes the tokens
 independent of the backends' rounding. NumPy's time is its incremental decode (one token per step over its
-own KV cache). The machine may be shared: say so with the figures. Run ``PYTHONPATH=. python
-benchmarks/transformer.py [--backends cpu,wasm,webgpu] [--new 16] [--repeats 3]``. Not a test.
+own KV cache). ``--jit-backends`` (wasm) also time atlas_web/kernels/transformer_jit.py (the model as
+one jit function over the prefix padded to a power of two: tokens/s of the new tokens). The machine may be
+shared: say so with the figures. Run ``PYTHONPATH=. python benchmarks/transformer.py [--backends
+cpu,wasm,webgpu] [--new 16] [--repeats 3]``. Not a test.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from atlas_web.kernels import KernelBackend  # noqa: E402
 from atlas_web.kernels.transformer import Transformer, TransformerConfig, init_weights  # noqa: E402
+from atlas_web.kernels.transformer_jit import JitTransformer  # noqa: E402
 from atlas_web.registry import get_backend  # noqa: E402
 
 from tests.kernels.numpy_transformer import NumpyTransformer, _rmsnorm, _rope  # noqa: E402
@@ -71,6 +74,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--jit-backends", default="wasm", help="backends also timing the jit model ('' for none)")
     args = parser.parse_args()
     cfg = TransformerConfig()
     steps = len(PROMPT) - 1 + args.new
@@ -91,6 +95,12 @@ def main() -> None:
             best = min(_timed(lambda: model.generate(PROMPT, args.new), expected) for _ in range(args.repeats))
             print(f"{name:7s} {steps / best:8.1f} steps/s (best {best * 1e3:.1f} ms, first run {cold:.2f} s), "
                   "tokens equal NumPy's")
+            if name in args.jit_backends.split(","):
+                jitted = JitTransformer(cfg, model.w, device)
+                cold = _timed(lambda: jitted.generate(PROMPT, args.new), expected)
+                best = min(_timed(lambda: jitted.generate(PROMPT, args.new), expected) for _ in range(args.repeats))
+                print(f"{name + ' jit':11s} {args.new / best:8.1f} tokens/s (each a whole-prefix forward; best "
+                      f"{best * 1e3:.1f} ms, first run with the traces {cold:.2f} s), tokens equal NumPy's")
         finally:
             device.close()
 

@@ -47,8 +47,9 @@ def circuit_to_kernel(circuit: Any) -> dict:
     extra = sorted(set(circuit) - {"format", "version", "name", "wires", "gates", "outputs"})
     missing = [k for k in ("wires", "gates", "outputs") if k not in circuit]
     if extra or missing:
-        raise ProgramError(f"circuit: {'unknown field(s) ' + ', '.join(map(repr, extra)) if extra else ''}"
-                           f"{'; ' if extra and missing else ''}{'missing ' + ', '.join(map(repr, missing)) if missing else ''}")
+        problems = ([f"unknown field(s) {', '.join(map(repr, extra))}"] if extra else []) + (
+            [f"missing {', '.join(map(repr, missing))}"] if missing else [])
+        raise ProgramError(f"circuit: {'; '.join(problems)}")
     if circuit.get("format", CIRCUIT_FORMAT) != CIRCUIT_FORMAT or circuit.get("version", VERSION) != VERSION:
         raise ProgramError(f"circuit: format must be {CIRCUIT_FORMAT!r} version {VERSION}")
     wires = circuit["wires"]
@@ -62,8 +63,8 @@ def circuit_to_kernel(circuit: Any) -> dict:
     gates = circuit["gates"]
     if not isinstance(gates, list):
         raise ProgramError(f"circuit: gates must be a list, got {type(gates).__name__}")
-    ops = [{**gate, "op": _LONG.get(gate["op"], gate["op"])} if isinstance(gate, dict) and isinstance(gate.get("op"), str)
-           else gate for gate in gates]
+    ops = [{**gate, "op": _LONG.get(gate["op"], gate["op"])}
+           if isinstance(gate, dict) and isinstance(gate.get("op"), str) else gate for gate in gates]
     kernel = {"format": FORMAT, "version": VERSION, "inputs": inputs, "ops": ops, "outputs": circuit["outputs"]}
     if "name" in circuit:
         kernel["name"] = circuit["name"]

@@ -70,7 +70,8 @@ class Bindings:
         arrays = {}
         for b in self.inputs:
             if b.name not in inputs:
-                raise ProgramError(f"run: input {b.name!r} is missing (inputs: {', '.join(x.name for x in self.inputs)})")
+                names = ", ".join(x.name for x in self.inputs)
+                raise ProgramError(f"run: input {b.name!r} is missing (inputs: {names})")
             a = anp.asarray(inputs[b.name], dtype="bool" if b.is_bool else b.dtype, device=device)
             if a.shape != b.shape:
                 raise ProgramError(f"run: input {b.name!r} has shape {a.shape}, the kernel declares {b.shape}")

@@ -48,3 +48,14 @@ def test_step_errors(device):
         model.step(300)
     with pytest.raises(ArrayError, match="weight 'embedding' is missing"):
         Transformer(KernelBackend(device), CONFIG, {})
+
+
+def test_jit_model_gives_the_same_tokens(device, expected):
+    from atlas_web.kernels.transformer_jit import JitTransformer
+    weights, tokens, gaps, logits = expected
+    model = JitTransformer(CONFIG, init_weights(CONFIG, 3, device), device)
+    assert model.generate(PROMPT, NEW) == tokens
+    sequence = PROMPT + tokens
+    np.testing.assert_allclose(model.logits(sequence).to_host()[0], logits[-1], rtol=1e-4, atol=1e-4)
+    with pytest.raises(ArrayError, match="token 300 is outside"):
+        model.logits([300])

@@ -120,7 +120,8 @@ def _broken(path, value):
 @pytest.mark.parametrize("kernel, message", [
     (_broken(("ops", 1, "op"), "frobnicate"), r"ops\[1\]: 'frobnicate' is not an operation"),
     (_broken(("ops", 1, "op"), "power"), r"ops\[1\]: 'power' has no per-lane form"),
-    (_broken(("ops", 1, "in"), ["t0", "nope"]), r"ops\[1\] \(subtract\): in\[1\]: value 'nope' is used before it is defined"),
+    (_broken(("ops", 1, "in"), ["t0", "nope"]),
+     r"ops\[1\] \(subtract\): in\[1\]: value 'nope' is used before it is defined"),
     (_broken(("ops", 2, "in"), ["t2"]), r"ops\[2\] \(relu\): in\[0\]: value 't2' is used before"),
     (_broken(("inputs", 1, "shape"), [41]), r"ops\[1\] \(subtract\): shapes \(3, 40\), \(41,\) do not broadcast"),
     (_broken(("inputs", 0, "dtype"), "float7"), r"inputs\[0\].dtype: 'float7' is not an array element type"),
