@@ -89,9 +89,10 @@ class MultiDeviceExecutor:
     def execute_distributed(self, program: Program | None, strategy) -> None:
         """Run ``program`` under ``strategy``: DataParallel; or ModelParallel / PipelineParallel, whose stages
         hold their own programs (``program`` is then None; atlas_web.distributed.stages). Raises ProgramError (an
-        unknown buffer, a sharded buffer whose size is not lanes * chunk, a collective that is not top-level, names no BufferOffset of a DistributedBuffer,
-        or a group other than the executor's), AtlasTrap (the trap of the lowest global lane, lane -1 first, at
-        its index in ``program``), ExecutionFailed (a Replicated buffer the devices wrote differently)."""
+        unknown buffer, a sharded buffer whose size is not lanes * chunk, a collective that is not top-level,
+        names no BufferOffset of a DistributedBuffer, or a group other than the executor's), AtlasTrap (the trap
+        of the lowest global lane, lane -1 first, at its index in ``program``), ExecutionFailed (a Replicated
+        buffer the devices wrote differently)."""
         if isinstance(strategy, (ModelParallel, PipelineParallel)):
             if program is not None:
                 raise ProgramError("ModelParallel and PipelineParallel stages hold the programs: pass program=None")

@@ -8,11 +8,15 @@ from __future__ import annotations
 import os
 import signal
 
+import dask.array as da
 import numpy as np
 import pytest
 
+import atlas_web.numpy as anp
+
 from atlas_web import AtlasTrap, LaunchConfig, TrapCode
 from atlas_web.distributed import DataParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded
+from atlas_web.distributed.dask_arrays import map_blocks
 from atlas_web.distributed.dask_cluster import DistributedExecutor, WorkerLost   # dask[distributed]: the test extra
 from atlas_web.isa import AllGather, AllReduce, Address, ReduceOperation, Type
 
@@ -93,3 +97,19 @@ def test_killed_worker_fails_clearly_then_retries(cluster):
     cluster.execute_cluster(square_program(Type.F32), strategy, retries=2)
     assert ys.read() == (x * x).tobytes()
     assert victim not in {device.address for device in cluster.devices}
+
+
+@anp.jit
+def _shifted_relu(x):
+    return anp.relu(x * 2.0 - 0.5)
+
+
+def test_dask_array_map_blocks_runs_on_the_workers_atlas_backend(cluster):
+    x = np.random.default_rng(4).standard_normal(10_000).astype(np.float32)
+    blocks = da.from_array(x, chunks=2_500)
+    y = map_blocks(_shifted_relu, blocks)
+    want = np.maximum(x * np.float32(2.0) - np.float32(0.5), np.float32(0))
+    got = cluster.client.compute(y).result()
+    assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+    total = cluster.client.compute(y.sum()).result()
+    assert total == pytest.approx(float(want.astype(np.float64).sum()), rel=1e-5)

@@ -68,7 +68,8 @@ def test_refusals():
     with pytest.raises(ProgramError, match="pass program=None"):
         ex.execute_distributed(stages[0].program, ModelParallel(stages))
     with pytest.raises(ProgramError, match="names device 5"):
-        ex.execute_distributed(None, ModelParallel((Stage(stages[0].program, stages[0].config, 5, stages[0].pointers),)))
+        first = stages[0]
+        ex.execute_distributed(None, ModelParallel((Stage(first.program, first.config, 5, first.pointers),)))
     with pytest.raises(ProgramError, match="equal micro-batches"):
         ex.execute_distributed(None, PipelineParallel(stages, 3))
     reduce = Program([AllReduce(buffer=Address.BufferOffset(stages[0].pointers[X].handle), n=4,
