@@ -54,6 +54,12 @@ def _worker_call(name: str, method: str, args: tuple):
     return result
 
 
+def _worker_run_placed(name: str, args: tuple):
+    """Run on a worker: ``executor.run_placed`` on its backend (a whole launch without collectives, one task)."""
+    from .executor import run_placed
+    return run_placed(_worker_backend(name), *args)
+
+
 class RemoteBackend:
     """The Backend calls a MultiDeviceExecutor makes, run on Dask worker ``address``'s backend ``name``. Each call
     is one task; a worker that leaves the cluster meanwhile raises WorkerLost (an ExecutionFailed) naming it."""
@@ -65,6 +71,13 @@ class RemoteBackend:
         future = self.client.submit(_worker_call, self.name, method, args, workers=[self.address],
                                     allow_other_workers=False, pure=False)
         return lambda: self._result(future, method)
+
+    def start_placed(self, *args):
+        """Start ``executor.run_placed(backend, *args)`` on the worker as one task; the returned wait() gives its
+        result or raises WorkerLost."""
+        future = self.client.submit(_worker_run_placed, self.name, args, workers=[self.address],
+                                    allow_other_workers=False, pure=False)
+        return lambda: self._result(future, "a launch")
 
     def _result(self, future, method: str):
         from distributed import wait

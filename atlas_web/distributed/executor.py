@@ -26,7 +26,35 @@ from .layouts import DataParallel, Replicated, Sharded, split_blocks
 from .program_split import program_with_handles, split_at_collectives
 from .stages import ModelParallel, PipelineParallel, run_stages
 
-__all__ = ["MultiDeviceExecutor"]
+__all__ = ["MultiDeviceExecutor", "run_placed"]
+
+
+def run_placed(backend, program: Program, launch: LaunchConfig | None, registers: dict, pointers: dict,
+               buffers: list) -> tuple[AtlasTrap | None, list[bytes]]:
+    """On ``backend``: allocate and fill one buffer per (logical handle, bytes) of ``buffers``, run ``program``
+    (its BufferOffsets and the ``pointers`` registers, Register -> logical handle, naming them) with ``launch``
+    (None: no blocks here), read every buffer back and free them: (the launch's AtlasTrap or None, the buffers'
+    bytes, empty after a trap). One call where a device is remote (a Dask worker runs it whole)."""
+    placed: dict[int, int] = {}
+    try:
+        for handle, data in buffers:
+            placed[handle] = int(backend.allocate_buffer(max(1, len(data))))
+            if data:
+                backend.copy_to_buffer(placed[handle], data)
+        if launch is not None:
+            presets = dict(registers)
+            for register, handle in pointers.items():
+                presets[register] = (Type.U64, make_pointer(placed[handle], 0))
+            try:
+                backend.execute_program_with_params(program_with_handles(program, placed),
+                                                    ExecutionParams(launch, presets))
+            except AtlasTrap as trap:
+                return trap, []
+        return None, [bytes(backend.copy_from_buffer(placed[handle], bytearray(len(data)))) if data else b""
+                      for handle, data in buffers]
+    finally:
+        for handle in placed.values():
+            backend.free_buffer(handle)
 
 
 def _ran(backend, args):
@@ -106,6 +134,9 @@ class MultiDeviceExecutor:
         lanes = [(first * config.block_lanes, count * config.block_lanes) for first, count in shares]
         used = self.buffers_named(program, strategy.pointers)
         segments = split_at_collectives(program)
+        if len(segments) == 1:      # no collective: each device places, runs and reads back in one call
+            self._run_whole(program, strategy, shares, lanes, used)
+            return
         placed = [dict() for _ in self.devices]   # rank -> logical handle -> device handle
         try:
             for rank, backend in enumerate(self.devices):
@@ -123,6 +154,35 @@ class MultiDeviceExecutor:
             for rank, backend in enumerate(self.devices):
                 for handle in placed[rank].values():
                     backend.free_buffer(handle)
+
+    def _run_whole(self, program: Program, strategy: DataParallel, shares, lanes, used) -> None:
+        """A launch without collectives: ``run_placed`` on every device (started on all before any wait)."""
+        config = strategy.config
+        pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
+        waits = []
+        for rank, backend in enumerate(self.devices):
+            slices = [self._shard(buffer, *lanes[rank], config) for buffer in used]
+            buffers = [(buffer.handle, bytes(buffer.data[piece])) for buffer, piece in zip(used, slices)]
+            launch = LaunchConfig(grid=(shares[rank][1], 1, 1), block=config.block,
+                                  shared_memory=config.shared_memory) if shares[rank][1] else None
+            registers = dict(strategy.registers)
+            if strategy.lane_offset is not None:
+                registers[strategy.lane_offset] = (Type.U32, lanes[rank][0])
+            args = (program, launch, registers, pointers, buffers)
+            start = getattr(backend, "start_placed", None)
+            waits.append(start(*args) if start else (lambda b=backend, a=args: run_placed(b, *a)))
+        outcomes = [wait() for wait in waits]
+        traps = [(trap.lane + lanes[rank][0] if trap.lane >= 0 else -1, rank, trap)
+                 for rank, (trap, _) in enumerate(outcomes) if trap is not None]
+        if traps:
+            lane, _, trap = min(traps, key=lambda t: (t[0], t[1]))
+            raise AtlasTrap(trap.code, trap.instruction_index, lane, trap.detail, trap.record)
+        results = {}
+        for k, buffer in enumerate(used):
+            parts = [datas[k] for _, datas in outcomes]
+            results[buffer.handle] = self._combined(buffer, parts)
+        for buffer in used:
+            buffer.data[:] = results[buffer.handle]
 
     def buffers_named(self, program: Program, pointers: dict) -> list[DistributedBuffer]:
         """The DistributedBuffers ``program`` names by BufferOffset handle or ``pointers`` (Register -> buffer)
@@ -216,6 +276,12 @@ class MultiDeviceExecutor:
                 lanes[rank][1] * buffer.layout.chunk * buffer.ty.size_bytes()
             handle = placed[rank][buffer.handle]
             parts.append(bytes(backend.copy_from_buffer(handle, bytearray(size))) if size else b"")
+        return self._combined(buffer, parts)
+
+    @staticmethod
+    def _combined(buffer: DistributedBuffer, parts: list[bytes]) -> bytes:
+        """The buffer's new contents from each device's bytes: shards joined in rank order, or the one value of a
+        Replicated buffer's copies (ExecutionFailed when they differ)."""
         if isinstance(buffer.layout, Sharded):
             return b"".join(parts)
         for rank, part in enumerate(parts[1:], 1):

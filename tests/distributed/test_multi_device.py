@@ -72,11 +72,15 @@ def test_trap_is_the_lowest_global_lane_and_changes_nothing():
     with pytest.raises(AtlasTrap) as one:
         single.execute_program_with_params(divide_program(), ExecutionParams(
             config, {X: (Type.U64, make_pointer(int(hx), 0)), Y: (Type.U64, make_pointer(int(hy), 0))}))
-    for names in (("cpu", "wasm", "cpu"), ("wasm", "wasm")):
+    for names, collective in ((("cpu", "wasm", "cpu"), False), (("wasm", "wasm"), False), (("wasm", "cpu"), True)):
         ex = _executor(names)
         xs, ys = ex.array(x, Type.I32, Sharded()), ex.empty(x.size, Type.I32, Sharded())
+        program = divide_program()
+        if collective:   # the segmented path: a collective after the trapping segment
+            program = Program([*program.instructions, AllReduce(buffer=Address.BufferOffset(ys.handle), n=BLOCK,
+                                                                reduction=ReduceOperation.Sum, ty=Type.I32)], {})
         with pytest.raises(AtlasTrap) as many:
-            ex.execute_distributed(divide_program(), DataParallel(config, pointers={X: xs, Y: ys}))
+            ex.execute_distributed(program, DataParallel(config, pointers={X: xs, Y: ys}))
         got, want = many.value, one.value
         assert (got.code, got.instruction_index, got.lane) == (want.code, want.instruction_index, want.lane) \
             == (TrapCode.DIVISION_BY_ZERO, want.instruction_index, 9)
