@@ -1,6 +1,6 @@
 """The KernelBackend, the transformer and the translators without NumPy (as in Pyodide offline), on every
-backend that starts without it (the reference backend needs NumPy); values checked against Python
-arithmetic written here."""
+backend that starts without it (natively here only webgpu: the reference and the native wasm runner
+import NumPy); values checked against Python arithmetic written here."""
 
 from __future__ import annotations
 
