@@ -130,3 +130,5 @@ def test_readme_python_blocks_run(capsys):
     assert "[[0.0], [12.0]] [[5.0, 14.0], [14.0, 50.0]]" in out
     assert "add(float32[2, 3], float32[4]): shapes (2, 3), (4,) do not broadcast" in out
     assert "2.109e+05 FusedMapNode" in out   # the same number from the jit-compiled function
+    # the KernelBackend and JSON-kernel block: its printed values as the README's comments give them
+    assert "[3.0, 7.0]\n27.98\n[0.0, 0.5, 2.0]\n" in out

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from atlas_web import UnsupportedOperation
-from atlas_web.isa import CVT, MOV_IMM, MUL, OR, ADD, Register, Type
+from atlas_web import AtlasTrap, LaunchConfig, UnsupportedOperation
+from atlas_web.isa import CVT, EXIT, MOV_IMM, MUL, OR, ADD, Register, Type
+from atlas_web.program import ProgramBuilder
 
 from .harness import Case, compare_with_reference, run_case
 from .values import encode, float_values, int_values
 
-__all__ = ["lane_pointer", "values_of", "bytes_of", "check_case", "SCRATCH"]
+__all__ = ["lane_pointer", "values_of", "bytes_of", "check_case", "launch_alone", "SCRATCH"]
 
 #: registers the helpers write (cases keep their own values elsewhere)
 SCRATCH = (Register(230), Register(231), Register(232), Register(233))
@@ -28,6 +29,18 @@ def lane_pointer(b, handle: int, stride: int, dst: Register, extra: int = 0) -> 
         b.add(ADD(dst=t2, lhs=t2, rhs=t1, ty=Type.U64))
     b.add(MOV_IMM(dst=t3, value=handle << 32, ty=Type.U64))
     b.add(OR(dst=dst, lhs=t2, rhs=t3, ty=Type.U64))
+
+
+def launch_alone(backend, instruction) -> AtlasTrap | None:
+    """Run ``instruction`` then EXIT on ``backend`` (one lane): the AtlasTrap it raised, or None."""
+    builder = ProgramBuilder()
+    builder.add(instruction)
+    builder.add(EXIT())
+    try:
+        backend.execute_program(builder.build(), LaunchConfig())
+    except AtlasTrap as caught:
+        return caught
+    return None
 
 
 def values_of(ty: Type, n: int, seed: int) -> list:

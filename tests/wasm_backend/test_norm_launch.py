@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atlas_web import Address, AtlasTrap, LaunchConfig, ProgramBuilder
-from atlas_web.isa import OPCODE_TABLE, EXIT, Type
+from atlas_web import Address
+from atlas_web.isa import OPCODE_TABLE, Type
 from atlas_web.isa.instructions import LayerNorm, RMSNorm
 
+from tests.conformance.case_tools import launch_alone
 from tests.conformance.matrix_cases import decode_array, encode_array, run_with_arrays
 from tests.conformance.norm_cases import EPS, NormCase, compare
 
@@ -85,15 +86,9 @@ def _in_place(backend, cls, ty, x, params: dict, **fields):
     for key, data in (("input", x), *params.items()):
         handles[key] = int(backend.allocate_buffer(data.nbytes))
         backend.copy_to_buffer(handles[key], data.tobytes())
-    builder = ProgramBuilder()
-    builder.add(cls(output=Address.BufferOffset(handles["input"]),
-                    **{key: Address.BufferOffset(h) for key, h in handles.items()}, ty=ty, eps=EPS, **fields))
-    builder.add(EXIT())
-    trap = None
-    try:
-        backend.execute_program(builder.build(), LaunchConfig())
-    except AtlasTrap as caught:
-        trap = caught
+    trap = launch_alone(backend, cls(output=Address.BufferOffset(handles["input"]),
+                                     **{key: Address.BufferOffset(h) for key, h in handles.items()}, ty=ty, eps=EPS,
+                                     **fields))
     out = np.frombuffer(bytes(backend.copy_from_buffer(handles["input"]))[:x.nbytes], x.dtype).copy()
     for handle in handles.values():
         backend.free_buffer(handle)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atlas_web import Address, AtlasTrap, LaunchConfig, ProgramBuilder
-from atlas_web.isa import EXIT, Type
+from atlas_web import Address
+from atlas_web.isa import Type
 from atlas_web.isa.instructions import SparseGEMM
 from wasm_backend.lowering.coop_sparse import CHUNK
+
+from tests.conformance.case_tools import launch_alone
 
 _DTYPE = {Type.F32: np.float32, Type.F64: np.float64}
 
@@ -24,15 +26,8 @@ def spgemm(backend, ty, ptr, idx, vals, b, c, m, n, k, **fields):
                        ("a_ptr", ptr.astype("<u4").tobytes()), ("b", b.tobytes())):
         handles[name] = int(backend.allocate_buffer(max(4, len(data))))
         backend.copy_to_buffer(handles[name], data)
-    builder = ProgramBuilder()
-    builder.add(SparseGEMM(**{name: Address.BufferOffset(h) for name, h in handles.items()}, m=m, n=n, k=k, ty=ty,
-                           **fields))
-    builder.add(EXIT())
-    trap = None
-    try:
-        backend.execute_program(builder.build(), LaunchConfig())
-    except AtlasTrap as caught:
-        trap = caught
+    trap = launch_alone(backend, SparseGEMM(**{name: Address.BufferOffset(h) for name, h in handles.items()}, m=m, n=n,
+                                            k=k, ty=ty, **fields))
     out = np.frombuffer(bytes(backend.copy_from_buffer(handles["c"]))[:c.nbytes], c.dtype).copy()
     for handle in handles.values():
         backend.free_buffer(handle)

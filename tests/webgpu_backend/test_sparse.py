@@ -11,10 +11,12 @@ import re
 import numpy as np
 import pytest
 
-from atlas_web import Address, AtlasTrap, LaunchConfig, ProgramBuilder
-from atlas_web.isa import EXIT, Type
+from atlas_web import Address
+from atlas_web.isa import Type
 from atlas_web.isa.instructions import SparseGEMM
 from atlas_web.reference import CpuBackend
+
+from tests.conformance.case_tools import launch_alone
 
 
 def _spgemm(backend, arrays: dict, one_buffer: tuple = (), **fields):
@@ -34,15 +36,8 @@ def _spgemm(backend, arrays: dict, one_buffer: tuple = (), **fields):
             handles[name] = int(backend.allocate_buffer(max(4, data.nbytes)))
             backend.copy_to_buffer(handles[name], data.tobytes())
             offsets[name] = 0
-    builder = ProgramBuilder()
-    builder.add(SparseGEMM(**{n: Address.BufferOffset(handles[n], offsets[n]) for n in arrays}, ty=Type.F32,
-                           **fields))
-    builder.add(EXIT())
-    trap = None
-    try:
-        backend.execute_program(builder.build(), LaunchConfig())
-    except AtlasTrap as caught:
-        trap = caught
+    trap = launch_alone(backend, SparseGEMM(**{n: Address.BufferOffset(handles[n], offsets[n]) for n in arrays},
+                                            ty=Type.F32, **fields))
     c = arrays["c"]
     raw = bytes(backend.copy_from_buffer(handles["c"]))[offsets["c"]:offsets["c"] + c.nbytes]
     for handle in set(handles.values()):

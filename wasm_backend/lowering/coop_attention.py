@@ -40,7 +40,7 @@ from .coop_attention_rows import axpy_rows, online_row, scale_row
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import ELEMENTS, GemmShape, build_gemm_driver, scratch_bytes
 from .coop_ops import load_scalar, store_scalar
-from .coop_softmax import _row as softmax_row
+from .coop_softmax import softmax_row
 from .rules import cooperative_rule
 
 __all__ = ["ATTENTION_TYPES", "attention_tiles", "attention_scratch_bytes", "ROW_BLOCK", "KEY_BLOCK"]

@@ -144,7 +144,7 @@ class _Row:
             e.get(scalar).get(accumulators[0]).op(f"{p}.extract_lane", lane).op(f"{s}.{operation}").set(scalar)
 
 
-def _row(m, el: Element, log: bool) -> int:
+def softmax_row(m, el: Element, log: bool) -> int:
     """``softmax_row_<f32|f64>_<exp|log>(src, dst, n)``: one row of n >= 1 elements (see the module docstring)."""
     compute = Type.F64 if el.scalar == "f64" else Type.F32
     exp, ln = math_function_for(MapOperation.Exp, compute), math_function_for(MapOperation.Log, compute)
@@ -276,7 +276,7 @@ def build_softmax_driver(m, name: str, instr, export: bool = False) -> int:
     """Define ``name(src, unused, dst, scratch, lo, hi)``: rows lo .. hi of Softmax/LogSoftmax ``instr`` (its arrays
     checked; byte addresses; ``scratch``: softmax_scratch(instr) bytes); returns its index."""
     ty, n = instr.ty, instr.n
-    row = _row(m, ELEMENTS[_compute(ty)], instr.INFO.name == "LogSoftmax")
+    row = softmax_row(m, ELEMENTS[_compute(ty)], instr.INFO.name == "LogSoftmax")
     size = ty.size_bytes()
     fb, e = m.define(name, (I32,) * 6, (), export=export)
     src, _, dst, scratch, lo, hi = range(6)

@@ -43,9 +43,9 @@ from ..library import HelperSet
 from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .conv2d import _KINDS, _ROUNDING
-from .gemm import _INPUTS
-from .norm import _slots
+from .conv2d import KINDS, ROUNDING
+from .gemm import INPUTS
+from .norm import binding_slots
 
 __all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_HEAD_DIM"]
 
@@ -88,13 +88,13 @@ class _Spec:
             mode = "read_write" if slot == 0 else "read"
             element = "atomic<u32>" if slot == 0 and halves else "u32"
             lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<{element}>;")
-        _, body, word_index = _INPUTS[self.kind]
+        _, body, word_index = INPUTS[self.kind]
         for k, slot in enumerate(self.slots):
             word = f"atomicLoad(&buf0[{word_index}])" if slot == 0 and halves else f"buf{slot}[{word_index}]"
             lines.append(f"fn ld{k}(idx: u32) -> f32 {{\n    "
                          + body.format(base=f"launch.{_ROLES[k]}", word=word) + "\n}")
         if halves:
-            lines.append(_ROUNDING[self.kind] + """fn st(idx: u32, v: f32) {
+            lines.append(ROUNDING[self.kind] + """fn st(idx: u32, v: f32) {
     let h = (launch.dst >> 1u) + idx;
     let shift = (h & 1u) * 16u;
     atomicAnd(&buf0[h >> 1u], ~(0xffffu << shift));
@@ -289,9 +289,9 @@ class _AttentionFamily(Kernel):
     def spec(self, instr, slots: tuple[int, ...]):
         kv_len = instr.kv_len or instr.seq_len
         if not self.groups(instr):   # nothing to compute: a shader that only marks the step reached
-            return AttentionSpec(slots, kind=_KINDS[instr.ty], rows=0, heads=1, seq_len=1, dim=1, kv_heads=1,
+            return AttentionSpec(slots, kind=KINDS[instr.ty], rows=0, heads=1, seq_len=1, dim=1, kv_heads=1,
                                  kv_len=1, max_seq=1)
-        return AttentionSpec(slots, kind=_KINDS[instr.ty], rows=instr.batch * instr.heads * instr.seq_len,
+        return AttentionSpec(slots, kind=KINDS[instr.ty], rows=instr.batch * instr.heads * instr.seq_len,
                              heads=instr.heads,
                              seq_len=instr.seq_len, dim=instr.head_dim, kv_heads=instr.kv_heads or instr.heads,
                              kv_len=kv_len, max_seq=instr.max_seq or kv_len, causal=bool(instr.causal))
@@ -301,7 +301,7 @@ class _AttentionFamily(Kernel):
 
     def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
         count = len(array_operands(instr))
-        slots = _slots(operands, count)
+        slots = binding_slots(operands, count)
         groups = max(1, min(device.max_groups, self.groups(instr)))
         return KernelPlan((Dispatch(self.spec(instr, slots), _bindings(slots), (groups, 1, 1)),),
                           _fields(instr, operands, count))
@@ -312,7 +312,7 @@ class _AttentionFamily(Kernel):
 
 class _RopeKernel(_AttentionFamily):
     def spec(self, instr, slots):
-        return RopeSpec(slots, kind=_KINDS[instr.ty], rows=instr.batch * instr.seq_len * instr.heads,
+        return RopeSpec(slots, kind=KINDS[instr.ty], rows=instr.batch * instr.seq_len * instr.heads,
                         seq_len=max(1, instr.seq_len),
                         heads=max(1, instr.heads), half=instr.head_dim // 2, position=instr.position,
                         interleaved=bool(instr.interleaved))

@@ -15,7 +15,7 @@ from atlas_web.isa.types import Type
 
 from . import DeviceLimits, Dispatch, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
-from .gemm import GemmKernel, GemmSpec, _f32_bits, gemm_workgroups
+from .gemm import GemmKernel, GemmSpec, f32_bits, gemm_workgroups
 
 __all__ = ["contract_spec", "TensorContractKernel"]
 
@@ -41,7 +41,7 @@ def contract_spec(instr, sources: tuple[str, str] = ("ro", "ro"), guarded: bool 
     lda = max(1, m if plan.a.transposed else k)
     ldb = max(1, k if plan.b.transposed else n)
     return GemmSpec(1, m, n, k, plan.a.transposed, plan.b.transposed, lda, ldb, max(1, n), 0, 0, 0,
-                    _f32_bits(instr.alpha), _f32_bits(instr.beta), sources, guarded, False,
+                    f32_bits(instr.alpha), f32_bits(instr.beta), sources, guarded, False,
                     gather_a=_gather(instr.shape_a, plan.a, len(instr.shape_a) - pairs),
                     gather_b=_gather(instr.shape_b, plan.b, pairs))
 

@@ -25,13 +25,13 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .gemm import _INPUTS, DEPTH, SIDE, TILE, tile_product
+from .gemm import INPUTS, DEPTH, SIDE, TILE, tile_product
 
 __all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES"]
 
 CONV_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
-#: the stored type's name (gemm._INPUTS' reader of an element)
-_KINDS = {Type.F32: "f32", Type.F16: "f16", Type.BF16: "bf16"}
+#: the stored type's name (gemm.INPUTS' reader of an element)
+KINDS = {Type.F32: "f32", Type.F16: "f16", Type.BF16: "bf16"}
 #: binding -> array role (3 output, 4 input, 5 kernel, 6 bias)
 CONV_BINDINGS = {3: "dst", 4: "src_a", 5: "src_b", 6: "src_c"}
 _ARRAYS = {4: ("src_a", "xin"), 5: ("src_b", "wk"), 6: ("src_c", "bias")}
@@ -85,12 +85,12 @@ def conv_spec(instr, reads=("ro", "ro", "ro"), guarded: bool = True) -> ConvSpec
     return ConvSpec(instr.batch, instr.in_channels, instr.out_channels, instr.height, instr.width, instr.kernel_h,
                     instr.kernel_w, instr.stride_h, instr.stride_w, instr.padding_h, instr.padding_w,
                     instr.dilation_h, instr.dilation_w, instr.groups, bool(instr.has_bias), tuple(reads),
-                    _KINDS[instr.ty], guarded)
+                    KINDS[instr.ty], guarded)
 
 
 def _reader(spec: ConvSpec, binding: int, function: str) -> str:
     """WGSL ``function(idx) -> f32``: element idx of the array of ``binding`` (its launch offset, its type)."""
-    _, body, word_index = _INPUTS[spec.kind]
+    _, body, word_index = INPUTS[spec.kind]
     role, array = _ARRAYS[binding]
     if spec.reads[binding - 4] == "dst":
         array = "cmat"
@@ -102,7 +102,7 @@ def _reader(spec: ConvSpec, binding: int, function: str) -> str:
 
 
 #: f32 -> the bits of the nearest f16 / bf16 (ties to even; overflow to infinity; NaN stays NaN), integer steps
-_ROUNDING = {
+ROUNDING = {
     "f16": """fn rounded_bits(v: f32) -> u32 {
     let u = bitcast<u32>(v);
     let sign = (u >> 16u) & 0x8000u;
@@ -137,7 +137,7 @@ def _writer(spec: ConvSpec) -> str:
     of a word by atomic and/or (the other half may be another invocation's)."""
     if spec.kind == "f32":
         return "fn write(idx: u32, v: f32) {\n    cmat[(launch.dst >> 2u) + idx] = bitcast<u32>(v);\n}\n"
-    return _ROUNDING[spec.kind] + """fn write(idx: u32, v: f32) {
+    return ROUNDING[spec.kind] + """fn write(idx: u32, v: f32) {
     let h = (launch.dst >> 1u) + idx;
     let shift = (h & 1u) * 16u;
     atomicAnd(&cmat[h >> 1u], ~(0xffffu << shift));

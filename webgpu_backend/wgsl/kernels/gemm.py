@@ -53,7 +53,7 @@ MIXED_TYPES = frozenset({Type.F16, Type.BF16})
 QUANTIZED_TYPES = frozenset({Type.I8, Type.F32})
 #: GemmSpec.inputs -> (the tile's scalar type, how element ``idx`` of an array starting at byte ``base`` of the
 #: u32 array ``array`` is read; ``{word}`` is replaced by the word read)
-_INPUTS = {
+INPUTS = {
     "f32": ("f32", "let at = ({base} >> 2u) + idx;\n    return bitcast<f32>({word});", "at"),
     "f16": ("f32", "let h = ({base} >> 1u) + idx;\n    return unpack2x16float({word})[h & 1u];", "h >> 1u"),
     "bf16": ("f32", "let h = ({base} >> 1u) + idx;\n    return bitcast<f32>((({word}) >> ((h & 1u) * 16u)) << 16u);",
@@ -88,7 +88,7 @@ class GemmSpec:
     sources: tuple[str, str] = ("ro", "ro")
     guarded: bool = True
     bound: bool = False
-    #: A's and B's element type: "f32", "f16", "bf16" or "i8" (_INPUTS)
+    #: A's and B's element type: "f32", "f16", "bf16" or "i8" (INPUTS)
     inputs: str = "f32"
     #: how C is written: "gemm" (alpha * acc + beta * C), "q_f32" (f32(acc) * scale), "q_i8" (requantized)
     output: str = "gemm"
@@ -107,8 +107,12 @@ class GemmSpec:
         return gemm_layout(self)
 
 
-def _f32_bits(value: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", value))[0]
+def f32_bits(value: float) -> int:
+    """``value`` rounded to f32 (past its range: the infinity of its sign), as bits."""
+    try:
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    except OverflowError:
+        return 0x7F800000 | (0x80000000 if value < 0 else 0)
 
 
 def _f32(value: float) -> float:
@@ -137,7 +141,7 @@ def _kind(instr) -> tuple[str, str, int]:
     """(GemmSpec.inputs, .output, .scale_bits) of a GEMM-family instruction."""
     name = instr.INFO.name
     if name == "QuantizedGEMM":
-        return "i8", "q_i8" if instr.ty is Type.I8 else "q_f32", _f32_bits(quantized_scale(instr))
+        return "i8", "q_i8" if instr.ty is Type.I8 else "q_f32", f32_bits(quantized_scale(instr))
     if name == "MixedPrecisionGEMM":
         return instr.ty.name.lower(), "gemm", 0
     return "f32", "gemm", 0
@@ -152,8 +156,8 @@ def gemm_spec(instr, sources: tuple[str, str] = ("ro", "ro"), guarded: bool = Tr
     batch = getattr(instr, "batch", 1)
     return GemmSpec(batch, instr.m, instr.n, instr.k, bool(instr.trans_a), bool(instr.trans_b), lda, ldb, ldc,
                     getattr(instr, "stride_a", 0) or rows_a * lda, getattr(instr, "stride_b", 0) or rows_b * ldb,
-                    getattr(instr, "stride_c", 0) or instr.m * ldc, _f32_bits(getattr(instr, "alpha", 1.0)),
-                    _f32_bits(getattr(instr, "beta", 0.0)), sources, guarded, False, *_kind(instr))
+                    getattr(instr, "stride_c", 0) or instr.m * ldc, f32_bits(getattr(instr, "alpha", 1.0)),
+                    f32_bits(getattr(instr, "beta", 0.0)), sources, guarded, False, *_kind(instr))
 
 
 def gemm_layout(spec: GemmSpec) -> dict[int, str]:
@@ -205,7 +209,7 @@ def _gather(spec: GemmSpec, role: str) -> str:
 
 def _loader(spec: GemmSpec, role: str) -> str:
     """WGSL ``load_<role>(item, row, col)``: op(X)[row, col] of item ``item`` in the tile's type (0 outside)."""
-    scalar, body, word_index = _INPUTS[spec.inputs]
+    scalar, body, word_index = INPUTS[spec.inputs]
     rows, cols = ("M", "K") if role == "a" else ("K", "N")
     array = _array_name(spec, role)
     word = f"atomicLoad(&{array}[{word_index}])" if array == "cmat" and spec.output == "q_i8" else \
@@ -221,7 +225,7 @@ def _loader(spec: GemmSpec, role: str) -> str:
 
 def gemm_source(spec: GemmSpec, features: ShaderFeatures) -> str:
     """The WGSL of ``spec``'s shader."""
-    scalar = _INPUTS[spec.inputs][0]
+    scalar = INPUTS[spec.inputs][0]
     c_type = "atomic<u32>" if spec.output == "q_i8" else "u32"
     lines = [features.enable_directives + launch_struct(),
              "@group(0) @binding(0) var<storage, read> launch: Launch;",

@@ -31,7 +31,6 @@ bounds (the table's extents) and alignment of every array before the dispatch. S
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from atlas_web.isa.extents import array_operands
@@ -40,6 +39,7 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
+from .gemm import f32_bits
 
 __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
@@ -83,15 +83,7 @@ class NormSpec:
         return layout
 
 
-def _f32_bits(value: float) -> int:
-    """``value`` rounded to f32 (past its range: the infinity of its sign), as bits."""
-    try:
-        return struct.unpack("<I", struct.pack("<f", value))[0]
-    except OverflowError:
-        return 0x7F800000 | (0x80000000 if value < 0 else 0)
-
-
-def _slots(operands: dict | None, count: int) -> tuple[int, ...]:
+def binding_slots(operands: dict | None, count: int) -> tuple[int, ...]:
     """For each of the first ``count`` roles, the binding slot of its buffer (one per distinct buffer, in role
     order; the output's is 0). Without operands (a listing), every array its own slot."""
     if operands is None:
@@ -114,8 +106,8 @@ def norm_spec(instr, operands: dict | None = None, guarded: bool = True) -> Norm
     """The spec of normalization instruction ``instr`` (``operands``: role -> (buffer, byte), for the slots)."""
     name = type(instr).__name__
     count = 1 + len(_SOURCES[name])
-    eps_bits = _f32_bits(float(instr.eps))
-    slots = _slots(operands, count)
+    eps_bits = f32_bits(float(instr.eps))
+    slots = binding_slots(operands, count)
     if name in ("LayerNorm", "RMSNorm"):
         return NormSpec(name, instr.rows, instr.n, 0, 0, 0, 0, eps_bits, slots, guarded)
     if name == "GroupNorm":

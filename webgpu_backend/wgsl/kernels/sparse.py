@@ -22,7 +22,6 @@ loops ``nnz / 256`` times (llvmpipe ends loops past 65535 iterations: up to ~16M
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from atlas_web.errors import TrapCode
@@ -32,6 +31,7 @@ from atlas_web.trap_report import operand_position
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, KERNEL_TRAP, NO_TRAP, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
+from .gemm import f32_bits
 
 __all__ = ["SparseSpec", "SparseGemmKernel"]
 
@@ -42,10 +42,6 @@ _BINDINGS = {3: "dst", 4: "src_a", 5: "src_b", 6: "src_c", 7: "src_d"}
 _NAMES = {"dst": "cmat", "src_a": "vals", "src_b": "idxs", "src_c": "ptrs", "src_d": "bmat"}
 COLUMNS = 64
 CHECKERS = 256
-
-
-def _f32_bits(value: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
 @dataclass(frozen=True)
@@ -212,7 +208,7 @@ def sparse_specs(instr, sources: tuple[str, str, str, str]) -> tuple[SparseSpec,
     """The check and compute shaders of SparseGEMM ``instr``."""
     operands = tuple(operand_position(instr, name) for name in ("a_values", "a_indices", "a_ptr"))
     common = dict(m=instr.m, n=instr.n, k=instr.k, ldb=instr.ldb or instr.n, ldc=instr.ldc or instr.n,
-                  alpha_bits=_f32_bits(instr.alpha), beta_bits=_f32_bits(instr.beta),
+                  alpha_bits=f32_bits(instr.alpha), beta_bits=f32_bits(instr.beta),
                   operands=operands, sources=sources)
     return SparseSpec("check", **common), SparseSpec("compute", **common)
 
