@@ -38,7 +38,7 @@ class Kernel:
     params: dict = field(default_factory=dict)
 
 
-class _Emitter:
+class Emitter:
     """Lines of text assembly and fresh registers."""
 
     def __init__(self) -> None:
@@ -119,7 +119,7 @@ class _Emitter:
         return Program.from_text("\n".join([*self.lines, "done:", "exit"]))
 
 
-def _convert(em: _Emitter, value: str, src: Type, dst: Type) -> str:
+def convert_to(em: Emitter, value: str, src: Type, dst: Type) -> str:
     if src == dst:
         return value
     out = em.reg()
@@ -149,21 +149,21 @@ def input_presets(inputs: list[tuple[Type | None, bool]]) -> tuple[list[tuple[st
     return presets, registers
 
 
-def emit_term(em: _Emitter, op: str, compute: Type, out: Type, args: list[tuple[str, Type]]) -> str:
+def emit_term(em: Emitter, op: str, compute: Type, out: Type, args: list[tuple[str, Type]]) -> str:
     """Emit the row ``op`` of ops_table.OPS over ``args`` (registers and their types): each converted
     to ``compute`` (where()'s condition is read as stored, u8), computed, and converted to ``out``;
     returns the register of the result (of type ``out``)."""
-    converted = [_convert(em, reg, ty, ty if (op == "where" and k == 0) else compute)
+    converted = [convert_to(em, reg, ty, ty if (op == "where" and k == 0) else compute)
                  for k, (reg, ty) in enumerate(args)]
     row = OPS[op]
     result = em.reg()
     em.emit(row.body.format(d=result, t=compute.suffix, z=em.reg(), o=em.reg(), **dict(zip("abc", converted))))
     produced = Type.U8 if row.result == "bool" else compute
-    return _convert(em, result, produced, out)
+    return convert_to(em, result, produced, out)
 
 
 def _map_kernel(node: MapNode) -> Kernel:
-    em = _Emitter()
+    em = Emitter()
     presets, registers = input_presets([(node.compute if o.strides is None else None, o.based) for o in node.inputs])
     bound = [(operand, reg, base) for operand, (reg, base) in zip(node.inputs, registers)]
     presets.append(("handle", -1, Type.U32))
@@ -190,7 +190,7 @@ def _map_kernel(node: MapNode) -> Kernel:
 
 
 def _reduce_kernel(node: ReduceNode) -> Kernel:
-    em = _Emitter()
+    em = Emitter()
     presets = (("handle", 0, Type.U32), ("handle", -1, Type.U32))
     lanes = size_of(node.shape)
     count = size_of(node.reduce_shape)
@@ -203,10 +203,10 @@ def _reduce_kernel(node: ReduceNode) -> Kernel:
         offset = em.offset(coords, node.reduce_strides, base, itemsize)
         value = em.reg()
         em.emit(f"ldg.{node.dtype.suffix} {value}, [r1 + {offset}]")
-        return _convert(em, value, node.dtype, node.acc)
+        return convert_to(em, value, node.dtype, node.acc)
 
     result = emit_fold(em, node.op, node.acc, count, load_at)
-    em.store_lane("r2", _convert(em, result, fold_type(node.op, node.acc), node.out), node.out)
+    em.store_lane("r2", convert_to(em, result, fold_type(node.op, node.acc), node.out), node.out)
     return Kernel(em.program(), LaunchConfig.linear(lanes), presets, budget=count + 16)
 
 
@@ -215,7 +215,7 @@ def fold_type(op: str, acc_type: Type) -> Type:
     return Type.U32 if op in ("argmax", "argmin") else acc_type
 
 
-def emit_fold(em: _Emitter, op: str, acc_type: Type, count: int, load_at) -> str:
+def emit_fold(em: Emitter, op: str, acc_type: Type, count: int, load_at) -> str:
     """Fold ``count`` values (``load_at(position register)`` emits the load of one, in ``acc_type``) by
     ``op`` in index order; returns the register of the result: the accumulator (``acc_type``), or for
     argmax/argmin the u32 index of the first best (the first NaN, as NumPy)."""
@@ -245,7 +245,7 @@ def emit_fold(em: _Emitter, op: str, acc_type: Type, count: int, load_at) -> str
 
 
 def _dot_kernel(node: DotNode) -> Kernel:
-    em = _Emitter()
+    em = Emitter()
     presets = (("handle", 0, Type.U32), ("handle", 1, Type.U32), ("handle", -1, Type.U32))
     lanes = size_of(node.shape)
     em.guard(lanes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..isa.types import Type
 from ..launch import LaunchConfig
-from .codegen import GENERATORS, Kernel, _Emitter, _convert, emit_fold, emit_term, fold_type, input_presets
+from .codegen import GENERATORS, Kernel, Emitter, convert_to, emit_fold, emit_term, fold_type, input_presets
 from .nodes import FusedMapNode, FusedReduceNode, Leaf, Term
 
 __all__ = ["leaf_presets"]
@@ -26,7 +26,7 @@ def leaf_presets(leaves: tuple[Leaf, ...]) -> tuple[list[tuple[str, int, Type]],
 class _Expression:
     """Emits the values of one fused expression at one element index register (each value once)."""
 
-    def __init__(self, em: _Emitter, leaves: tuple[Leaf, ...], terms: tuple[Term, ...],
+    def __init__(self, em: Emitter, leaves: tuple[Leaf, ...], terms: tuple[Term, ...],
                  registers: list[tuple[str, str | None]], index: str) -> None:
         self.em, self.leaves, self.terms, self.registers, self.index = em, leaves, terms, registers, index
         self.values: dict[int, tuple[str, Type]] = {}
@@ -62,7 +62,7 @@ class _Expression:
 
 
 def _fused_map_kernel(node: FusedMapNode) -> Kernel:
-    em = _Emitter()
+    em = Emitter()
     presets, registers = leaf_presets(node.leaves)
     outputs = []
     for j in range(len(node.outputs)):
@@ -78,7 +78,7 @@ def _fused_map_kernel(node: FusedMapNode) -> Kernel:
 
 
 def _fused_reduce_kernel(node: FusedReduceNode) -> Kernel:
-    em = _Emitter()
+    em = Emitter()
     presets, registers = leaf_presets(node.leaves)
     presets.append(("handle", len(node.leaves), Type.U32))
     out = f"r{len(presets)}"
@@ -94,10 +94,10 @@ def _fused_reduce_kernel(node: FusedReduceNode) -> Kernel:
     def load_at(position: str) -> str:
         index = em.offset(em.unravel(position, node.reduce_shape), node.reduce_strides, base, 1)
         value, ty = _Expression(em, node.leaves, node.terms, registers, index).value(node.value)
-        return _convert(em, value, ty, node.acc)
+        return convert_to(em, value, ty, node.acc)
 
     result = emit_fold(em, node.op, node.acc, count, load_at)
-    em.store_lane(out, _convert(em, result, fold_type(node.op, node.acc), node.out), node.out)
+    em.store_lane(out, convert_to(em, result, fold_type(node.op, node.acc), node.out), node.out)
     em.check_registers()
     return Kernel(em.program(), LaunchConfig.linear(lanes), tuple(presets), budget=count + 16)
 

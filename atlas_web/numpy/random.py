@@ -27,7 +27,7 @@ from ..errors import ArrayError
 from ..isa.types import Type
 from ..launch import LaunchConfig
 from .array import Array
-from .codegen import GENERATORS, Kernel, _Emitter, _convert
+from .codegen import GENERATORS, Kernel, Emitter, convert_to
 from .dtypes import as_dtype
 from .runtime import as_device, launch
 from .shapes import as_shape, size_of
@@ -95,7 +95,7 @@ class RandomNode:
         return Type.F64 if self.dtype == Type.F64 else Type.F32
 
 
-def _hash(em: _Emitter, x: str) -> str:
+def _hash(em: Emitter, x: str) -> str:
     for shift, factor in ((16, 0x7FEB352D), (15, 0x846CA68B), (16, None)):
         t = em.reg()
         em.emit(f"shr.u32 {t}, {x}, {em.const(shift)}\nxor.u32 {t}, {x}, {t}")
@@ -107,7 +107,7 @@ def _hash(em: _Emitter, x: str) -> str:
     return x
 
 
-def _word(em: _Emitter, counter: str) -> str:
+def _word(em: Emitter, counter: str) -> str:
     """``H(H(counter ^ k0) ^ k1)`` (k0 in r2, k1 in r3)."""
     t = em.reg()
     em.emit(f"xor.u32 {t}, {counter}, r2")
@@ -117,13 +117,13 @@ def _word(em: _Emitter, counter: str) -> str:
     return _hash(em, t)
 
 
-def _float_imm(em: _Emitter, ty: Type, value: float) -> str:
+def _float_imm(em: Emitter, ty: Type, value: float) -> str:
     r = em.reg()
     em.emit(f"mov_imm.{ty.suffix} {r}, {value!r}")
     return r
 
 
-def _uniform_value(em: _Emitter, ty: Type, counter: str, words: int) -> str:
+def _uniform_value(em: Emitter, ty: Type, counter: str, words: int) -> str:
     """A uniform in [0, 1) of ``ty`` from the words at counters ``counter * words + j``."""
     base = counter
     if words > 1:
@@ -145,7 +145,7 @@ def _uniform_value(em: _Emitter, ty: Type, counter: str, words: int) -> str:
 
 
 def _random_kernel(node: RandomNode) -> Kernel:
-    em = _Emitter()
+    em = Emitter()
     ty = node.compute
     presets = (("handle", -1, Type.U32), ("scalar", 0, Type.U32), ("scalar", 1, Type.U32), ("scalar", 2, ty),
                ("scalar", 3, ty))
@@ -169,7 +169,7 @@ def _random_kernel(node: RandomNode) -> Kernel:
         value = radius
     result = em.reg()
     em.emit(f"mul.{t} {result}, {value}, r5\nadd.{t} {result}, {result}, r4")
-    em.store_lane("r1", _convert(em, result, ty, node.dtype), node.dtype)
+    em.store_lane("r1", convert_to(em, result, ty, node.dtype), node.dtype)
     return Kernel(em.program(), LaunchConfig.linear(node.count), presets)
 
 

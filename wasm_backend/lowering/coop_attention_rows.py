@@ -22,7 +22,7 @@ from atlas_web.isa.enums import MapOperation
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
-from .coop_gemm_kernel import Element, _function
+from .coop_gemm_kernel import Element, cached_function
 from .math_seam import math_function_for
 
 __all__ = ["online_row", "axpy_rows", "scale_row"]
@@ -77,7 +77,7 @@ def scale_row(m, el: Element) -> int:
 
         loop.over(dim, vector, scalar, "scale")
 
-    return _function(m, f"attention_scale_{s}", (I32, I32, el.valtype), build)
+    return cached_function(m, f"attention_scale_{s}", (I32, I32, el.valtype), build)
 
 
 def axpy_rows(m, el: Element) -> int:
@@ -112,7 +112,7 @@ def axpy_rows(m, el: Element) -> int:
         e.i32(0).set(j)
         e.while_below(j, count, 1, one_key, labels=("keys_done", "keys"))
 
-    return _function(m, f"attention_axpy_{s}", (I32,) * 5, build)
+    return cached_function(m, f"attention_axpy_{s}", (I32,) * 5, build)
 
 
 def online_row(m, el: Element) -> int:
@@ -195,4 +195,4 @@ def online_row(m, el: Element) -> int:
         e.get(state).get(new).op(f"{t}.store", 0)
         e.get(o).get(dim).get(alpha).call(scale)
 
-    return _function(m, f"attention_online_row_{t}", (I32,) * 5, build)
+    return cached_function(m, f"attention_online_row_{t}", (I32,) * 5, build)

@@ -30,7 +30,7 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import ELEMENTS, GemmShape, _function, build_gemm_driver, scratch_bytes
+from .coop_gemm_kernel import ELEMENTS, GemmShape, cached_function, build_gemm_driver, scratch_bytes
 from .coop_ops import load_scalar, store_scalar
 from .rules import cooperative_rule
 
@@ -143,7 +143,7 @@ def _im2col(m, name: str, s: ConvShape) -> int:
 
         e.while_below(c, end_c, 1, one_channel, labels=("channels_done", "channels"))
 
-    return _function(m, name, (I32,) * 4, build)
+    return cached_function(m, name, (I32,) * 4, build)
 
 
 def _copy_run(m, e, s: ConvShape, out: int, line: int, xoff: int, jlo: int, jhi: int, fb) -> None:
@@ -256,7 +256,7 @@ def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
 
         e.while_below(item, end_item, 1, one_item, labels=("items_done", "items"))
 
-    return _function(m, name, (I32,) * 7, build, export=export)
+    return cached_function(m, name, (I32,) * 7, build, export=export)
 
 
 def _convert(m, e, fb, s: ConvShape, src: int, dst: int, count: int, *, to_compute: bool) -> None:

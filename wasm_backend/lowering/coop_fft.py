@@ -33,7 +33,7 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import _function
+from .coop_gemm_kernel import cached_function
 from .math_seam import math_function_for
 from .rules import cooperative_rule
 
@@ -96,7 +96,7 @@ def _pass1_f32(m) -> int:
                 e.op("f32x4.add").op("v128.store", 0)
                 e.get(x).i32(16).op("i32.add").set(x)
                 e.br("next")
-    return _function(m, "fft_pass1_f32", (I32, I32), build)
+    return cached_function(m, "fft_pass1_f32", (I32, I32), build)
 
 
 class _Butterflies:
@@ -169,7 +169,7 @@ def _pass(m, ty: Type) -> int:
                         e.br("pairs")
                 e.get(x).get(hb).i32(1).op("i32.shl").op("i32.add").set(x)
                 e.br("blocks")
-    return _function(m, f"fft_pass_{ty.name.lower()}", (I32,) * 5, build)
+    return cached_function(m, f"fft_pass_{ty.name.lower()}", (I32,) * 5, build)
 
 
 def _pass2(m, ty: Type) -> int:
@@ -227,7 +227,7 @@ def _pass2(m, ty: Type) -> int:
                         e.br("quads")
                 e.get(x).get(hb).i32(2).op("i32.shl").op("i32.add").set(x)
                 e.br("blocks")
-    return _function(m, f"fft_pass2_{ty.name.lower()}", (I32,) * 5, build)
+    return cached_function(m, f"fft_pass2_{ty.name.lower()}", (I32,) * 5, build)
 
 
 def _reverse(m, csize: int) -> int:
@@ -281,7 +281,7 @@ def _reverse(m, csize: int) -> int:
             e.while_below(j, n, 1, swap, labels=("swaps_done", "swaps"))
             e.else_()
             e.while_below(j, n, 1, gather, labels=("gather_done", "gather"))
-    return _function(m, f"fft_reverse_c{csize * 8}", (I32,) * 3, build)
+    return cached_function(m, f"fft_reverse_c{csize * 8}", (I32,) * 3, build)
 
 
 def _twiddles(m, name: str, ty: Type, n: int, inverse: bool) -> int:
@@ -342,7 +342,7 @@ def _twiddles(m, name: str, ty: Type, n: int, inverse: bool) -> int:
 
         e.i32(high).set(end)
         e.while_below(k, end, 1, one_row, labels=("rows_done", "rows"))
-    return _function(m, name, (I32,) * 3, build)
+    return cached_function(m, name, (I32,) * 3, build)
 
 
 def _scale(m, ty: Type) -> int:
@@ -361,7 +361,7 @@ def _scale(m, ty: Type) -> int:
                 e.get(x).get(x).op("v128.load", 0).get(v).op(f"{p}.mul").op("v128.store", 0)
                 e.get(x).i32(16).op("i32.add").set(x)
                 e.br("next")
-    return _function(m, f"fft_scale_{s}", (I32, I32, ValType.F32 if f32 else F64), build)
+    return cached_function(m, f"fft_scale_{s}", (I32, I32, ValType.F32 if f32 else F64), build)
 
 
 @cooperative_rule("FFT", FFT_TYPES, scratch=fft_scratch_bytes)

@@ -138,7 +138,7 @@ def row_step(tiling: Tiling) -> int:
     return tiling.mr
 
 
-def _function(m, name: str, params: tuple, build, *, export: bool = False) -> int:
+def cached_function(m, name: str, params: tuple, build, *, export: bool = False) -> int:
     """The index of function ``name`` of module ``m``, built by ``build(fb, e)`` on first use."""
     index = m.functions.get(name)
     if index is None:
@@ -148,7 +148,7 @@ def _function(m, name: str, params: tuple, build, *, export: bool = False) -> in
     return index
 
 
-def _min_into(e, target: int, a_push, b_push) -> None:
+def min_into(e, target: int, a_push, b_push) -> None:
     """target := min(a, b) (unsigned i32); ``a_push``/``b_push`` push the operands."""
     a_push()
     b_push()
@@ -217,7 +217,7 @@ def micro_kernel(m, el: Element, t: Tiling) -> int:
             _write_tile(e, el, t, acc, c, ldc, va, vb, read_c=False)
 
     name = f"gemm_micro_{t.tag(el)}"
-    return _function(m, name, (I32, I32, I32, I32, I32, el.valtype, el.valtype, I32), build)
+    return cached_function(m, name, (I32, I32, I32, I32, I32, el.valtype, el.valtype, I32), build)
 
 
 def _write_tile(e, el: Element, t: Tiling, acc, c: int, ldc: int, va: int, vb: int, *, read_c: bool) -> None:
@@ -264,7 +264,7 @@ def tile_copy(m, el: Element) -> int:
         e.get(cols).i32(el.size).op("i32.mul").set(cols)
         e.while_below(i, rows, 1, row, labels=("rows_done", "row"))
 
-    return _function(m, f"gemm_tile_copy_{el.scalar}", (I32,) * 7, build)
+    return cached_function(m, f"gemm_tile_copy_{el.scalar}", (I32,) * 7, build)
 
 
 # ---- macro-kernel --------------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def macro_kernel(m, el: Element, t: Tiling) -> int:
         e.i32(0).set(jr)
 
         def tile_body() -> None:
-            _min_into(e, rows, lambda: e.i32(t.mr), lambda: e.get(mb).get(ir).op("i32.sub"))
+            min_into(e, rows, lambda: e.i32(t.mr), lambda: e.get(mb).get(ir).op("i32.sub"))
             e.get(pa).get(ir).get(kb).op("i32.mul").i32(el.size).op("i32.mul").op("i32.add").set(pa_t)
             e.get(c).get(ir).get(ldc).op("i32.mul").op("i32.add").get(jr).i32(el.size).op("i32.mul").op("i32.add")
             e.set(c_t)
@@ -296,7 +296,7 @@ def macro_kernel(m, el: Element, t: Tiling) -> int:
                 e.get(c_t).get(ldc).get(tile).i32(tile_ld).get(rows).get(cols).i32(0).call(copy)
 
         def column_body() -> None:
-            _min_into(e, cols, lambda: e.i32(t.nr), lambda: e.get(nb).get(jr).op("i32.sub"))
+            min_into(e, cols, lambda: e.i32(t.nr), lambda: e.get(nb).get(jr).op("i32.sub"))
             e.get(pb).get(jr).get(kb).op("i32.mul").i32(el.size).op("i32.mul").op("i32.add").set(pb_t)
             e.i32(0).set(ir)
             e.while_below(ir, mb, t.mr, tile_body, labels=("rows_done", "rows"))
@@ -304,7 +304,7 @@ def macro_kernel(m, el: Element, t: Tiling) -> int:
         e.while_below(jr, nb, t.nr, column_body, labels=("cols_done", "cols"))
 
     params = (I32,) * 7 + (el.valtype, el.valtype, I32, I32)
-    return _function(m, f"gemm_macro_{t.tag(el)}", params, build)
+    return cached_function(m, f"gemm_macro_{t.tag(el)}", params, build)
 
 
 # ---- packing -------------------------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int, input_ty: T
                 e.op(f"{el.scalar}.store", r * el.size)
 
         def sliver() -> None:
-            _min_into(e, valid, lambda: e.i32(width), lambda: e.get(rows).get(r0).op("i32.sub"))
+            min_into(e, valid, lambda: e.i32(width), lambda: e.get(rows).get(r0).op("i32.sub"))
             e.get(valid).i32(width).op("i32.eq")
             with e.if_():
                 over_lines(whole_line, ("whole_done", "whole"))
@@ -374,7 +374,7 @@ def _packer(m, name: str, el: Element, width: int, rs: int, cs: int, input_ty: T
 
         e.while_below(r0, rows, width, sliver, labels=("slivers_done", "slivers"))
 
-    return _function(m, name, (I32,) * 4, build)
+    return cached_function(m, name, (I32,) * 4, build)
 
 
 # ---- driver --------------------------------------------------------------------------------------------------
@@ -403,7 +403,7 @@ def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling | None = No
         jc, pc, ic, nb, kb, mb = (fb.add_local(I32) for _ in range(6))
 
         def row_block() -> None:
-            _min_into(e, mb, lambda: e.i32(t.mc), lambda: e.get(hi).get(ic).op("i32.sub"))
+            min_into(e, mb, lambda: e.i32(t.mc), lambda: e.get(hi).get(ic).op("i32.sub"))
             e.get(a).get(ic).i32(rs_a).op("i32.mul").op("i32.add").get(pc).i32(cs_a).op("i32.mul").op("i32.add")
             e.get(scratch).i32(pb_bytes).op("i32.add").get(mb).get(kb).call(pack_a)
             e.get(scratch).i32(pb_bytes).op("i32.add").get(scratch)
@@ -422,14 +422,14 @@ def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling | None = No
             e.get(scratch).i32(pb_bytes + pa_bytes).op("i32.add").call(macro)
 
         def depth_block() -> None:
-            _min_into(e, kb, lambda: e.i32(t.kc), lambda: e.i32(shape.k).get(pc).op("i32.sub"))
+            min_into(e, kb, lambda: e.i32(t.kc), lambda: e.i32(shape.k).get(pc).op("i32.sub"))
             e.get(b).get(jc).i32(rs_b).op("i32.mul").op("i32.add").get(pc).i32(cs_b).op("i32.mul").op("i32.add")
             e.get(scratch).get(nb).get(kb).call(pack_b)
             e.get(lo).set(ic)
             e.while_below(ic, hi, t.mc, row_block, labels=("rows_done", "rows"))
 
         def column_block() -> None:
-            _min_into(e, nb, lambda: e.i32(t.nc), lambda: e.i32(shape.n).get(jc).op("i32.sub"))
+            min_into(e, nb, lambda: e.i32(t.nc), lambda: e.i32(shape.n).get(jc).op("i32.sub"))
             e.i32(0).set(pc)
             with e.loop("depth"):  # at least once: k == 0 still writes C = alpha * 0 + beta * C
                 depth_block()
@@ -440,4 +440,4 @@ def build_gemm_driver(m, name: str, shape: GemmShape, tiling: Tiling | None = No
         e.i32(0).set(jc)
         e.while_below(jc, n_end, t.nc, column_block, labels=("columns_done", "columns"))
 
-    return _function(m, name, (I32,) * 6, build, export=export)
+    return cached_function(m, name, (I32,) * 6, build, export=export)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..encoding.types import ValType
-from .coop_gemm_kernel import ELEMENTS, Element, GemmShape, _function
+from .coop_gemm_kernel import ELEMENTS, Element, GemmShape, cached_function
 
 __all__ = ["GemvPlan", "gemv_plan", "gemv_scratch_bytes", "gemv_output_step", "build_gemv_driver",
            "AXPY_BLOCK", "AXPY_ROWS", "DOT_ROWS"]
@@ -139,7 +139,7 @@ def _dot_rows(m, el: Element, rows: int, relaxed: bool) -> int:
             e.get(tail[r]).op(f"{el.scalar}.add").op(f"{el.scalar}.store", r * el.size)
 
     name = f"gemv_dot{rows}_{el.scalar}_{'r' if relaxed else 'p'}"
-    return _function(m, name, (I32,) * 5, build)
+    return cached_function(m, name, (I32,) * 5, build)
 
 
 def _axpy_rows(m, el: Element, rows: int, relaxed: bool) -> int:
@@ -180,7 +180,7 @@ def _axpy_rows(m, el: Element, rows: int, relaxed: bool) -> int:
         e.while_below(j, end, el.size, scalar_step, labels=("scalars_done", "scalars"))
 
     name = f"gemv_axpy{rows}_{el.scalar}_{'r' if relaxed else 'p'}"
-    return _function(m, name, (I32,) * 5, build)
+    return cached_function(m, name, (I32,) * 5, build)
 
 
 def build_gemv_driver(m, name: str, shape: GemmShape, plan: GemvPlan, *, relaxed: bool = True,
@@ -234,7 +234,7 @@ def build_gemv_driver(m, name: str, shape: GemmShape, plan: GemvPlan, *, relaxed
 
         e.while_below(o, hi, AXPY_BLOCK, block, labels=("blocks_done", "blocks"))
 
-    return _function(m, name, (I32,) * 6, build, export=export)
+    return cached_function(m, name, (I32,) * 6, build, export=export)
 
 
 def _dot_driver(m, e, el: Element, shape: GemmShape, plan: GemvPlan, relaxed: bool, mat: int, vec: int, c: int,

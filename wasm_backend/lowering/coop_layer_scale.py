@@ -15,7 +15,7 @@ from atlas_web.isa.types import FLOAT_TYPES, Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import _function
+from .coop_gemm_kernel import cached_function
 from .coop_norm_kernel import advance
 from .coop_ops import load_scalar, store_scalar
 from .rules import cooperative_rule
@@ -59,7 +59,7 @@ def _row_function(m, ty: Type) -> int:
 
         e.while_below(x, end, size, one, labels=("tail_done", "tail"))
 
-    return _function(m, f"layer_scale_{ty.name.lower()}", (I32,) * 4, build)
+    return cached_function(m, f"layer_scale_{ty.name.lower()}", (I32,) * 4, build)
 
 
 @cooperative_rule("LayerScale", LAYER_SCALE_TYPES)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
-from .coop_gemm_kernel import _function
+from .coop_gemm_kernel import cached_function
 from .coop_ops import load_scalar, store_scalar
 
 __all__ = ["REDUCE_KINDS", "AFFINE_KINDS", "reduce_function", "affine_function", "affine_f32_function",
@@ -190,7 +190,7 @@ def affine_function(m, ty: Type, kind: str) -> int:
 
         e.while_below(p, end, size, one, labels=("tail_done", "tail"))
 
-    return _function(m, f"norm_affine_{kind}_{ty.name.lower()}", (I32,) * 5 + (F64,) * 4, build)
+    return cached_function(m, f"norm_affine_{kind}_{ty.name.lower()}", (I32,) * 5 + (F64,) * 4, build)
 
 
 def advance(e, pointers: tuple, nbytes: int) -> None:
@@ -238,4 +238,4 @@ def affine_f32_function(m, kind: str) -> int:
 
             e.while_below(p, limit, nbytes, step, labels=(f"{label}_done", label))
 
-    return _function(m, f"norm_affine_{kind}_f32x4", (I32,) * 5 + (F32, F32), build)
+    return cached_function(m, f"norm_affine_{kind}_f32x4", (I32,) * 5 + (F32, F32), build)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
-from .coop_gemm_kernel import GemmShape, _function, _min_into
+from .coop_gemm_kernel import GemmShape, cached_function, min_into
 
 __all__ = ["QTiling", "QTILING", "QShape", "qgemm_scratch_bytes", "build_qgemm_driver"]
 
@@ -163,7 +163,7 @@ def _micro(m, t: QTiling, ty: Type) -> int:
                 e.get(out).get(out_ld).op("i32.add").set(out)
             _requantize_row(e, ty, acc[i], vm, out)
 
-    return _function(m, f"qgemm_micro_{t.tag()}_{ty.name.lower()}", (I32,) * 8 + (F32,), build)
+    return cached_function(m, f"qgemm_micro_{t.tag()}_{ty.name.lower()}", (I32,) * 8 + (F32,), build)
 
 
 def _requantize_row(e, ty: Type, row: list[int], vm: int, out: int) -> None:
@@ -204,7 +204,7 @@ def _macro(m, t: QTiling, ty: Type) -> int:
         e.i32(0).set(jr)
 
         def tile_body() -> None:
-            _min_into(e, rows, lambda: e.i32(t.mr), lambda: e.get(mb).get(ir).op("i32.sub"))
+            min_into(e, rows, lambda: e.i32(t.mr), lambda: e.get(mb).get(ir).op("i32.sub"))
             e.get(c).get(ir).get(ldc).op("i32.mul").op("i32.add").get(jr).i32(size).op("i32.mul").op("i32.add")
             e.set(c_t)
             e.get(part).get(ir).get(part_ld).op("i32.mul").op("i32.add").get(jr).i32(4).op("i32.mul")
@@ -227,7 +227,7 @@ def _macro(m, t: QTiling, ty: Type) -> int:
                 e.get(tile).get(rows).i32(tile_ld).op("i32.mul").op("i32.sub").set(tile)
 
         def column_body() -> None:
-            _min_into(e, cols, lambda: e.i32(t.nr), lambda: e.get(nb).get(jr).op("i32.sub"))
+            min_into(e, cols, lambda: e.i32(t.nr), lambda: e.get(nb).get(jr).op("i32.sub"))
             e.get(pb).get(jr).get(pairs).op("i32.mul").i32(_WORD).op("i32.mul").op("i32.add").set(pb_t)
             e.i32(0).set(ir)
             e.while_below(ir, mb, t.mr, tile_body, labels=("rows_done", "rows"))
@@ -235,7 +235,7 @@ def _macro(m, t: QTiling, ty: Type) -> int:
         e.while_below(jr, nb, t.nr, column_body, labels=("cols_done", "cols"))
 
     params = (I32,) * 10 + (F32, I32)
-    return _function(m, f"qgemm_macro_{t.tag()}_{ty.name.lower()}", params, build)
+    return cached_function(m, f"qgemm_macro_{t.tag()}_{ty.name.lower()}", params, build)
 
 
 def _call_micro(e, micro: int, pa, ir, pairs, pb_t, part_t, part_ld, out, out_ld, mode, mult,
@@ -309,7 +309,7 @@ def _packer(m, name: str, width: int, rs: int, cs: int) -> int:
             lines(lambda: line_body(False), lambda: e.get(depth), ("odd_done", "odd"))   # the last, odd step
 
         def slivers() -> None:
-            _min_into(e, valid, lambda: e.i32(width), lambda: e.get(rows).get(r0).op("i32.sub"))
+            min_into(e, valid, lambda: e.i32(width), lambda: e.get(rows).get(r0).op("i32.sub"))
             e.get(valid).i32(width).op("i32.eq")
             with e.if_():
                 sliver(whole_line)
@@ -318,7 +318,7 @@ def _packer(m, name: str, width: int, rs: int, cs: int) -> int:
 
         e.while_below(r0, rows, width, slivers, labels=("slivers_done", "slivers"))
 
-    return _function(m, name, (I32,) * 4, build)
+    return cached_function(m, name, (I32,) * 4, build)
 
 
 #: i8x16.shuffle lanes interleaving the low (high) 8 bytes of two vectors: x0 y0 x1 y1 ...
@@ -370,7 +370,7 @@ def build_qgemm_driver(m, name: str, shape: QShape, tiling: QTiling | None = Non
             e.get(scratch).get(nb).get(kb).call(pack_b)
 
         def depth_block() -> None:
-            _min_into(e, kb, lambda: e.i32(kc), lambda: e.i32(shape.k).get(pc).op("i32.sub"))
+            min_into(e, kb, lambda: e.i32(kc), lambda: e.i32(shape.k).get(pc).op("i32.sub"))
             if blocks > 1:
                 pack_b_block()
             e.get(a).get(ic).i32(rs_a).op("i32.mul").op("i32.add").get(pc).i32(cs_a).op("i32.mul").op("i32.add")
@@ -386,17 +386,17 @@ def build_qgemm_driver(m, name: str, shape: QShape, tiling: QTiling | None = Non
             e.get(scratch).i32(pb_bytes + pa_bytes + part_bytes).op("i32.add").call(macro)
 
         def row_block() -> None:
-            _min_into(e, mb, lambda: e.i32(t.mc), lambda: e.get(hi).get(ic).op("i32.sub"))
+            min_into(e, mb, lambda: e.i32(t.mc), lambda: e.get(hi).get(ic).op("i32.sub"))
             e.i32(0).set(pc)
             with e.loop("depth"):   # at least once: k == 0 still writes C from zero sums
                 depth_block()
                 e.get(pc).i32(kc).op("i32.add").tee(pc).i32(shape.k).op("i32.lt_u").br_if("depth")
 
         def column_block() -> None:
-            _min_into(e, nb, lambda: e.i32(t.nc), lambda: e.i32(shape.n).get(jc).op("i32.sub"))
+            min_into(e, nb, lambda: e.i32(t.nc), lambda: e.i32(shape.n).get(jc).op("i32.sub"))
             if blocks == 1:
                 e.i32(0).set(pc)
-                _min_into(e, kb, lambda: e.i32(kc), lambda: e.i32(shape.k))
+                min_into(e, kb, lambda: e.i32(kc), lambda: e.i32(shape.k))
                 pack_b_block()
             e.get(lo).set(ic)
             e.while_below(ic, hi, t.mc, row_block, labels=("rows_done", "rows"))
@@ -406,4 +406,4 @@ def build_qgemm_driver(m, name: str, shape: QShape, tiling: QTiling | None = Non
         e.i32(0).set(jc)
         e.while_below(jc, n_end, t.nc, column_block, labels=("columns_done", "columns"))
 
-    return _function(m, name, (I32,) * 6, build, export=export)
+    return cached_function(m, name, (I32,) * 6, build, export=export)

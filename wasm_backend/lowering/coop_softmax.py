@@ -36,7 +36,7 @@ from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_MAP_THRESHOLDS
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm import THREADED_ROWS, gemm_kernel_name
-from .coop_gemm_kernel import ELEMENTS, Element, _function
+from .coop_gemm_kernel import ELEMENTS, Element, cached_function
 from .coop_ops import load_scalar, store_scalar
 from .math_seam import math_function_for
 from .rules import cooperative_rule
@@ -269,7 +269,7 @@ def softmax_row(m, el: Element, log: bool) -> int:
         r.loop(n, el.lanes, lambda: finish_step(0), "finish_vectors")
         r.loop(n, 1, finish_tail, "finish_tail")
 
-    return _function(m, f"softmax_row_{s}_{'log' if log else 'exp'}", (I32,) * 3, build)
+    return cached_function(m, f"softmax_row_{s}_{'log' if log else 'exp'}", (I32,) * 3, build)
 
 
 def build_softmax_driver(m, name: str, instr, export: bool = False) -> int:

@@ -26,7 +26,7 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import ELEMENTS, Element, _function
+from .coop_gemm_kernel import ELEMENTS, Element, cached_function
 from .rules import cooperative_rule
 from .trap_numbers import u32
 
@@ -85,7 +85,7 @@ def _chunk(m, name: str, el: Element, vectors: int, ldb: int, alpha: float, beta
                 e.op(f"{kind}.mul").op(f"{kind}.add")
             e.op("v128.store" if not scalar else f"{el.scalar}.store", 16 * j)
 
-    return _function(m, name, (I32,) * 7, build)
+    return cached_function(m, name, (I32,) * 7, build)
 
 
 def _driver(m, name: str, instr) -> int:
@@ -121,7 +121,7 @@ def _driver(m, name: str, instr) -> int:
 
         e.while_below(i, hi, 1, row, labels=("rows_done", "rows"))
 
-    return _function(m, name, (I32,) * 7, build)
+    return cached_function(m, name, (I32,) * 7, build)
 
 
 @cooperative_rule("SparseGEMM", SPARSE_TYPES)
