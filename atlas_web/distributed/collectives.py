@@ -4,7 +4,7 @@ Standard library only. Every function checks every device's range first (Program
 operand and the sizes) and only then writes, so a refused collective changes nothing. Data moves between devices
 as bytes through the host (one copy out of each device, one copy into each).
 
-**Combination order (AllReduce).** The reduction is computed on rank 0's backend as a chain of
+**Combination order (AllReduce, ReduceScatter).** The reduction is computed on rank 0's backend as a chain of
 ``ParallelMapBinary`` launches, ``acc = b0; acc = acc op b1; acc = acc op b2; ...`` in rank order, each element
 rounded to ``ty`` as that instruction rounds (IEEE per element: the same bits on every backend). The order
 depends on nothing but the ranks, so the bits never depend on timing.
@@ -21,7 +21,7 @@ from ..isa.types import Type
 from ..launch import LaunchConfig
 from ..program import Program
 
-__all__ = ["Placement", "all_reduce", "all_gather", "broadcast", "COMBINE"]
+__all__ = ["Placement", "all_reduce", "all_gather", "broadcast", "reduce_scatter", "COMBINE"]
 
 #: reduction -> the element-wise operation that folds two devices' values
 COMBINE = {ReduceOperation.Sum: BinaryMapOperation.Add, ReduceOperation.Product: BinaryMapOperation.Mul,
@@ -55,15 +55,13 @@ def _write_all(places: Sequence[Placement], data: bytes) -> None:
             place.backend.copy_to_buffer(place.handle, data, place.offset)
 
 
-def all_reduce(places: Sequence[Placement], n: int, ty: Type, reduction: ReduceOperation) -> None:
-    """Every device's ``n`` elements := their reduction over the devices, folded left to right in rank order on
-    rank 0's backend. Raises ProgramError (a range outside a buffer), UnsupportedOperation (rank 0's backend has
-    no ParallelMapBinary for ``ty``), AtlasTrap from that launch (nothing written then)."""
+def _folded(places: Sequence[Placement], n: int, ty: Type, reduction: ReduceOperation) -> bytes:
+    """The bytes of the reduction of every device's ``n`` elements, folded left to right in rank order on rank
+    0's backend (ranges already checked)."""
     nbytes = n * ty.size_bytes()
-    _check(places, nbytes, "AllReduce buffer")
-    if not nbytes or len(places) == 1:
-        return
     parts = [_read(place, nbytes) for place in places]
+    if not nbytes or len(places) == 1:
+        return parts[0]
     backend = places[0].backend
     acc, other = int(backend.allocate_buffer(nbytes)), int(backend.allocate_buffer(nbytes))
     try:
@@ -74,11 +72,32 @@ def all_reduce(places: Sequence[Placement], n: int, ty: Type, reduction: ReduceO
         for part in parts[1:]:
             backend.copy_to_buffer(other, part)
             backend.execute_program(fold, LaunchConfig())
-        result = _read(Placement(backend, acc), nbytes)
+        return _read(Placement(backend, acc), nbytes)
     finally:
         backend.free_buffer(acc)
         backend.free_buffer(other)
-    _write_all(places, result)
+
+
+def all_reduce(places: Sequence[Placement], n: int, ty: Type, reduction: ReduceOperation) -> None:
+    """Every device's ``n`` elements := their reduction over the devices, folded left to right in rank order on
+    rank 0's backend. Raises ProgramError (a range outside a buffer), UnsupportedOperation (rank 0's backend has
+    no ParallelMapBinary for ``ty``), AtlasTrap from that launch (nothing written then)."""
+    _check(places, n * ty.size_bytes(), "AllReduce buffer")
+    if len(places) > 1:
+        _write_all(places, _folded(places, n, ty, reduction))
+
+
+def reduce_scatter(outputs: Sequence[Placement], inputs: Sequence[Placement], n: int, ty: Type,
+                   reduction: ReduceOperation) -> None:
+    """Device d's output[0:n] := elements [d*n, (d+1)*n) of the reduction of every device's input (n * devices
+    elements), folded as ``all_reduce`` folds. Raises as ``all_reduce``."""
+    nbytes = n * ty.size_bytes()
+    _check(inputs, nbytes * len(inputs), "ReduceScatter input")
+    _check(outputs, nbytes, "ReduceScatter output")
+    folded = _folded(inputs, n * len(inputs), ty, reduction)
+    for rank, place in enumerate(outputs):
+        if nbytes:
+            place.backend.copy_to_buffer(place.handle, folded[rank * nbytes:(rank + 1) * nbytes], place.offset)
 
 
 def all_gather(outputs: Sequence[Placement], inputs: Sequence[Placement], n: int, ty: Type) -> None:

@@ -104,6 +104,12 @@ class MultiDeviceExecutor:
         """Device d's ``gathered[d]`` := every device's ``local`` n elements, in rank order."""
         collectives.all_gather(self._places(gathered), self._places(local), n, ty)
 
+    def reduce_scatter(self, local: Sequence[int], scattered: Sequence[int], n: int, ty: Type,
+                       op: ReduceOperation = ReduceOperation.Sum) -> None:
+        """Device d's ``scattered[d]`` (n elements) := piece d of the reduction of every device's ``local``
+        (n * devices elements), folded in rank order on rank 0."""
+        collectives.reduce_scatter(self._places(scattered), self._places(local), n, ty, op)
+
     def broadcast(self, handles: Sequence[int], n: int, ty: Type, root: int = 0) -> None:
         """Device d's ``handles[d]`` := device ``root``'s first n elements."""
         collectives.broadcast(self._places(handles), n, ty, root)
@@ -264,6 +270,8 @@ class MultiDeviceExecutor:
             collectives.all_reduce(places("buffer"), instr.n, instr.ty, instr.reduction)
         elif name == "AllGather":
             collectives.all_gather(places("output"), places("input"), instr.n, instr.ty)
+        elif name == "ReduceScatter":
+            collectives.reduce_scatter(places("output"), places("input"), instr.n, instr.ty, instr.reduction)
         else:
             collectives.broadcast(places("buffer"), instr.n, instr.ty, instr.root)
 

@@ -18,7 +18,7 @@ from ..program import Program
 
 __all__ = ["Segment", "split_at_collectives", "with_handles", "COLLECTIVES"]
 
-COLLECTIVES = frozenset({"AllReduce", "AllGather", "Broadcast"})
+COLLECTIVES = frozenset({"AllReduce", "AllGather", "Broadcast", "ReduceScatter"})
 
 
 @dataclass(frozen=True)

@@ -666,6 +666,14 @@ _row("Broadcast", 0xAA, "broadcast",
      default_type=Type.F32, defaults={"root": 0, "devices": 0},
      requires=(*_DEVICES, Requirement("root", "root < (devices if devices else 1)", "root is not a device of the "
                                       "group")))
+_row("ReduceScatter", 0xAB, "reducescatter",
+     [_addr("output", GADDR, W, "n"), _addr("input", GADDR, R, "n*(devices if devices else 1)"),
+      Operand("n", K.UINT, 32), Operand("reduction", K.ENUM, ReduceOperation, in_suffix=True),
+      Operand("devices", K.UINT, 32)],
+     SCALARS, CO, "collective",
+     "once per launch: device d's output[i] = reduction over the devices e of the group (in rank order) of device "
+     "e's input[d*n + i], for i < n; on one device output[0:n] = input[0:n] (copied as AllGather copies)",
+     default_type=Type.F32, defaults={"devices": 0}, requires=_DEVICES)
 
 #: every instruction, in opcode order
 OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcode))

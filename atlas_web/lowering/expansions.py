@@ -204,8 +204,8 @@ def _layer_scale(instr, scratch: Register) -> list:
 
 
 # The collectives on one device (a backend alone; atlas_web.distributed runs larger groups): AllReduce and
-# Broadcast are their bounds checks only; AllGather copies input to output as MAX(x, x), which is x for every
-# value but NaN (a NaN stays a NaN, its payload is the backend's).
+# Broadcast are their bounds checks only; AllGather and ReduceScatter copy input to output as MAX(x, x), which
+# is x for every value but NaN (a NaN stays a NaN, its payload is the backend's).
 @default_expansion("AllReduce", uses=())
 def _all_reduce(instr, scratch: Register) -> list:
     return []
@@ -216,8 +216,9 @@ def _broadcast(instr, scratch: Register) -> list:
     return []
 
 
+@default_expansion("ReduceScatter", uses=(("ParallelMapBinary", BinaryMapOperation.Max),))
 @default_expansion("AllGather", uses=(("ParallelMapBinary", BinaryMapOperation.Max),))
-def _all_gather(instr, scratch: Register) -> list:
+def _copy_input(instr, scratch: Register) -> list:
     return [ParallelMapBinary(dst_array=instr.output, src_a=instr.input, src_b=instr.input, count=instr.n,
                               operation=BinaryMapOperation.Max, ty=instr.ty)]
 

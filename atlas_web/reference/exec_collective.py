@@ -1,4 +1,5 @@
-"""Executor rules of the collectives (rows of category "collective"): AllReduce, AllGather, Broadcast.
+"""Executor rules of the collectives (rows of category "collective"): AllReduce, AllGather, Broadcast,
+ReduceScatter.
 
 The executable form of docs/semantics.md, "Collectives", for one backend alone: a group of one device (the
 verifier refuses ``devices`` > 1 there; atlas_web.distributed runs larger groups). Each array is checked
@@ -6,7 +7,7 @@ verifier refuses ``devices`` > 1 there; atlas_web.distributed runs larger groups
 (``exec_cooperative.checked_arrays``); then
 
     AllReduce, Broadcast:  nothing changes (the reduction over one device is its own value, the root is this one)
-    AllGather:             output[0:n] = input[0:n], copied as bytes (NaN payloads and -0 kept, bit for bit)
+    AllGather, ReduceScatter:  output[0:n] = input[0:n], copied as bytes (NaN payloads and -0 kept, bit for bit)
 
 so a trap names the first bad operand, lane -1, and a launch that passed leaves every other byte unchanged.
 """
@@ -22,7 +23,7 @@ def _identity(step: CooperativeStep) -> None:
     checked_arrays(step)
 
 
-def _all_gather(step: CooperativeStep) -> None:
+def _copy(step: CooperativeStep) -> None:
     arrays = checked_arrays(step)
     source, output = arrays["input"], arrays["output"]
     nbytes = step.instr.n * step.instr.ty.size_bytes()
@@ -30,4 +31,5 @@ def _all_gather(step: CooperativeStep) -> None:
     output.data[output.offset:output.offset + nbytes] = data
 
 
-COLLECTIVE_RULES = {"AllReduce": _identity, "AllGather": _all_gather, "Broadcast": _identity}
+COLLECTIVE_RULES = {"AllReduce": _identity, "AllGather": _copy, "Broadcast": _identity,
+                    "ReduceScatter": _copy}

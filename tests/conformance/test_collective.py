@@ -1,5 +1,6 @@
 """The collectives (rows of category "collective") on every backend, one device: AllReduce and Broadcast leave the
-buffer as the reference does, AllGather's output equals the reference's bit for bit (values without NaN); an
+buffer as the reference does, AllGather's and ReduceScatter's output equals the reference's bit for bit (values
+without NaN); an
 out-of-bounds array is refused before anything is written. Backends are asked supports()."""
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 from atlas_web import LaunchConfig, ProgramError
-from atlas_web.isa import OPCODE_TABLE, Address, AllGather, AllReduce, Broadcast, ReduceOperation, Type
+from atlas_web.isa import (OPCODE_TABLE, Address, AllGather, AllReduce, Broadcast, ReduceOperation, ReduceScatter,
+                           Type)
 from atlas_web.program import Program
 from atlas_web.reference import CpuBackend
 
@@ -20,6 +22,7 @@ BACKENDS = {"cpu": CpuBackend(), **compiled_backends()}
 ROWS = [info for info in OPCODE_TABLE if info.category == "collective"]
 TYPES = [Type.I8, Type.U16, Type.I32, Type.I64, Type.F16, Type.BF16, Type.F32, Type.F64]
 N = 37
+NAMES = ["AllReduce", "AllGather", "Broadcast", "ReduceScatter"]
 
 
 def _run(backend, name: str, ty: Type, n: int = N) -> tuple[bytes, bytes]:
@@ -35,7 +38,9 @@ def _run(backend, name: str, ty: Type, n: int = N) -> tuple[bytes, bytes]:
     a, b = Address.BufferOffset(buf), Address.BufferOffset(out)
     instr = {"AllReduce": lambda: AllReduce(buffer=a, n=n, reduction=ReduceOperation.Max, ty=ty),
              "Broadcast": lambda: Broadcast(buffer=a, n=n, ty=ty),
-             "AllGather": lambda: AllGather(output=b, input=a, n=n, ty=ty)}[name]()
+             "AllGather": lambda: AllGather(output=b, input=a, n=n, ty=ty),
+             "ReduceScatter": lambda: ReduceScatter(output=b, input=a, n=n, reduction=ReduceOperation.Sum,
+                                                    ty=ty)}[name]()
     try:
         backend.execute_program(Program([instr], {}), LaunchConfig.linear(5))
     finally:
@@ -46,12 +51,12 @@ def _run(backend, name: str, ty: Type, n: int = N) -> tuple[bytes, bytes]:
 
 
 def test_the_collective_rows():
-    assert {info.name for info in ROWS} == {"AllReduce", "AllGather", "Broadcast"}
+    assert {info.name for info in ROWS} == set(NAMES)
 
 
 @pytest.mark.parametrize("backend_name", sorted(BACKENDS))
 @pytest.mark.parametrize("ty", TYPES, ids=lambda t: t.name)
-@pytest.mark.parametrize("name", ["AllReduce", "AllGather", "Broadcast"])
+@pytest.mark.parametrize("name", NAMES)
 def test_one_device_collective_like_the_reference(backend_name, name, ty):
     backend = BACKENDS[backend_name]
     if refuses_unsupported(backend, name, ty, lambda b: _run(b, name, ty)):
@@ -60,7 +65,7 @@ def test_one_device_collective_like_the_reference(backend_name, name, ty):
 
 
 @pytest.mark.parametrize("backend_name", sorted(BACKENDS))
-@pytest.mark.parametrize("name", ["AllReduce", "AllGather", "Broadcast"])
+@pytest.mark.parametrize("name", NAMES)
 def test_out_of_bounds_refused(backend_name, name):
     with pytest.raises(ProgramError, match="outside"):
         _run(BACKENDS[backend_name], name, Type.F32, n=N + 1)

@@ -9,7 +9,8 @@ import pytest
 
 from atlas_web import AtlasTrap, ExecutionFailed, ExecutionParams, LaunchConfig, Program, ProgramError, TrapCode
 from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Replicated, Sharded, split_blocks
-from atlas_web.isa import BRA, EXIT, AllGather, AllReduce, Address, Broadcast, Label, ReduceOperation, Type
+from atlas_web.isa import (BRA, EXIT, AllGather, AllReduce, Address, Broadcast, Label, ReduceOperation, ReduceScatter,
+                           Type)
 from atlas_web.isa.addresses import make_pointer
 from atlas_web.reference import CpuBackend
 
@@ -48,8 +49,12 @@ def test_collectives_in_a_program(names):
     config = LaunchConfig(grid=(k, 1, 1), block=(BLOCK, 1, 1))
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(k * n, Type.F32, Sharded())
     gathered = ex.empty(k * n, Type.F32, Replicated())
+    scattered = ex.empty(k * n, Type.F32, Sharded())
     program = square_program(Type.F32, AllGather(output=Address.BufferOffset(gathered.handle),
                                                  input=Address.BufferOffset(ys.handle), n=n, ty=Type.F32),
+                             ReduceScatter(output=Address.BufferOffset(scattered.handle),
+                                           input=Address.BufferOffset(gathered.handle), n=n,
+                                           reduction=ReduceOperation.Max, ty=Type.F32),
                              AllReduce(buffer=Address.BufferOffset(ys.handle), n=n, reduction=ReduceOperation.Sum,
                                        ty=Type.F32, devices=k),
                              Broadcast(buffer=Address.BufferOffset(xs.handle), n=n, root=k - 1, ty=Type.F32))
@@ -59,6 +64,8 @@ def test_collectives_in_a_program(names):
     for part in squares[1:]:        # rank order, rounded to f32 at every step
         total = (total + part).astype(np.float32)
     assert gathered.read() == squares.tobytes()
+    # every device's gathered copy is the same, so their max is the gathered array: device d holds piece d
+    assert scattered.read() == squares.tobytes()
     assert ys.read() == np.tile(total, k).tobytes()
     assert xs.read() == np.tile(x.reshape(k, n)[k - 1], k).tobytes()
 
@@ -137,5 +144,11 @@ def test_executor_collectives_fold_in_rank_order(names):
         backend.copy_typed_to(h, p, Type.F32)
     ex.broadcast(handles, n, Type.F32, root=2)
     assert all(b.copy_typed_from(h, Type.F32).tobytes() == parts[2].tobytes() for b, h in zip(ex.devices, handles))
+    wide = [np.random.default_rng(7 + r).standard_normal(n * k).astype(np.float32) for r in range(k)]
+    local = [int(b.allocate_typed(w, Type.F32)) for b, w in zip(ex.devices, wide)]
+    ex.reduce_scatter(local, handles, n, Type.F32, ReduceOperation.Sum)
+    folded = ((wide[0] + wide[1]).astype(np.float32) + wide[2]).astype(np.float32)
+    for rank, (backend, h) in enumerate(zip(ex.devices, handles)):
+        assert backend.copy_typed_from(h, Type.F32).tobytes() == folded[rank * n:(rank + 1) * n].tobytes()
     with pytest.raises(ProgramError, match="one per device"):
         ex.all_reduce(handles[:2], n, Type.F32)
