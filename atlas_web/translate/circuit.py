@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ProgramError
 from ..program import Program
-from .graph import ALIASES, FORMAT, VERSION, read_kernel
+from .graph import ALIASES, FORMAT, VERSION, canonical, read_kernel
 from .kernel import Bindings, graph_to_program
 
 __all__ = ["CIRCUIT_FORMAT", "circuit_to_kernel", "kernel_to_circuit", "circuit_to_program"]
@@ -26,7 +26,6 @@ __all__ = ["CIRCUIT_FORMAT", "circuit_to_kernel", "kernel_to_circuit", "circuit_
 CIRCUIT_FORMAT = "atlas-web-circuit"
 #: kernel operation -> its gate spelling
 _SHORT = {long: short for short, long in ALIASES.items() if short not in ("select", "swish")}
-_LONG = {**ALIASES}
 
 
 def _load(obj: Any, what: str) -> dict:
@@ -63,7 +62,7 @@ def circuit_to_kernel(circuit: Any) -> dict:
     gates = circuit["gates"]
     if not isinstance(gates, list):
         raise ProgramError(f"circuit: gates must be a list, got {type(gates).__name__}")
-    ops = [{**gate, "op": _LONG.get(gate["op"], gate["op"])}
+    ops = [{**gate, "op": canonical(gate["op"], gate.get("in"))}
            if isinstance(gate, dict) and isinstance(gate.get("op"), str) else gate for gate in gates]
     kernel = {"format": FORMAT, "version": VERSION, "inputs": inputs, "ops": ops, "outputs": circuit["outputs"]}
     if "name" in circuit:
@@ -79,8 +78,10 @@ def kernel_to_circuit(kernel: Any) -> dict:
     wires = {}
     for entry in kernel["inputs"]:
         wires[entry["name"]] = {"shape": list(entry["shape"]), "dtype": entry["dtype"]}
-    gates = [{**op, "op": _SHORT.get(_LONG.get(op["op"], op["op"]), _LONG.get(op["op"], op["op"]))}
-             for op in kernel["ops"]]
+    gates = []
+    for op in kernel["ops"]:
+        name = canonical(op["op"], op["in"])
+        gates.append({**op, "op": _SHORT.get(name, name)})
     circuit = {"format": CIRCUIT_FORMAT, "version": VERSION, "wires": wires, "gates": gates,
                "outputs": list(kernel["outputs"])}
     if "name" in kernel:

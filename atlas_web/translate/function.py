@@ -31,7 +31,9 @@ def kernel_function(kernel: Any) -> Callable[..., Any]:
             values[v.name] = anp.asarray(values[v.name], dtype="bool" if v.is_bool else v.dtype)
         for op in graph.ops:
             args_ = [values[a] if isinstance(a, str) else a for a in op.args]
-            if op.op == "copy":
+            if op.axes is not None:
+                values[op.result.name] = getattr(anp, op.op)(args_[0], axis=op.axes, keepdims=op.keepdims)
+            elif op.op == "copy":
                 values[op.result.name] = anp.astype(args_[0], op.result.dtype)
             else:
                 values[op.result.name] = getattr(anp, op.op)(*args_)

@@ -15,12 +15,12 @@ from typing import Any
 from ..errors import ArrayError, ProgramError
 from ..isa.types import Type
 from ..numpy.array import Array
-from ..numpy.dtypes import as_dtype, dtype_name
+from ..numpy.dtypes import as_dtype, dtype_name, sum_type
 from ..numpy.elementwise import _types
 from ..numpy.ops_table import OPS
-from ..numpy.shapes import broadcast_shapes
+from ..numpy.shapes import broadcast_shapes, normalize_axes
 
-__all__ = ["FORMAT", "VERSION", "ALIASES", "Value", "Op", "Graph", "read_kernel", "kernel_ops"]
+__all__ = ["FORMAT", "VERSION", "ALIASES", "REDUCTIONS", "Value", "Op", "Graph", "read_kernel", "kernel_ops"]
 
 FORMAT = "atlas-web-kernel"
 VERSION = 1
@@ -28,11 +28,23 @@ VERSION = 1
 ALIASES = {"sub": "subtract", "mul": "multiply", "div": "divide", "max": "maximum", "min": "minimum",
            "neg": "negative", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
            "gt": "greater", "ge": "greater_equal", "select": "where", "swish": "silu"}
+#: the reductions a kernel may end with (attributes ``axis``: an int, a list or null for all; ``keepdims``)
+REDUCTIONS = ("sum", "prod", "max", "min")
+
+
+def canonical(name: Any, arguments: Any) -> Any:
+    """The kernel spelling of operation ``name`` given its ``in`` list: ``max``/``min`` of one argument
+    are the reductions, of two ``maximum``/``minimum`` (as NumPy's max and maximum); other short
+    spellings their ALIASES entry. Anything else is returned as it is (checked later)."""
+    if name in ("max", "min") and isinstance(arguments, list) and len(arguments) == 1:
+        return name
+    return ALIASES.get(name, name) if isinstance(name, str) else name
 
 
 def kernel_ops() -> list[str]:
     """The operation names a kernel may use: the per-lane rows of atlas_web.numpy's table, and astype."""
-    return sorted([name for name, row in OPS.items() if row.body is not None and name != "copy"] + ["astype"])
+    return sorted([name for name, row in OPS.items() if row.body is not None and name != "copy"] + ["astype"]
+                  + list(REDUCTIONS))
 
 
 @dataclass(frozen=True)
@@ -52,12 +64,15 @@ class Value:
 @dataclass(frozen=True)
 class Op:
     """One operation: the OPS row ``op`` ("copy" for astype) over ``args`` (value names or Python
-    numbers), computed in ``compute`` and stored as ``result``'s type."""
+    numbers), computed in ``compute`` and stored as ``result``'s type; or a reduction (REDUCTIONS) of its
+    one argument over ``axes``, accumulated in ``compute``."""
 
     op: str
     args: tuple[str | int | float | bool, ...]
     result: Value
     compute: Type
+    axes: tuple[int, ...] | None = None
+    keepdims: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,8 +126,7 @@ def _placeholder(v: Value) -> Array:
 
 def _op_row(name: Any, where: str) -> str:
     name = _name(name, f"{where}.op")
-    name = ALIASES.get(name, name)
-    if name == "astype":
+    if name == "astype" or name in REDUCTIONS:
         return name
     row = OPS.get(name)
     if row is None or row.body is None or name == "copy":
@@ -167,8 +181,10 @@ def _list(value: Any, where: str) -> list:
 def _read_op(k: int, entry: Any, values: dict[str, Value], words: tuple[str, str, str]) -> Op:
     section, noun, defined = words
     where = f"{section}[{k}]"
-    _object(entry, where, ("op", "in", "out"), ("dtype",))
-    op = _op_row(entry["op"], where)
+    _object(entry, where, ("op", "in", "out"), ("dtype", "axis", "keepdims"))
+    op = _op_row(canonical(entry["op"], entry["in"]), where)
+    if op not in REDUCTIONS and ("axis" in entry or "keepdims" in entry):
+        raise _fail(f"{where} ({op})", "axis and keepdims are the reductions' attributes")
     where = f"{section}[{k}] ({op})"
     args = []
     for j, arg in enumerate(_list(entry["in"], f"{where}.in")):
@@ -181,7 +197,7 @@ def _read_op(k: int, entry: Any, values: dict[str, Value], words: tuple[str, str
             args.append(arg)
         else:
             raise _fail(where, f"in[{j}] must be a {noun} name or a number, got {arg!r}")
-    arity = 1 if op == "astype" else OPS[op].arity
+    arity = 1 if op == "astype" or op in REDUCTIONS else OPS[op].arity
     if len(args) != arity:
         raise _fail(where, f"takes {arity} input(s), got {len(args)}")
     if not any(isinstance(a, str) for a in args):
@@ -192,6 +208,8 @@ def _read_op(k: int, entry: Any, values: dict[str, Value], words: tuple[str, str
     if out in values:
         raise _fail(where, f"out: {noun} {out!r} is already {defined} (each {noun} is {defined} once)")
     arrays = [values[a] for a in args if isinstance(a, str)]
+    if op in REDUCTIONS:
+        return _reduction(where, op, entry, arrays[0], out, values)
     try:
         shape = broadcast_shapes(where, *(v.shape for v in arrays))
     except ArrayError as error:
@@ -215,3 +233,19 @@ def _typed(where: str, op: str, args: tuple, out: str, shape: tuple[int, ...], v
         raise _fail(where, f"needs a float input, got {', '.join(getattr(a, 'dtype_name', repr(a)) for a in typed)}")
     result = values[out] = Value(out, shape, stored, is_bool)
     return Op(op, args, result, compute)
+
+
+def _reduction(where: str, op: str, entry: dict, x: Value, out: str, values: dict[str, Value]) -> Op:
+    keepdims = entry.get("keepdims", False)
+    if not isinstance(keepdims, bool):
+        raise _fail(where, f"keepdims must be true or false, got {keepdims!r}")
+    try:
+        axes = normalize_axes(entry.get("axis"), len(x.shape), where)
+    except ArrayError as error:
+        raise ProgramError(str(error)) from None
+    if op in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+        raise _fail(where, f"a zero-size reduction of {x.name!r} {x.shape} has no identity")
+    acc = sum_type(x.dtype, x.is_bool) if op in ("sum", "prod") else x.dtype
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
+    result = values[out] = Value(out, shape, acc, x.is_bool and op in ("max", "min"))
+    return Op(op, (x.name,), result, acc, axes, keepdims)

@@ -21,11 +21,11 @@ from ..isa.types import Type
 from ..launch import ExecutionParams, LaunchConfig
 from ..numpy.array import Array
 from ..numpy.codegen import Kernel
-from ..numpy.nodes import FusedMapNode, Leaf, Term
+from ..numpy.nodes import FusedMapNode, FusedReduceNode, Leaf, Term
 from ..numpy.runtime import kernel_for
-from ..numpy.shapes import broadcast_strides, size_of
+from ..numpy.shapes import broadcast_strides, coalesce, row_major, size_of
 from ..program import Program
-from .graph import Graph, Value, read_kernel
+from .graph import REDUCTIONS, Graph, Value, read_kernel
 
 __all__ = ["Binding", "Bindings", "json_to_program", "graph_to_program"]
 
@@ -90,8 +90,10 @@ def json_to_program(kernel: Any) -> tuple[Program, Bindings]:
 
 def graph_to_program(graph: Graph) -> tuple[Program, Bindings]:
     """The program and bindings of a checked Graph (see ``json_to_program``)."""
-    shape = graph.outputs[0].shape
-    for v in graph.outputs[1:]:
+    reduction = _final_reduction(graph)
+    shape = graph.outputs[0].shape if reduction is None else next(
+        v.shape for v in (*graph.inputs, *(op.result for op in graph.ops)) if v.name == reduction.args[0])
+    for v in graph.outputs[1:] if reduction is None else ():
         if v.shape != shape:
             raise ProgramError(f"outputs: {v.name!r} has shape {v.shape}, {graph.outputs[0].name!r} {shape}: "
                                "the outputs of one kernel have one shape")
@@ -104,7 +106,8 @@ def graph_to_program(graph: Graph) -> tuple[Program, Bindings]:
         refs[v.name] = len(leaves)
         leaves.append(Leaf(v.dtype, shape, broadcast_strides(v.shape, shape)))
     numbers: dict[int, Any] = {}  # leaf index -> value
-    for op in graph.ops:
+    elementwise = graph.ops if reduction is None else graph.ops[:-1]
+    for op in elementwise:
         for k, a in enumerate(op.args):
             if not isinstance(a, str):
                 if op.op == "where" and k == 0:
@@ -113,19 +116,47 @@ def graph_to_program(graph: Graph) -> tuple[Program, Bindings]:
                 leaves.append(Leaf(op.compute, None))
     terms: list[Term] = []
     scalar = iter(sorted(numbers))
-    for op in graph.ops:
+    for op in elementwise:
         args = tuple(refs[a] if isinstance(a, str) else next(scalar) for a in op.args)
         refs[op.result.name] = len(leaves) + len(terms)
         terms.append(Term(op.op, op.compute, op.result.dtype, args))
     if len(leaves) + len(graph.outputs) > 47:
         raise ProgramError(f"kernel: {len(leaves)} inputs and numbers and {len(graph.outputs)} outputs need more "
                            "than the 47 preset registers a program has")
-    node = FusedMapNode(count, tuple(leaves), tuple(terms), tuple(refs[v.name] for v in graph.outputs))
+    if reduction is None:
+        node = FusedMapNode(count, tuple(leaves), tuple(terms), tuple(refs[v.name] for v in graph.outputs))
+    else:
+        node = _reduce_node(reduction, shape, leaves, terms, refs)
     try:
         kernel = kernel_for(node)
     except ArrayError as error:
         raise ProgramError(f"kernel: {error}") from None
-    return kernel.program, _bindings(kernel, graph, leaves, numbers, shape)
+    return kernel.program, _bindings(kernel, graph, leaves, numbers, graph.outputs[0].shape)
+
+
+def _final_reduction(graph: Graph):
+    """The graph's reduction (its last operation, whose result is the only output), or None."""
+    found = [k for k, op in enumerate(graph.ops) if op.op in REDUCTIONS]
+    if not found:
+        return None
+    last = graph.ops[-1]
+    if found != [len(graph.ops) - 1] or [v.name for v in graph.outputs] != [last.result.name]:
+        op = graph.ops[found[0]]
+        raise ProgramError(f"ops[{found[0]}] ({op.op}): a reduction must be the last operation and its result "
+                           "the only output")
+    return last
+
+
+def _reduce_node(op, shape: tuple[int, ...], leaves: list[Leaf], terms: list[Term], refs: dict) -> FusedReduceNode:
+    """Each lane folds one output element over the reduced axes, computing the elements it reads."""
+    own = row_major(shape)
+    kept = [i for i in range(len(shape)) if i not in op.axes]
+    dims, (strides,) = coalesce(tuple(shape[i] for i in kept), [tuple(own[i] for i in kept)])
+    red_dims, (red_strides,) = coalesce(tuple(shape[i] for i in op.axes), [tuple(own[i] for i in op.axes)])
+    value = refs[op.args[0]]
+    dtype = leaves[value].dtype if value < len(leaves) else terms[value - len(leaves)].out
+    return FusedReduceNode(op.op, dims, strides, red_dims, red_strides, tuple(leaves), tuple(terms), value, dtype,
+                           op.compute, op.result.dtype)
 
 
 def _bindings(kernel: Kernel, graph: Graph, leaves: list[Leaf], numbers: dict[int, Any],

@@ -108,13 +108,17 @@ def test_round_trips():
     assert program_from_json(program_to_json(program)) == program
 
 
-def _broken(path, value):
-    kernel = copy.deepcopy(KERNEL)
+def _broken_of(kernel, path, value):
+    kernel = copy.deepcopy(kernel)
     target = kernel
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = value
     return kernel
+
+
+def _broken(path, value):
+    return _broken_of(KERNEL, path, value)
 
 
 @pytest.mark.parametrize("kernel, message", [
@@ -163,3 +167,43 @@ def test_run_checks_inputs(device):
         bindings.run(program, device, {"x": data["x"], "bias": data["bias"]})
     with pytest.raises(ProgramError, match=r"run: input 'bias' has shape \(39,\)"):
         bindings.run(program, device, {**data, "bias": data["bias"][:39]})
+
+
+REDUCE = {"inputs": [{"name": "x", "shape": [6, 50], "dtype": "float32"},
+                     {"name": "w", "shape": [50], "dtype": "float32"}],
+          "ops": [{"op": "sub", "in": ["x", 0.5], "out": "t"}, {"op": "relu", "in": ["t"], "out": "r"},
+                  {"op": "mul", "in": ["r", "w"], "out": "p"},
+                  {"op": "sum", "in": ["p"], "axis": -1, "keepdims": True, "out": "s"}],
+          "outputs": ["s"]}
+
+
+def test_a_final_reduction(device):
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((6, 50)).astype(np.float32), rng.standard_normal(50).astype(np.float32)
+    program, bindings = json_to_program(REDUCE)
+    got = bindings.run(program, device, {"x": x, "w": w})["s"].to_host()
+    assert got.shape == (6, 1) and got.dtype == np.float32
+    expected = (np.maximum(x.astype(np.float64) - 0.5, 0) * w).sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    eager = kernel_function(REDUCE)(anp.array(x, device=device), anp.array(w, device=device))
+    assert eager.to_host().tobytes() == got.tobytes()  # an axis reduction folds in eager's order
+    whole = copy.deepcopy(REDUCE)
+    whole["ops"][-1] = {"op": "max", "in": ["p"], "out": "m"}
+    whole["outputs"] = ["m"]
+    program, bindings = json_to_program(whole)
+    assert bindings.run(program, device, {"x": x, "w": w})["m"].to_host() == np.float32(
+        (np.maximum(x - np.float32(0.5), 0) * w).max())
+
+
+def test_reduction_errors():
+    extra = copy.deepcopy(REDUCE)
+    extra["ops"].append({"op": "exp", "in": ["s"], "out": "e"})
+    extra["outputs"] = ["e"]
+    with pytest.raises(ProgramError, match=r"ops\[3\] \(sum\): a reduction must be the last operation"):
+        json_to_program(extra)
+    bad = _broken_of(REDUCE, ("ops", 3, "axis"), 2)
+    with pytest.raises(ProgramError, match=r"ops\[3\] \(sum\): axis 2 is out of range"):
+        json_to_program(bad)
+    bad = _broken_of(REDUCE, ("ops", 1, "axis"), 0)
+    with pytest.raises(ProgramError, match=r"ops\[1\] \(relu\): axis and keepdims are the reductions' attributes"):
+        json_to_program(bad)
