@@ -31,7 +31,7 @@ from atlas_web.kernels.transformer import Transformer, TransformerConfig, init_w
 from atlas_web.kernels.transformer_jit import JitTransformer  # noqa: E402
 from atlas_web.registry import get_backend  # noqa: E402
 
-from tests.kernels.numpy_transformer import NumpyTransformer, _rmsnorm, _rope  # noqa: E402
+from tests.kernels.numpy_transformer import NumpyTransformer, rmsnorm64, rope64  # noqa: E402
 
 PROMPT = [1, 2, 3]
 
@@ -47,9 +47,9 @@ def numpy_decode(model: NumpyTransformer, prompt: list[int], new: int) -> list[i
         x = w["embedding"][token].copy()
         for layer in range(cfg.layers):
             p = f"{layer}."
-            h = _rmsnorm(x, w[p + "attn_norm"], cfg.eps)
-            q = _rope((w[p + "wq"] @ h).reshape(cfg.heads, hd), model.freqs, pos)
-            k_cache[layer, :, pos] = _rope((w[p + "wk"] @ h).reshape(cfg.kv_heads, hd), model.freqs, pos)
+            h = rmsnorm64(x, w[p + "attn_norm"], cfg.eps)
+            q = rope64((w[p + "wq"] @ h).reshape(cfg.heads, hd), model.freqs, pos)
+            k_cache[layer, :, pos] = rope64((w[p + "wk"] @ h).reshape(cfg.kv_heads, hd), model.freqs, pos)
             v_cache[layer, :, pos] = (w[p + "wv"] @ h).reshape(cfg.kv_heads, hd)
             keys = np.repeat(k_cache[layer, :, :pos + 1], group, axis=0)
             values = np.repeat(v_cache[layer, :, :pos + 1], group, axis=0)
@@ -57,13 +57,13 @@ def numpy_decode(model: NumpyTransformer, prompt: list[int], new: int) -> list[i
             e = np.exp(s - s.max(axis=-1, keepdims=True))
             att = np.einsum("hs,hsd->hd", e / e.sum(axis=-1, keepdims=True), values)
             x = x + w[p + "wo"] @ att.reshape(-1)
-            h = _rmsnorm(x, w[p + "mlp_norm"], cfg.eps)
+            h = rmsnorm64(x, w[p + "mlp_norm"], cfg.eps)
             g = w[p + "w_gate"] @ h
             x = x + w[p + "w_down"] @ ((g / (1 + np.exp(-g))) * (w[p + "w_up"] @ h))
         if pos + 1 < len(prompt):
             token = prompt[pos + 1]
             continue
-        token = int(np.argmax(w["head"] @ _rmsnorm(x, w["final_norm"], cfg.eps)))
+        token = int(np.argmax(w["head"] @ rmsnorm64(x, w["final_norm"], cfg.eps)))
         out.append(token)
     return out
 

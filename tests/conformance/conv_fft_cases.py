@@ -26,14 +26,14 @@ from atlas_web.isa.extents import conv_out
 from .matrix_cases import MatrixCase, decode_array, encode_array, run_with_arrays
 from .norm_cases import ulp_of, unit_roundoff
 
-__all__ = ["CONV_ROWS", "ConvCase", "conv_cases", "trap_cases", "run_case", "compare", "conv2d_numpy"]
+__all__ = ["CONV_ROWS", "ConvCase", "conv_cases", "conv_fields", "trap_cases", "run_case", "compare", "conv2d_numpy"]
 
 #: every row of category "convolution"
 CONV_ROWS = tuple(info for info in OPCODE_TABLE if info.category == "convolution")
 _PAIRS = ("stride", "padding", "dilation")
 
 
-def _conv(batch, cin, cout, h, w, kh, kw, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, bias=False):
+def conv_fields(batch, cin, cout, h, w, kh, kw, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, bias=False):
     fields = dict(batch=batch, in_channels=cin, out_channels=cout, height=h, width=w, kernel_h=kh, kernel_w=kw,
                   groups=groups, has_bias=bias)
     for name, pair in zip(_PAIRS, (stride, padding, dilation)):
@@ -42,15 +42,15 @@ def _conv(batch, cin, cout, h, w, kh, kw, stride=(1, 1), padding=(0, 0), dilatio
 
 
 CONV_SHAPES = (
-    _conv(1, 1, 1, 1, 1, 1, 1),
-    _conv(2, 3, 5, 7, 6, 3, 3, padding=(1, 1), bias=True),
-    _conv(1, 2, 3, 9, 11, 2, 3, stride=(2, 1), padding=(0, 2), dilation=(2, 1), bias=True),
-    _conv(1, 3, 2, 4, 5, 2, 2, padding=(3, 2)),                       # positions reading only padding
-    _conv(2, 4, 6, 5, 7, 3, 1, stride=(1, 2), padding=(1, 0), groups=2),
-    _conv(1, 6, 6, 8, 9, 3, 3, stride=(2, 2), padding=(1, 1), groups=6, bias=True),   # depthwise
-    _conv(1, 8, 16, 12, 13, 3, 3, padding=(1, 1), bias=True),          # past the kernels' tiles
-    _conv(1, 5, 7, 10, 10, 1, 1, stride=(2, 3)),
-    _conv(0, 2, 2, 3, 3, 3, 3, padding=(1, 1)),                        # an empty batch
+    conv_fields(1, 1, 1, 1, 1, 1, 1),
+    conv_fields(2, 3, 5, 7, 6, 3, 3, padding=(1, 1), bias=True),
+    conv_fields(1, 2, 3, 9, 11, 2, 3, stride=(2, 1), padding=(0, 2), dilation=(2, 1), bias=True),
+    conv_fields(1, 3, 2, 4, 5, 2, 2, padding=(3, 2)),                       # positions reading only padding
+    conv_fields(2, 4, 6, 5, 7, 3, 1, stride=(1, 2), padding=(1, 0), groups=2),
+    conv_fields(1, 6, 6, 8, 9, 3, 3, stride=(2, 2), padding=(1, 1), groups=6, bias=True),   # depthwise
+    conv_fields(1, 8, 16, 12, 13, 3, 3, padding=(1, 1), bias=True),          # past the kernels' tiles
+    conv_fields(1, 5, 7, 10, 10, 1, 1, stride=(2, 3)),
+    conv_fields(0, 2, 2, 3, 3, 3, 3, padding=(1, 1)),                        # an empty batch
 )
 FFT_SHAPES = tuple(dict(n=n, batch=batch, inverse=inverse) for n, batch, inverse in (
     (1, 1, False), (2, 2, False), (4, 1, True), (8, 3, False), (16, 3, True), (64, 1, False), (128, 2, True),

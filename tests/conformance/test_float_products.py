@@ -99,7 +99,7 @@ def test_per_lane_reduce_mul_at_the_edges_gives_the_references_bits(backend_name
         return
     got, want = (_product_on(b, ty, values, per_lane=True) for b in (backend, BACKENDS["cpu"]))
     if flushes_subnormals(backend) and ty in FLUSHED_TYPES and not _same(ty, got, want):
-        want = _fold_flushing(ty, values)   # the device read and wrote each subnormal as a zero of its sign
+        want = fold_flushing(ty, values)   # the device read and wrote each subnormal as a zero of its sign
     assert _same(ty, got, want), (got, want)
 
 
@@ -107,7 +107,7 @@ def _same(ty: Type, got: float, want: float) -> bool:
     return (math.isnan(got) and math.isnan(want)) or encode(ty, [got]) == encode(ty, [want])
 
 
-def _fold_flushing(ty: Type, values: list[float]) -> float:
+def fold_flushing(ty: Type, values: list[float]) -> float:
     """ReduceMul's fold in index order, each step rounded to ``ty``, every subnormal operand and partial a zero
     of its sign (docs/semantics.md, Numbers: a device that flushes subnormals)."""
     def flush(x: float) -> float:

@@ -16,7 +16,7 @@ from atlas_web.isa import Type
 
 from .backends import compiled_backends
 from .harness import Buffer, Case, Result, compare, with_subnormals_flushed
-from .test_float_products import _fold_flushing
+from .test_float_products import fold_flushing
 from .values import encode
 
 SUB = 2.0 ** -130          # an f32 subnormal
@@ -54,9 +54,9 @@ def test_flushing_the_inputs_zeroes_f32_and_bf16_subnormals_only():
 
 
 def test_the_flushing_fold_zeroes_subnormal_operands_and_partials():
-    assert _fold_flushing(Type.F32, [2.0 ** -70, 2.0 ** -70, 2.0 ** 100]) == 0.0         # the partial 2^-140
-    assert math.isnan(_fold_flushing(Type.F32, [SUB, -math.inf]))                     # 0 * inf
-    assert _fold_flushing(Type.F32, [2.0 ** -60, 2.0 ** -60, 2.0 ** 100]) == 2.0 ** -20  # no subnormal on the way
+    assert fold_flushing(Type.F32, [2.0 ** -70, 2.0 ** -70, 2.0 ** 100]) == 0.0         # the partial 2^-140
+    assert math.isnan(fold_flushing(Type.F32, [SUB, -math.inf]))                     # 0 * inf
+    assert fold_flushing(Type.F32, [2.0 ** -60, 2.0 ** -60, 2.0 ** 100]) == 2.0 ** -20  # no subnormal on the way
 
 
 @pytest.mark.parametrize("name", sorted(compiled_backends()))

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def _rmsnorm(x, w, eps):
+def rmsnorm64(x, w, eps):
     x64 = x.astype(np.float64)
     return (x64 / np.sqrt((x64 ** 2).mean() + eps) * w).astype(np.float32)
 
 
-def _rope(x, freqs, pos):
+def rope64(x, freqs, pos):
     half = x.shape[-1] // 2
     angle = pos * freqs.astype(np.float64)
     a, b = x[:, :half].astype(np.float64), x[:, half:].astype(np.float64)
@@ -38,9 +38,9 @@ class NumpyTransformer:
             x = w["embedding"][token].copy()
             for layer in range(cfg.layers):
                 p = f"{layer}."
-                h = _rmsnorm(x, w[p + "attn_norm"], cfg.eps)
-                q = _rope((w[p + "wq"] @ h).reshape(cfg.heads, hd), self.freqs, pos)
-                k = _rope((w[p + "wk"] @ h).reshape(cfg.kv_heads, hd), self.freqs, pos)
+                h = rmsnorm64(x, w[p + "attn_norm"], cfg.eps)
+                q = rope64((w[p + "wq"] @ h).reshape(cfg.heads, hd), self.freqs, pos)
+                k = rope64((w[p + "wk"] @ h).reshape(cfg.kv_heads, hd), self.freqs, pos)
                 keys[layer].append(k)
                 values[layer].append((w[p + "wv"] @ h).reshape(cfg.kv_heads, hd))
                 K, V = np.stack(keys[layer], 1).astype(np.float64), np.stack(values[layer], 1).astype(np.float64)
@@ -50,10 +50,10 @@ class NumpyTransformer:
                     e = np.exp(s - s.max())
                     att[head] = (e / e.sum()) @ V[head // group]
                 x = x + w[p + "wo"] @ att.reshape(-1)
-                h = _rmsnorm(x, w[p + "mlp_norm"], cfg.eps)
+                h = rmsnorm64(x, w[p + "mlp_norm"], cfg.eps)
                 g = w[p + "w_gate"] @ h
                 x = x + w[p + "w_down"] @ ((g / (1 + np.exp(-g))) * (w[p + "w_up"] @ h))
-            out.append(w["head"] @ _rmsnorm(x, w["final_norm"], cfg.eps))
+            out.append(w["head"] @ rmsnorm64(x, w["final_norm"], cfg.eps))
         return np.array(out)
 
     def generate(self, prompt, new_tokens):

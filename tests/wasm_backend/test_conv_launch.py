@@ -16,20 +16,20 @@ from wasm_backend import WasmBackend
 from wasm_backend.lowering.coop_conv import CHUNK_COLUMNS, ConvShape
 from wasm_backend.lowering.coop_gemm_kernel import TILINGS
 
-from tests.conformance.conv_fft_cases import ConvCase, _conv, compare, run_case
+from tests.conformance.conv_fft_cases import ConvCase, conv_fields, compare, run_case
 
 CONV = next(info for info in OPCODE_TABLE if info.name == "Conv2D")
 KC = TILINGS[Type.F32].kc
 
 SHAPES = {
-    "chunk_tail": _conv(1, 2, 3, 40, 33, 3, 3, padding=(1, 1), bias=True),              # 40 rows of 33: tail
-    "deep_k_bias": _conv(1, KC // 9 + 3, 5, 6, 7, 3, 3, padding=(1, 1), bias=True),      # K past one depth block
-    "stride_w_3": _conv(2, 3, 4, 9, 17, 3, 5, stride=(2, 3), padding=(2, 4), bias=True),
-    "dilated": _conv(1, 2, 2, 11, 12, 3, 3, padding=(2, 2), dilation=(2, 3)),
-    "padding_only": _conv(1, 1, 2, 2, 2, 2, 2, padding=(3, 3)),
-    "wide_row": _conv(1, 2, 3, 1, 700, 1, 5, padding=(0, 2)),                            # one row past the chunk
-    "groups": _conv(2, 6, 4, 7, 7, 3, 3, padding=(1, 1), groups=2, bias=True),
-    "pointwise": _conv(1, 16, 24, 14, 14, 1, 1),
+    "chunk_tail": conv_fields(1, 2, 3, 40, 33, 3, 3, padding=(1, 1), bias=True),              # 40 rows of 33: tail
+    "deep_k_bias": conv_fields(1, KC // 9 + 3, 5, 6, 7, 3, 3, padding=(1, 1), bias=True),      # K past one depth block
+    "stride_w_3": conv_fields(2, 3, 4, 9, 17, 3, 5, stride=(2, 3), padding=(2, 4), bias=True),
+    "dilated": conv_fields(1, 2, 2, 11, 12, 3, 3, padding=(2, 2), dilation=(2, 3)),
+    "padding_only": conv_fields(1, 1, 2, 2, 2, 2, 2, padding=(3, 3)),
+    "wide_row": conv_fields(1, 2, 3, 1, 700, 1, 5, padding=(0, 2)),                            # one row past the chunk
+    "groups": conv_fields(2, 6, 4, 7, 7, 3, 3, padding=(1, 1), groups=2, bias=True),
+    "pointwise": conv_fields(1, 16, 24, 14, 14, 1, 1),
 }
 
 

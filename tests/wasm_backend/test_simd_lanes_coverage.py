@@ -288,7 +288,7 @@ _RANDOM_INT_OPS = ("add", "sub", "mul", "and", "or", "xor", "not", "neg", "abs",
 _RANDOM_FLOAT_OPS = ("add", "sub", "mul", "min", "max", "abs", "neg", "sel", "fma", "fms", "floor")
 
 
-def _random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], str]:
+def random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], str]:
     t = ty.suffix
     ops = _RANDOM_INT_OPS if ty.is_integer() else _RANDOM_FLOAT_OPS + ("div", "mad", "sqrt") * (ty is Type.BF16)
     live = ["r10", "r11", "r12"]
@@ -324,7 +324,7 @@ def _random_body(rng: random.Random, ty: Type, steps: int) -> tuple[list[str], s
 @given(st.integers(0, 1 << 30), st.sampled_from(INTS + FLOATS + (Type.BF16,)), st.integers(5, 70), st.integers(1, 10))
 def test_random_straight_line_programs_over_the_new_rules(seed, ty, lanes, steps):
     rng = random.Random(seed)
-    body, result = _random_body(rng, ty, steps)
+    body, result = random_body(rng, ty, steps)
     inputs = [ty] * 3
     arrays = [values_of(ty, lanes, seed + k) for k in range(3)]
     if ty.is_float() and ty is not Type.BF16:  # keep fma's operands where fma64 rounds exactly once

@@ -22,7 +22,7 @@ from wasm_backend.lowering.simd_function import scalar_lanes_only
 
 from benchmarks.perlane_matmul import program_text as matmul_text
 
-from .test_simd_lanes_coverage import INTS, _random_body, check_exact, program_text, uses_simd, values_of
+from .test_simd_lanes_coverage import INTS, random_body, check_exact, program_text, uses_simd, values_of
 
 def _matmul(m: int, k: int, n: int, handles) -> Program:
     """One lane per element of C = A @ B (benchmarks/perlane_matmul.py: f32, row gid / n and column gid % n,
@@ -93,7 +93,7 @@ def _loop_body(rng: random.Random, ty: Type, steps: int, kind: str, count: int) 
     """A random body (``test_simd_lanes_coverage``) inside a loop of ``count`` iterations that folds its
     result into r41 (which the body reads too): LOOP, or a counter compared with a bound and a BRA; with
     ``kind`` "branch" also a uniform branch skipping part of some iterations."""
-    body, result = _random_body(rng, ty, steps)
+    body, result = random_body(rng, ty, steps)
     t = ty.suffix
     body = [line.replace("r12", "r41") for line in body]  # the body reads the loop-carried value
     fold = "xor" if ty.is_integer() else "add"
@@ -134,8 +134,8 @@ def _divergent_body(rng: random.Random, ty: Type, steps: int, kind: str) -> tupl
     regions of pure code (``test_simd_lanes_coverage``) that write r41: ``skip`` (if-then by a BRA over
     the region) or ``else`` (if-then-else); optionally inside a uniform loop."""
     t = ty.suffix
-    then, then_result = _random_body(rng, ty, steps)
-    other, other_result = _random_body(random.Random(rng.random()), ty, steps)
+    then, then_result = random_body(rng, ty, steps)
+    other, other_result = random_body(random.Random(rng.random()), ty, steps)
     cond = rng.choice(["lt", "ge", "ne", "gtu"])
     lines = [f"mov.{t} r41, r10", f"set.{cond}.{t} p3, r10, r11"]
     if kind == "skip":

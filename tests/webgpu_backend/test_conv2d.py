@@ -11,13 +11,13 @@ import pytest
 from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import OPCODE_TABLE, Address, Conv2D, Type
 
-from tests.conformance.conv_fft_cases import ConvCase, _conv, compare, run_case
+from tests.conformance.conv_fft_cases import ConvCase, conv_fields, compare, run_case
 
 CONV = next(info for info in OPCODE_TABLE if info.name == "Conv2D")
 SHAPES = {
-    "tiles": _conv(1, 5, 70, 10, 9, 3, 3, padding=(1, 1), bias=True),          # 70 channels, 90 positions, K 45
-    "strided": _conv(2, 3, 4, 13, 17, 3, 5, stride=(2, 3), padding=(2, 4), dilation=(1, 2), bias=True),
-    "groups": _conv(1, 6, 9, 7, 8, 2, 2, padding=(3, 1), groups=3),
+    "tiles": conv_fields(1, 5, 70, 10, 9, 3, 3, padding=(1, 1), bias=True),          # 70 channels, 90 positions, K 45
+    "strided": conv_fields(2, 3, 4, 13, 17, 3, 5, stride=(2, 3), padding=(2, 4), dilation=(1, 2), bias=True),
+    "groups": conv_fields(1, 6, 9, 7, 8, 2, 2, padding=(3, 1), groups=3),
 }
 
 
@@ -58,7 +58,7 @@ def test_conv2d_halves_round_once_like_the_reference(webgpu, ty, low, high):
     from tests.conformance.matrix_cases import decode_array, encode_array
     rng = np.random.default_rng(9)
     n = 4096
-    fields = _conv(1, 1, 1, 1, n, 1, 1)
+    fields = conv_fields(1, 1, 1, 1, n, 1, 1)
     case = ConvCase(f"Conv2D.{ty.name}.one_product", CONV, ty, fields)
 
     def values(count):
