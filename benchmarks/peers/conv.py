@@ -44,7 +44,7 @@ from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
 from webgpu_backend.wgsl.kernels.conv2d import conv_source, conv_spec  # noqa: E402
 from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 
-from benchmarks.peers.run import _field, run_page  # noqa: E402
+from benchmarks.peers.run import _field, peers_page, run_page  # noqa: E402
 
 
 def conv_model(b: int, c: int, h: int, w: int, f: int, k: int) -> bytes:
@@ -136,13 +136,7 @@ async function atlasGpuSide(shaders, arrays, outBytes) {
 }
 """
 
-PAGE = """<!doctype html><meta charset="utf-8"><title>Conv2D peers</title>
-<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
-<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
-<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
-<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
-<script src="bench.js"></script>
-"""
+PAGE = peers_page("Conv2D peers")
 
 BENCH_JS = GPU_SIDE_JS + r"""
 async function runBench(config) {

@@ -111,13 +111,18 @@ def atlas_webgpu(n: int) -> dict:
             "rt_bytes": 4 * (REACHED + MAX_STEPS), "groups": list(gemm_workgroups(spec, 65535))}
 
 
-PAGE = """<!doctype html><meta charset="utf-8"><title>GEMM peers</title>
+def peers_page(title: str) -> str:
+    """The page's index.html: TensorFlow.js (core, wasm, webgpu), ONNX Runtime Web's wasm build, bench.js."""
+    return f"""<!doctype html><meta charset="utf-8"><title>{title}</title>
 <script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
 <script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
 <script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
 <script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
 <script src="bench.js"></script>
 """
+
+
+PAGE = peers_page("GEMM peers")
 
 BENCH_JS = r"""
 async function atlasSide(n, form, scratch, a, b) {

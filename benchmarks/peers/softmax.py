@@ -45,7 +45,7 @@ from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
 
 from benchmarks.peers.conv import GPU_SIDE_JS  # noqa: E402
-from benchmarks.peers.run import _field, run_page  # noqa: E402
+from benchmarks.peers.run import _field, peers_page, run_page  # noqa: E402
 
 
 def softmax_model(rows: int, n: int) -> bytes:
@@ -75,13 +75,7 @@ def atlas_shader(rows: int, n: int) -> dict:
             "groups": [min(rows, 65535), 1, 1], "bindings": [0, 1, 3, 4]}
 
 
-PAGE = """<!doctype html><meta charset="utf-8"><title>Softmax peers</title>
-<script src="node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js"></script>
-<script src="node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js"></script>
-<script src="node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js"></script>
-<script src="node_modules/onnxruntime-web/dist/ort.wasm.min.js"></script>
-<script src="bench.js"></script>
-"""
+PAGE = peers_page("Softmax peers")
 
 BENCH_JS = GPU_SIDE_JS + r"""
 async function atlasSide(tag, rows, n, scratch, x) {
