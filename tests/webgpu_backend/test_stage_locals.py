@@ -63,3 +63,19 @@ def test_a_stage_of_several_segments_keeps_its_registers_private(webgpu, gpu_dri
     source = _stage_source(webgpu, prog)
     assert "r1_u32" in _private_registers(source)
     assert_matches_reference(gpu_driver, prog, CONFIG, [bytes(16 * 8)], presets=out_presets())
+
+
+def test_trap_checks_are_branchless(webgpu, gpu_driver):
+    """Every bounds, alignment, handle and division check of a straight-line program is a trap_if call (selects),
+    not an if: the branches cost lavapipe's compiler most of the time of memory-heavy code (issue 17 item 9).
+    The first trap's record still matches the reference's."""
+    from atlas_web.isa import DIV
+    body = [*lane_slot_pointer(), LDG(dst=R(4), src=Address.RegisterIndirect(R(23), 0), ty=U32),
+            MOV_IMM(dst=R(5), value=9, ty=U32), DIV(dst=R(6), lhs=R(5), rhs=R(4), ty=U32), store(6, 0),
+            LDG(dst=R(7), src=Address.RegisterIndirect(R(23), 8), ty=U32)]     # out of bounds: a later trap
+    prog = program(body)
+    source = _stage_source(webgpu, prog)
+    segment = source[source.index("fn segment_0"):source.index("@compute")]
+    assert "trap_if(" in segment and "if (" not in segment
+    got = assert_matches_reference(gpu_driver, prog, CONFIG, [bytes(16 * 8), bytes(4)], presets=out_presets(2))
+    assert got.trap is not None and got.trap[0] == 4     # DIVISION_BY_ZERO first, not the later OUT_OF_BOUNDS

@@ -5,7 +5,7 @@ lowering plan (``r5_f32``, ``p3``), so segments of one stage (separate WGSL func
 them and a lane keeps its registers across barriers; extended-integer registers are slots of
 the wide register file in memory instead (``wide_slot``, ``scratch``; see ``lib_wide``).
 Special registers are private variables set once when the lane starts. A trap is
-``if (cond) { trap_at(code, index, numbers…); }``: the lane keeps its first trap's record (code,
+``trap_if(cond, code, index, numbers…);`` (no branch: selects): the lane keeps its first trap's record (code,
 index and trap_report's numbers) in private variables, written to ``rt`` when it retires, and stops
 being ``alive`` but does *not* return: an early return per check would nest every later
 instruction one level deeper, and Mesa's llvmpipe silently drops code nested beyond its
@@ -128,13 +128,13 @@ class LaneContext(CodeWriter):
     def trap(self, code: TrapCode | int, condition: str, *, operand: str | None = None, position: str | None = None,
              handle: str = "0u", value: str | tuple[str, str] = "0u", extent: str = "0u", limit: str = "0u") -> None:
         """Trap with ``code`` at the current instruction where ``condition`` holds (first trap only),
-        recording its numbers (atlas_web.trap_report.TrapRecord; WGSL u32 expressions evaluated only
-        when it traps): ``operand`` names the instruction's operand (None: none), ``value`` is a u32 or
+        recording its numbers (atlas_web.trap_report.TrapRecord; WGSL u32 expressions, evaluated whether
+        or not it traps, so they must be safe for any operands: WGSL's arithmetic never faults): ``operand`` names the instruction's operand (None: none), ``value`` is a u32 or
         its (low, high) words; ``position`` a u32 expression of the operand's position instead of ``operand``."""
         self.resources.may_trap = True
         if position is None:
             number = NO_OPERAND if operand is None else operand_position(self.instr, operand.partition(".")[0])
             position = f"{number & 0xFFFFFFFF}u"
         low, high = (value, "0u") if isinstance(value, str) else value
-        self.emit(f"if ({condition}) {{ trap_at({int(code)}u, {self.index}u, {position}, {handle}, "
-                  f"{low}, {high}, {extent}, {limit}); }}")
+        self.emit(f"trap_if({condition}, {int(code)}u, {self.index}u, {position}, {handle}, "
+                  f"{low}, {high}, {extent}, {limit});")
