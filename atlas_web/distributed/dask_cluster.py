@@ -3,12 +3,14 @@
 Dask is imported only here (``pip install atlas-web[test]`` brings ``dask[distributed]``). Each worker process
 holds one atlas backend of the executor's kind, built on first use and kept (``_worker_backend``); a backend
 caches the programs it compiled, so a worker compiles a program once. The executor drives the workers through
-``RemoteBackend``, a proxy with the Backend calls the MultiDeviceExecutor makes, each one Dask task pinned to its
-worker: launches are started on every worker before any is waited for, data moves as ``bytes`` through Dask's own
-comms (no sockets of ours), collectives fold on the host's side of the executor as on local devices
-(atlas_web.distributed.collectives, rank = the worker's place in the sorted address list).
+``RemoteBackend``, a proxy with the Backend calls the MultiDeviceExecutor makes: a launch without collectives is
+one Dask task per worker (``executor.run_placed``), otherwise each call is one task pinned to its worker;
+launches are started on every worker before any is waited for. Data moves through Dask's own comms (no sockets
+of ours) as ``Payload``s, which Dask sends out of band (a registered serializer, and pickle-5 buffers when nested
+in a task's arguments or result): never copied into a pickle stream. Collectives fold on the client as on local
+devices (atlas_web.distributed.collectives; rank = the worker's place in the sorted address list).
 
-Faults: a worker that leaves the cluster while a call waits on it makes that call raise ExecutionFailed naming
+Faults: a worker that leaves the cluster while a call waits on it makes that call raise WorkerLost naming
 the worker; ``execute_cluster(..., retries=r)`` then runs the whole launch again, up to r times, on the workers
 the cluster has by then (a LocalCluster's nanny restarts a killed worker). DistributedBuffers change only when
 every worker finished, so no partial result is ever returned as complete.
@@ -16,6 +18,7 @@ every worker finished, so no partial result is ever returned as complete.
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from typing import Any
@@ -23,7 +26,7 @@ from typing import Any
 from ..errors import ExecutionFailed, ProgramError
 from .executor import MultiDeviceExecutor
 
-__all__ = ["DistributedExecutor", "RemoteBackend", "WorkerLost"]
+__all__ = ["DistributedExecutor", "RemoteBackend", "WorkerLost", "Payload"]
 
 #: in each worker process: backend name -> the worker's backend (built once)
 _WORKER_BACKENDS: dict[str, Any] = {}
@@ -33,6 +36,42 @@ _POLL_S = 0.2
 
 class WorkerLost(ExecutionFailed):
     """A Dask worker holding one of the launch's devices left the cluster or died; the message names it."""
+
+
+class Payload:
+    """Buffer bytes on their way between the client and a worker. Dask moves them as frames of their own: the
+    registered ``dask_serialize`` form when a Payload is sent by itself, a pickle-5 out-of-band buffer
+    (``pickle.PickleBuffer``) when it sits inside a task's arguments or result; neither copies it into a pickle
+    stream. ``data`` is any bytes-like object."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data) -> None:
+        self.data = data
+
+    def __reduce_ex__(self, protocol):
+        if protocol >= 5:
+            return Payload, (pickle.PickleBuffer(self.data),)
+        return Payload, (bytes(self.data),)
+
+
+def _register_payload() -> None:
+    from distributed.protocol import dask_deserialize, dask_serialize
+
+    @dask_serialize.register(Payload)
+    def _serialize(payload: Payload):
+        return {}, [payload.data]
+
+    @dask_deserialize.register(Payload)
+    def _deserialize(header, frames) -> Payload:
+        return Payload(frames[0])
+
+
+_register_payload()
+
+
+def _unwrapped(value):
+    return value.data if isinstance(value, Payload) else value
 
 
 def _worker_backend(name: str):
@@ -46,9 +85,9 @@ def _worker_backend(name: str):
 
 def _worker_call(name: str, method: str, args: tuple):
     """Run on a worker: ``method(*args)`` of its backend; buffers come back as bytes, handles as ints."""
-    result = getattr(_worker_backend(name), method)(*args)
+    result = getattr(_worker_backend(name), method)(*(_unwrapped(arg) for arg in args))
     if method == "copy_from_buffer":
-        return bytes(result)
+        return Payload(bytes(result))
     if method == "allocate_buffer":
         return int(result)
     return result
@@ -57,7 +96,10 @@ def _worker_call(name: str, method: str, args: tuple):
 def _worker_run_placed(name: str, args: tuple):
     """Run on a worker: ``executor.run_placed`` on its backend (a whole launch without collectives, one task)."""
     from .executor import run_placed
-    return run_placed(_worker_backend(name), *args)
+    program, launch, registers, pointers, buffers = args
+    trap, datas = run_placed(_worker_backend(name), program, launch, registers, pointers,
+                             [(handle, _unwrapped(data)) for handle, data in buffers])
+    return trap, [Payload(data) for data in datas]
 
 
 class RemoteBackend:
@@ -75,9 +117,15 @@ class RemoteBackend:
     def start_placed(self, *args):
         """Start ``executor.run_placed(backend, *args)`` on the worker as one task; the returned wait() gives its
         result or raises WorkerLost."""
-        future = self.client.submit(_worker_run_placed, self.name, args, workers=[self.address],
+        program, launch, registers, pointers, buffers = args
+        wrapped = (program, launch, registers, pointers, [(handle, Payload(data)) for handle, data in buffers])
+        future = self.client.submit(_worker_run_placed, self.name, wrapped, workers=[self.address],
                                     allow_other_workers=False, pure=False)
-        return lambda: self._result(future, "a launch")
+
+        def wait():
+            trap, datas = self._result(future, "a launch")
+            return trap, [bytes(_unwrapped(data)) for data in datas]
+        return wait
 
     def _result(self, future, method: str):
         from distributed import wait
@@ -112,10 +160,11 @@ class RemoteBackend:
         return self._call("buffer_size", handle)
 
     def copy_to_buffer(self, handle: int, data, offset: int = 0) -> None:
-        self._call("copy_to_buffer", handle, bytes(data), offset)
+        self._call("copy_to_buffer", handle, Payload(bytes(data)), offset)
 
     def copy_from_buffer(self, handle: int, out=None, offset: int = 0):
-        data = self._call("copy_from_buffer", handle, None if out is None else bytearray(len(out)), offset)
+        data = bytes(_unwrapped(self._call("copy_from_buffer", handle, None if out is None else bytearray(len(out)),
+                                           offset)))
         if out is None:
             return data
         out[:len(data)] = data

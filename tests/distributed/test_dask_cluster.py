@@ -6,18 +6,20 @@ cluster). One cluster for the module (it takes seconds to start)."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 
 import dask.array as da
 import numpy as np
 import pytest
+from distributed.protocol import deserialize, serialize
 
 import atlas_web.numpy as anp
 
 from atlas_web import AtlasTrap, LaunchConfig, TrapCode
 from atlas_web.distributed import DataParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded
 from atlas_web.distributed.dask_arrays import map_blocks
-from atlas_web.distributed.dask_cluster import DistributedExecutor, WorkerLost   # dask[distributed]: the test extra
+from atlas_web.distributed.dask_cluster import DistributedExecutor, Payload, WorkerLost   # the test extra's dask
 from atlas_web.isa import AllGather, AllReduce, Address, ReduceOperation, Type
 
 from .helpers import X, Y, divide_program, square_program, start
@@ -113,3 +115,12 @@ def test_dask_array_map_blocks_runs_on_the_workers_atlas_backend(cluster):
     assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
     total = cluster.client.compute(y.sum()).result()
     assert total == pytest.approx(float(want.astype(np.float64).sum()), rel=1e-5)
+
+
+def test_payloads_travel_out_of_band():
+    data = bytes(range(256)) * 64
+    frames: list = []
+    stream = pickle.dumps(Payload(data), protocol=5, buffer_callback=frames.append)
+    assert len(stream) < 200 and len(frames) == 1 and bytes(frames[0].raw()) == data
+    header, sent = serialize(Payload(data))
+    assert header["serializer"] == "dask" and bytes(deserialize(header, sent).data) == data
