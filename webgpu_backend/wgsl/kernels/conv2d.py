@@ -25,7 +25,7 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .gemm import INPUTS, DEPTH, SIDE, TILE, tile_product
+from .gemm import INPUTS, DEPTH, TILE, tile_main, tile_product
 
 __all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES"]
 
@@ -199,13 +199,7 @@ fn store_c(b: u32, g: u32, row: u32, col: u32, acc: f32) {{
     write((b * {spec.cout}u + g * M + row) * N + col, {bias});
 }}
 
-@compute @workgroup_size({SIDE}, {SIDE})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let li = lid.y * {SIDE}u + lid.x;
-    if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
-    if (workgroupUniformLoad(&go) == 0u) {{ return; }}
-    if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
+{tile_main(guard)}
     for (var item = wid.z; item < ITEMS; item = item + nwg.z) {{
     let b = item / {spec.groups}u;
     let g = item % {spec.groups}u;

@@ -257,13 +257,7 @@ fn store_c(item: u32, row: u32, col: u32, acc: {scalar}) {{
     {_store(spec)}
 }}
 
-@compute @workgroup_size({SIDE}, {SIDE})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let li = lid.y * {SIDE}u + lid.x;
-    if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
-    if (workgroupUniformLoad(&go) == 0u) {{ return; }}
-    if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
+{tile_main(guard)}
     for (var item = wid.z; item < BATCH; item = item + nwg.z) {{
     for (var tm = wid.y; tm < TILES_M; tm = tm + nwg.y) {{
     for (var tn = wid.x; tn < TILES_N; tn = tn + nwg.x) {{
@@ -280,6 +274,18 @@ _EXACT_F32 = """fn exact_f32(v: i32) -> f32 {
     return f32(v >> 16u) * 65536.0 + f32(v & 0xFFFF);
 }
 """
+
+
+def tile_main(guard: str) -> str:
+    """The start of a tiled shader's ``main`` (SIDE x SIDE invocations, ``li`` the local index): the step guard
+    ``guard`` read uniformly by the workgroup, and the step marked reached by the first invocation."""
+    return f"""@compute @workgroup_size({SIDE}, {SIDE})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let li = lid.y * {SIDE}u + lid.x;
+    if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
+    if (workgroupUniformLoad(&go) == 0u) {{ return; }}
+    if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}"""
 
 
 def tile_product(a_args: str, b_args: str, c_args: str, scalar: str = "f32") -> str:
