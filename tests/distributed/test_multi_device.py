@@ -9,8 +9,8 @@ import pytest
 
 from atlas_web import AtlasTrap, ExecutionFailed, ExecutionParams, LaunchConfig, Program, ProgramError, TrapCode
 from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Replicated, Sharded, split_blocks
-from atlas_web.isa import (BRA, EXIT, AllGather, AllReduce, Address, Broadcast, Label, ReduceOperation, ReduceScatter,
-                           Type)
+from atlas_web.isa import (BRA, EXIT, GEMM, AllGather, AllReduce, Address, Broadcast, Label, ReduceOperation,
+                           ReduceScatter, Type)
 from atlas_web.isa.addresses import make_pointer
 from atlas_web.reference import CpuBackend
 
@@ -152,3 +152,23 @@ def test_executor_collectives_fold_in_rank_order(names):
         assert backend.copy_typed_from(h, Type.F32).tobytes() == folded[rank * n:(rank + 1) * n].tobytes()
     with pytest.raises(ProgramError, match="one per device"):
         ex.all_reduce(handles[:2], n, Type.F32)
+
+
+def test_sharded_gemm_rows_match_one_device():
+    m, n, inner = 6, 5, 7
+    a = np.random.default_rng(8).standard_normal((m, inner)).astype(np.float32)
+    b = np.random.default_rng(9).standard_normal((inner, n)).astype(np.float32)
+    single = CpuBackend()
+    ha, hb = single.allocate_typed(a.reshape(-1), Type.F32), single.allocate_typed(b.reshape(-1), Type.F32)
+    hc = single.allocate_typed(np.zeros(m * n, np.float32), Type.F32)
+    single.execute_program(Program([GEMM(c=Address.BufferOffset(int(hc)), a=Address.BufferOffset(int(ha)),
+                                         b=Address.BufferOffset(int(hb)), m=m, n=n, k=inner, ty=Type.F32)], {}),
+                           LaunchConfig())
+    ex = _executor(("cpu", "cpu", "cpu"))
+    rows = m // 3
+    sa, sb = ex.array(a.reshape(-1), Type.F32, Sharded(chunk=rows * inner)), ex.array(b.reshape(-1), Type.F32)
+    sc = ex.empty(m * n, Type.F32, Sharded(chunk=rows * n))
+    ex.execute_distributed(Program([GEMM(c=Address.BufferOffset(sc.handle), a=Address.BufferOffset(sa.handle),
+                                         b=Address.BufferOffset(sb.handle), m=rows, n=n, k=inner, ty=Type.F32)], {}),
+                           DataParallel(LaunchConfig(grid=(3, 1, 1), block=(1, 1, 1))))
+    assert sc.read() == bytes(single.copy_from_buffer(int(hc)))
