@@ -93,6 +93,8 @@ class KernelBackend:
         """``w @ x`` for w (m, k) and x (k,): a new (m,) array (GEMM with n = 1)."""
         what = "matmul_vec"
         w, x = self._arg(what, "w", w, 2), self._arg(what, "x", x, 1)
+        if w.shape[1] != x.shape[0]:
+            raise ArrayError(f"{what}: w {w.describe()} @ x {x.describe()}: inner dimensions differ")
         out = self.zeros((w.shape[0],))
         self.matmul_vec_into(w, x, out)
         return out

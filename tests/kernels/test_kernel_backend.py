@@ -133,6 +133,8 @@ def test_errors_name_the_method_and_shapes(kb):
     w, x = kb.tensor(_f32(4, 3)), kb.tensor(_f32(5))
     with pytest.raises(ArrayError, match=r"matmul_vec_into: w float32\[4, 3\] @ x float32\[5\]"):
         kb.matmul_vec_into(w, x, kb.zeros((4,)))
+    with pytest.raises(ArrayError, match=r"matmul_vec: w float32\[4, 3\] @ x float32\[5\]: inner dimensions differ"):
+        kb.matmul_vec(w, x)   # the method called is named, not the one it delegates to
     with pytest.raises(ArrayError, match="rmsnorm: x is written in place"):
         kb.rmsnorm(np.ones(3, np.float32), np.ones(3, np.float32), 1e-5)
     with pytest.raises(ArrayError, match="softmax_view: elements 2..9"):
