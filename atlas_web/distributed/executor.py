@@ -14,16 +14,16 @@ import dataclasses
 from typing import Any, Sequence
 
 from ..errors import AtlasTrap, ExecutionFailed, ProgramError
-from ..isa.addresses import Address, make_pointer
+from ..isa.addresses import Address
 from ..isa.enums import ReduceOperation
 from ..isa.types import Type
-from ..launch import ExecutionParams, LaunchConfig
+from ..launch import LaunchConfig
 from ..program import Program
 from . import collectives
 from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
 from .collectives import Placement
 from .layouts import DataParallel, Replicated, Sharded, split_blocks
-from .program_split import program_with_handles, split_at_collectives
+from .program_split import device_launch, split_at_collectives
 from .stages import ModelParallel, PipelineParallel, run_stages
 
 __all__ = ["MultiDeviceExecutor", "run_placed"]
@@ -42,12 +42,8 @@ def run_placed(backend, program: Program, launch: LaunchConfig | None, registers
             if data:
                 backend.copy_to_buffer(placed[handle], data)
         if launch is not None:
-            presets = dict(registers)
-            for register, handle in pointers.items():
-                presets[register] = (Type.U64, make_pointer(placed[handle], 0))
             try:
-                backend.execute_program_with_params(program_with_handles(program, placed),
-                                                    ExecutionParams(launch, presets))
+                backend.execute_program_with_params(*device_launch(program, placed, launch, registers, pointers))
             except AtlasTrap as trap:
                 return trap, []
         return None, [bytes(backend.copy_from_buffer(placed[handle], bytearray(len(data)))) if data else b""
@@ -237,10 +233,9 @@ class MultiDeviceExecutor:
             registers = dict(strategy.registers)
             if strategy.lane_offset is not None:
                 registers[strategy.lane_offset] = (Type.U32, lanes[rank][0])
-            for register, buffer in strategy.pointers.items():
-                registers[register] = (Type.U64, make_pointer(placed[rank][buffer.handle], 0))
             launch = LaunchConfig(grid=(blocks, 1, 1), block=config.block, shared_memory=config.shared_memory)
-            args = program_with_handles(segment.program, placed[rank]), ExecutionParams(launch, registers)
+            pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
+            args = device_launch(segment.program, placed[rank], launch, registers, pointers)
             start = getattr(backend, "start_program", None)   # a remote device: every launch starts, then all wait
             pending.append((rank, start(*args) if start else _ran(backend, args)))
         for rank, wait in pending:

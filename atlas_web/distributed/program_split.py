@@ -16,7 +16,7 @@ from ..isa.addresses import Address
 from ..isa.registers import Label
 from ..program import Program
 
-__all__ = ["Segment", "split_at_collectives", "with_handles", "COLLECTIVES"]
+__all__ = ["Segment", "split_at_collectives", "with_handles", "program_with_handles", "device_launch", "COLLECTIVES"]
 
 COLLECTIVES = frozenset({"AllReduce", "AllGather", "Broadcast", "ReduceScatter"})
 
@@ -70,6 +70,19 @@ def with_handles(instr, handles: dict[int, int]):
         if isinstance(value, Address.BufferOffset) and value.handle in handles:
             changes[f.name] = Address.BufferOffset(handles[value.handle], value.offset)
     return dataclasses.replace(instr, **changes) if changes else instr
+
+
+def device_launch(program: Program, placed: dict[int, int], launch, registers: dict, pointers: dict) -> tuple:
+    """(program, ExecutionParams) of one device's launch: ``program`` naming the device buffers ``placed`` maps
+    logical handles to, ``registers`` presets plus each ``pointers`` register (Register -> logical handle) holding
+    the pointer (u64) to its device buffer."""
+    from ..isa.addresses import make_pointer
+    from ..isa.types import Type
+    from ..launch import ExecutionParams
+    presets = dict(registers)
+    for register, handle in pointers.items():
+        presets[register] = (Type.U64, make_pointer(placed[handle], 0))
+    return program_with_handles(program, placed), ExecutionParams(launch, presets)
 
 
 def program_with_handles(program: Program, handles: dict[int, int]) -> Program:

@@ -17,12 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ExecutionFailed, ProgramError
-from ..isa.addresses import make_pointer
-from ..isa.types import Type
-from ..launch import ExecutionParams, LaunchConfig
+from ..launch import LaunchConfig
 from ..program import Program
 from .layouts import Sharded
-from .program_split import COLLECTIVES, program_with_handles
+from .program_split import COLLECTIVES, device_launch
 
 __all__ = ["Stage", "ModelParallel", "PipelineParallel", "run_stages"]
 
@@ -124,10 +122,8 @@ def _start(executor, stage: Stage, buffers, work, micro: int, micro_batches: int
         for handle in placed.values():
             backend.free_buffer(handle)
         raise
-    registers = dict(stage.registers)
-    for register, buffer in stage.pointers.items():
-        registers[register] = (Type.U64, make_pointer(placed[buffer.handle], 0))
-    args = program_with_handles(stage.program, placed), ExecutionParams(stage.config, registers)
+    pointers = {register: buffer.handle for register, buffer in stage.pointers.items()}
+    args = device_launch(stage.program, placed, stage.config, stage.registers, pointers)
     start = getattr(backend, "start_program", None)
     if start is not None:
         wait = start(*args)
