@@ -124,3 +124,13 @@ def test_payloads_travel_out_of_band():
     assert len(stream) < 200 and len(frames) == 1 and bytes(frames[0].raw()) == data
     header, sent = serialize(Payload(data))
     assert header["serializer"] == "dask" and bytes(deserialize(header, sent).data) == data
+
+
+def test_an_existing_client_with_the_cpu_backend_is_left_open(cluster):
+    x = np.arange(8, dtype=np.int32)
+    with DistributedExecutor(cluster.client, backend="cpu") as ex:
+        xs, ys = ex.array(x, Type.I32, Sharded()), ex.empty(8, Type.I32, Sharded())
+        ex.execute_cluster(square_program(Type.I32), DataParallel(LaunchConfig(grid=(2, 1, 1), block=(BLOCK, 1, 1)),
+                                                                  pointers={X: xs, Y: ys}))
+        assert ys.read() == (x * x).tobytes()
+    assert cluster.client.status == "running"
