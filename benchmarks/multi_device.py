@@ -10,8 +10,8 @@ A Dask LocalCluster of 1 and then 2 worker processes on 127.0.0.1 (one wasm back
     instruction per worker on its rows, against NumPy's ``a @ b``.
 Timings are wall time, best of ``--repeats``, the sides of a comparison interleaved; the ratio printed is the
 other side's time over NumPy's (above 1: slower than NumPy). The machine is shared: say so with the figures.
-Run ``python -m benchmarks.distributed [--n 1048576] [--repeats 5]`` from the repository root (as a module: run as
-a script, this file would stand in for the ``distributed`` package). Not a test.
+Run ``PYTHONPATH=. python benchmarks/multi_device.py [--n 1048576] [--repeats 5]`` from the repository root (not
+named distributed.py: run as a script, such a file would stand in for Dask's ``distributed`` package). Not a test.
 """
 
 from __future__ import annotations
