@@ -74,7 +74,9 @@ NOTES = (
     "deviations), then the outputs in the reference's order. Measured over the conformance cases "
     "(benchmarks/norms_accuracy.py, lavapipe): at most 0.05-0.19 of the conformance allowance (2 x the "
     "contract's bound + 1 ulp).",
-    "Softmax and LogSoftmax (F32) run one shader per shape (`wgsl/kernels/softmax.py`): a workgroup of 64 per row "
+    "Softmax and LogSoftmax (F32; F16 and BF16 read into f32, computed in f32, each output rounded once and "
+    "stored by atomic and/or into its half-word, as Conv2D's) run one shader per shape "
+    "(`wgsl/kernels/softmax.py`): a workgroup of 64 per row "
     "(64, not 256: llvmpipe runs each barrier as a switch through every invocation; rows looped only past the "
     "device's workgroup limit), the maximum over the finite elements compared as ordered bit keys, NaN/+inf/only "
     "-inf rows written NaN as bits, exp(x - m) by XNNPACK's rr2-p5 polynomial (3.1 u) summed by a tree reduction "
@@ -136,10 +138,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
 }
-#: Softmax and LogSoftmax: F32 only (wgsl/kernels/softmax.py)
-UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word, and a row's last word may "
-                          "be the next row's first: its invocations would race); F32 runs here, F16/BF16 on wasm "
-                          "and cpu" for name in ("Softmax", "LogSoftmax")})
 #: the normalization rows: F32 only (wgsl/kernels/norm.py)
 UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word: the invocations writing "
                           "neighbouring elements would race); F32 runs here, F16/BF16 on wasm and cpu"

@@ -1,4 +1,7 @@
-"""The kernels of Softmax and LogSoftmax (F32): one workgroup per row, workgroup reductions.
+"""The kernels of Softmax and LogSoftmax (F32; F16 and BF16 read into f32 through gemm.INPUTS' readers, computed
+in f32, each output rounded once to nearest even (conv2d.ROUNDING) and stored into its half of a word by atomic
+and/or: a row's last word may be the next row's first, written by another workgroup): one workgroup per row,
+workgroup reductions.
 
 Each workgroup (WORKGROUP invocations) takes one row (a grid-stride loop over rows only where there are more rows
 than the device's workgroups per dimension: SwiftShader and llvmpipe run barriers inside a loop slowly); each
@@ -35,11 +38,13 @@ from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
+from .conv2d import KINDS, ROUNDING
+from .gemm import INPUTS
 
 __all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP"]
 
 #: the types the kernel computes
-SOFTMAX_TYPES = frozenset({Type.F32})
+SOFTMAX_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
 #: invocations per workgroup (a power of two: the tree reductions halve it)
 WORKGROUP = 64
 _NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
@@ -63,6 +68,8 @@ class SoftmaxSpec:
     bound: bool = False
     #: whether a workgroup loops over several rows (more rows than the device's workgroups per dimension)
     looped: bool = False
+    #: the element type: "f32", or "f16" / "bf16" (read into f32, computed in f32, each output rounded once)
+    kind: str = "f32"
 
     def source(self, features: ShaderFeatures) -> str:
         return softmax_source(self, features)
@@ -79,21 +86,23 @@ def softmax_source(spec: SoftmaxSpec, features: ShaderFeatures) -> str:
     allows one invocation to walk."""
     name = "LogSoftmax" if spec.log else "Softmax"
     if features.loop_limit and -(-spec.n // WORKGROUP) > features.loop_limit:
-        raise unsupported(name, Type.F32, f"a row of {spec.n} elements takes more than the engine's "
+        ty = next(t for t, kind in KINDS.items() if kind == spec.kind)
+        raise unsupported(name, ty, f"a row of {spec.n} elements takes more than the engine's "
                           f"{features.loop_limit} loop iterations per invocation ({WORKGROUP} per workgroup)")
     helpers = HelperSet()
     for helper in ("float_key", "opaque_f32", "log_f32"):
         helpers.require(helper)
-    src = "cmat" if spec.reads == "dst" else "amat"
+    halves = spec.kind != "f32"
     lines = [features.enable_directives + launch_struct(),
              "@group(0) @binding(0) var<storage, read> launch: Launch;",
              "@group(0) @binding(1) var<storage, read_write> rt: array<atomic<u32>>;",
-             "@group(0) @binding(3) var<storage, read_write> cmat: array<u32>;"]
+             f"@group(0) @binding(3) var<storage, read_write> cmat: array<{'atomic<u32>' if halves else 'u32'}>;"]
     access = spec.layout().get(4)
     if access is not None:
         mode = "read" if access == "read-only-storage" else "read_write"
         lines.append(f"@group(0) @binding(4) var<storage, {mode}> amat: array<u32>;")
     guard = GUARD_WGSL if spec.guarded else "true"
+    lines.append(_access(spec))
     lines.append(helpers.render())
     lines.append(f"""const TRAPS: u32 = {TRAPS}u;
 const REACHED: u32 = {REACHED}u;
@@ -131,13 +140,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     if (workgroupUniformLoad(&go) == 0u) {{ return; }}
     if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
     {_rows_header(spec)} {{
-        let src = (launch.src_a >> 2u) + row * N;
-        let dst = (launch.dst >> 2u) + row * N;
+        let at = row * N;
         // 1: the largest key: a finite element's float_key, BAD for a NaN or +inf (above every finite key), NONE
         // for -inf (below every finite key)
         var key = NONE;
         for (var i = li; i < N; i = i + WG) {{
-            let bits = {src}[src + i];
+            let bits = ld(at + i);
             let bad = (bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u;
             let finite = (bits & 0x7f800000u) != 0x7f800000u;
             key = max(key, select(select(NONE, BAD, bad), float_key(bitcast<f32>(bits)), finite));
@@ -151,12 +159,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let row_key = workgroupUniformLoad(&keys[0]);
         let m = key_value(row_key);
         if (row_key == BAD || row_key == NONE) {{
-            for (var i = li; i < N; i = i + WG) {{ cmat[dst + i] = 0x{_NAN_BITS:08x}u; }}
+            for (var i = li; i < N; i = i + WG) {{ st(at + i, 0x{_NAN_BITS:08x}u); }}
         }} else {{
         // 2: exp(x - m), summed (Softmax: stored)
         var total = 0.0;
         for (var i = li; i < N; i = i + WG) {{
-            let bits = {src}[src + i];
+            let bits = ld(at + i);
             let e = exp_nonpositive(bitcast<f32>(bits) - m);
             total = total + e;
         }}
@@ -168,7 +176,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }}
         let s = workgroupUniformLoad(&sums[0]);
         // 3: scale (Softmax) or shift (LogSoftmax)
-{_finish(spec, src)}
+{_finish(spec)}
         }}
 {"        workgroupBarrier();" if spec.looped else ""}
     }}
@@ -184,18 +192,43 @@ def _rows_header(spec: SoftmaxSpec) -> str:
     return "let row = wid.x;\n    if (row < ROWS)"
 
 
-def _finish(spec: SoftmaxSpec, src: str) -> str:
+def _access(spec: SoftmaxSpec) -> str:
+    """WGSL ``ld(idx) -> u32``: the f32 bits of the input's element idx (f16/bf16 widened exactly by gemm.INPUTS'
+    reader; from the output's binding, by atomicLoad for halves, where the input lies in its buffer), and ``st(idx,
+    bits)``: output element idx := the f32 of ``bits`` (f16/bf16: rounded once, stored into its half of a word by
+    atomic and/or, the other half may be another invocation's)."""
+    array = "cmat" if spec.reads == "dst" else "amat"
+    if spec.kind == "f32":
+        return f"""fn ld(idx: u32) -> u32 {{ return {array}[(launch.src_a >> 2u) + idx]; }}
+fn st(idx: u32, bits: u32) {{ cmat[(launch.dst >> 2u) + idx] = bits; }}
+"""
+    _, body, word_index = INPUTS[spec.kind]
+    word = f"atomicLoad(&cmat[{word_index}])" if array == "cmat" else f"amat[{word_index}]"
+    return ROUNDING[spec.kind] + f"""fn element(idx: u32) -> f32 {{
+    {body.format(base="launch.src_a", word=word)}
+}}
+fn ld(idx: u32) -> u32 {{ return bitcast<u32>(element(idx)); }}
+fn st(idx: u32, bits: u32) {{
+    let h = (launch.dst >> 1u) + idx;
+    let shift = (h & 1u) * 16u;
+    atomicAnd(&cmat[h >> 1u], ~(0xffffu << shift));
+    atomicOr(&cmat[h >> 1u], rounded_bits(bitcast<f32>(bits)) << shift);
+}}
+"""
+
+
+def _finish(spec: SoftmaxSpec) -> str:
     if spec.log:
         return f"""        let shift = log_f32(s);
         for (var i = li; i < N; i = i + WG) {{
-            let bits = {src}[src + i];
+            let bits = ld(at + i);
             var y = 0x{_MINUS_INF_BITS:08x}u;
             if (bits != 0x{_MINUS_INF_BITS:08x}u) {{ y = bitcast<u32>((bitcast<f32>(bits) - m) - shift); }}
-            cmat[dst + i] = y;
+            st(at + i, y);
         }}"""
     return f"""        let scale = 1.0 / s;
         for (var i = li; i < N; i = i + WG) {{
-            cmat[dst + i] = bitcast<u32>(exp_nonpositive(bitcast<f32>({src}[src + i]) - m) * scale);
+            st(at + i, bitcast<u32>(exp_nonpositive(bitcast<f32>(ld(at + i)) - m) * scale));
         }}"""
 
 
@@ -210,7 +243,8 @@ class SoftmaxKernel(Kernel):
         return ty in SOFTMAX_TYPES
 
     def spec(self, instr, reads: str = "ro", guarded: bool = True, max_groups: int = 65535) -> SoftmaxSpec:
-        return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded, looped=instr.rows > max_groups)
+        return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded, looped=instr.rows > max_groups,
+                           kind=KINDS[instr.ty])
 
     def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
         spec = self.spec(instr, shared_sources(operands)[0], max_groups=device.max_groups)
