@@ -27,8 +27,9 @@ import hashlib
 import json
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from atlas_web import LaunchConfig, Program, Type
 
@@ -123,14 +124,20 @@ def measure(new_backend: Callable[[], Any], n: int, example_size: int, repeats: 
 
 # ---- native side: the site, the browser, the report ------------------------------------------------------
 
-def _in_browser(page, n: int, example_size: int, repeats: int) -> dict[str, dict]:
-    source = Path(__file__).read_text(encoding="utf-8")
+def run_in_pyodide(page, source: Path, module: str, call: str) -> Any:
+    """Run the benchmark file ``source`` as module ``module`` in the page's Pyodide, then ``call`` (a Python
+    expression over ``bench``, that module, and ``WasmBackend``); returns its value, sent back as JSON."""
     code = (f"import types, json\n"
-            f"bench = types.ModuleType('browser_vs_native')\n"
-            f"exec(compile({source!r}, 'browser_vs_native.py', 'exec'), bench.__dict__)\n"
+            f"bench = types.ModuleType({module!r})\n"
+            f"exec(compile({source.read_text(encoding='utf-8')!r}, {source.name!r}, 'exec'), bench.__dict__)\n"
             f"from wasm_backend import WasmBackend\n"
-            f"json.dumps(bench.measure(WasmBackend, {n}, {example_size}, {repeats}))\n")
+            f"json.dumps({call})\n")
     return json.loads(page.evaluate("async (code) => await window.atlasWeb.pyodide.runPythonAsync(code)", code))
+
+
+def _in_browser(page, n: int, example_size: int, repeats: int) -> dict[str, dict]:
+    return run_in_pyodide(page, Path(__file__), "browser_vs_native",
+                          f"bench.measure(WasmBackend, {n}, {example_size}, {repeats})")
 
 
 def _open_demo(context, url: str, timeout_ms: int = 600_000) -> tuple[Any, dict]:
@@ -142,8 +149,10 @@ def _open_demo(context, url: str, timeout_ms: int = 600_000) -> tuple[Any, dict]
     return page, page.evaluate("window.atlasWeb.timings")
 
 
-def run_browser(n: int, example_size: int, repeats: int) -> tuple[dict, dict, str]:
-    """(browser results, {"cold": timings, "warm": timings} of the page load, user agent)."""
+@contextmanager
+def demo_page() -> Iterator[tuple[Any, dict, str]]:
+    """The demo page ready in headless Chromium: (page, {"cold": timings, "warm": timings} of the page load,
+    user agent). Builds the site into a temporary directory and serves it on 127.0.0.1 meanwhile."""
     import tempfile
 
     import sitebuild
@@ -162,11 +171,15 @@ def run_browser(n: int, example_size: int, repeats: int) -> tuple[dict, dict, st
                 cold_page, cold = _open_demo(context, server.url + "index.html")
                 cold_page.close()
                 page, warm = _open_demo(context, server.url + "index.html")
-                agent = page.evaluate("navigator.userAgent")
-                results = _in_browser(page, n, example_size, repeats)
+                yield page, {"cold": cold, "warm": warm}, page.evaluate("navigator.userAgent")
             finally:
                 context.close()
-    return results, {"cold": cold, "warm": warm}, agent
+
+
+def run_browser(n: int, example_size: int, repeats: int) -> tuple[dict, dict, str]:
+    """(browser results, {"cold": timings, "warm": timings} of the page load, user agent)."""
+    with demo_page() as (page, load, agent):
+        return _in_browser(page, n, example_size, repeats), load, agent
 
 
 def main(argv: list[str] | None = None) -> int:
