@@ -67,7 +67,8 @@ NOTES = (
     "`atlas_web.isa.contraction`: an operand stored in the GEMM's layout or its transpose is read as a matrix, "
     "any other is gathered while staged (row and column split into its own axes' coordinates, sizes and strides "
     "fixed in the shader): no copy, no scratch.",
-    "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32) run one shader per shape (`wgsl/kernels/norm.py`): a "
+    "LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32; F16 and BF16 as Softmax's) run one shader per shape "
+    "(`wgsl/kernels/norm.py`): a "
     "workgroup of 64 per row (GroupNorm group, BatchNorm item and channel), each statistic the 64 partials added "
     "in order by one invocation between two barriers, in f32 on the row scaled by the power of two that brings its largest magnitude into "
     "[1, 2) (so no sum or square of a finite row over- or underflows); two passes (mean, then squared "
@@ -138,10 +139,6 @@ def _ulps() -> dict[tuple[str, str], float]:
 _NO_KERNEL = "no WGSL kernel yet (issue 10; it has no default expansion): runs on cpu"
 UNSUPPORTED = {
 }
-#: the normalization rows: F32 only (wgsl/kernels/norm.py)
-UNSUPPORTED.update({name: "F16 and BF16: no WGSL kernel (two halves share a u32 word: the invocations writing "
-                          "neighbouring elements would race); F32 runs here, F16/BF16 on wasm and cpu"
-                    for name in ("LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm")})
 
 #: the types the WGSL generator has no representation for, and why
 UNSUPPORTED_TYPES = {

@@ -1,7 +1,8 @@
 """The WGSL normalization kernels on cases the conformance suite's layout (one buffer per array) does not reach:
 every array in one buffer (sources read through the output's read-write binding), in place (output = input),
 more groups than a workgroup has invocations, rows longer than a workgroup's stride, rows of subnormals (the
-largest scale), and a type the kernels do not compute refused with UnsupportedOperation. Outputs are compared with
+largest scale), and F16/BF16 arrays packed at odd half-word offsets and in place (neighbouring halves of one word
+written by different invocations and workgroups). Outputs are compared with
 NumPy within the contract's bound (tests/conformance's ``compare``)."""
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import numpy as np
 import pytest
 
 from atlas_web import LaunchConfig, ProgramBuilder
-from atlas_web.errors import UnsupportedOperation
 from atlas_web.isa import OPCODE_TABLE, Address, Type
-from atlas_web.isa.instructions import INSTRUCTION_CLASSES
 
+from tests.conformance.matrix_cases import decode_array, encode_array
 from tests.conformance.norm_cases import EPS, NormCase, compare
 
 _ROWS = {info.name: info for info in OPCODE_TABLE if info.category == "normalization"}
@@ -27,31 +27,37 @@ def _inputs(case: NormCase, x: np.ndarray, rng) -> dict:
     for name in _PARAMS[case.info.name]:
         count = arrays[name].elements
         out[name] = rng.uniform(0.05, 4.0, count) if name == "variance" else rng.uniform(-2, 2, count)
-    return {name: values.astype(np.float32).astype(np.float64) for name, values in out.items()}
+    return {name: decode_array(case.ty, encode_array(case.ty, values.astype(np.float32).astype(np.float64)))
+            for name, values in out.items()}
 
 
 def _run_one_buffer(backend, case: NormCase, inputs: dict, in_place: bool = False) -> np.ndarray:
     """Run ``case`` with every array packed in one buffer (odd word offsets between them); the output's
-    values."""
+    values. The elements between the arrays (3.0) must keep their values."""
     names = [op.name for op in case.info.address_operands]
+    size = case.ty.size_bytes()
     offsets, words = {}, []
     for name in names:
         if in_place and name == "input":
             offsets[name] = offsets["output"]
             continue
-        offsets[name] = 4 * (len(words) + 1)
-        words += [0.0] + list(inputs["input" if in_place and name == "output" else name])
-    handle = backend.allocate_typed(np.array(words + [0.0], np.float32), Type.F32)
+        offsets[name] = size * (len(words) + 1)
+        words += [3.0] + list(inputs["input" if in_place and name == "output" else name])
+    raw = encode_array(case.ty, np.array(words + [3.0]))
+    handle = backend.allocate_buffer(-(-len(raw) // 4) * 4)
+    backend.copy_to_buffer(handle, raw)
     instr = case.instruction({name: Address.BufferOffset(handle, offsets[name]) for name in names})
     backend.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
-    got = np.asarray(backend.copy_typed_from(handle, Type.F32, len(words) + 1), np.float64)
+    got = decode_array(case.ty, bytes(backend.copy_from_buffer(handle))[:len(raw)])
     backend.free_buffer(handle)
-    start = offsets["output"] // 4
+    start = offsets["output"] // size
+    gaps = [offsets[name] // size - 1 for name in names if not (in_place and name == "input")] + [len(words)]
+    assert np.array_equal(got[gaps], [3.0] * len(gaps)), "an element between the arrays was written"
     return got[start:start + len(inputs["output"])]
 
 
-def _case(name: str, **fields) -> NormCase:
-    return NormCase(name, _ROWS[name], Type.F32, {**fields, "eps": EPS})
+def _case(name: str, ty: Type = Type.F32, **fields) -> NormCase:
+    return NormCase(name, _ROWS[name], ty, {**fields, "eps": EPS})
 
 
 _SHAPES = [("LayerNorm", dict(n=300, rows=5)), ("RMSNorm", dict(n=7, rows=300)),
@@ -59,10 +65,11 @@ _SHAPES = [("LayerNorm", dict(n=300, rows=5)), ("RMSNorm", dict(n=7, rows=300)),
            ("BatchNorm", dict(batch=3, channels=5, spatial=9))]
 
 
+@pytest.mark.parametrize("ty", [Type.F32, Type.F16, Type.BF16], ids=str)
 @pytest.mark.parametrize("in_place", [False, True], ids=["packed", "in_place"])
 @pytest.mark.parametrize("name, fields", _SHAPES, ids=[s[0] for s in _SHAPES])
-def test_every_array_in_one_buffer(webgpu, name, fields, in_place):
-    case = _case(name, **fields)
+def test_every_array_in_one_buffer(webgpu, name, fields, in_place, ty):
+    case = _case(name, ty, **fields)
     rng = np.random.default_rng(len(name))
     x = rng.uniform(-3, 5, case.arrays()["input"].elements)
     inputs = _inputs(case, x, rng)
@@ -84,12 +91,3 @@ def test_rows_of_subnormals_and_of_huge_values(webgpu):
     assert not compare(case, inputs, got), compare(case, inputs, got)[:3]
     assert np.isnan(got[2 * 513:3 * 513]).all() and np.isfinite(np.delete(got, np.s_[2 * 513:3 * 513])).all()
 
-
-@pytest.mark.parametrize("ty", [Type.F16, Type.BF16])
-def test_types_without_a_kernel_are_refused(webgpu, ty):
-    handle = webgpu.allocate_buffer(64)
-    at = Address.BufferOffset(handle, 0)
-    instr = INSTRUCTION_CLASSES["RMSNorm"](output=at, input=at, weight=at, n=4, eps=EPS, ty=ty)
-    with pytest.raises(UnsupportedOperation, match="RMSNorm"):
-        webgpu.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
-    webgpu.free_buffer(handle)

@@ -1,4 +1,7 @@
-"""The kernels of LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32): a workgroup per statistics group.
+"""The kernels of LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32; F16 and BF16 read into f32 through
+gemm.INPUTS' readers, computed in f32, each output rounded once to nearest even (conv2d.ROUNDING) and stored into
+its half of a word by atomic and/or: neighbouring elements, and a group's last and the next group's first, share a
+word): a workgroup per statistics group.
 
 A *group* is a LayerNorm/RMSNorm row (``n`` elements), a GroupNorm group of one item (``channels / groups *
 spatial`` consecutive elements) or a BatchNorm run of one item and channel (``spatial`` elements). Groups are a
@@ -39,12 +42,13 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .gemm import f32_bits
+from .conv2d import KINDS, ROUNDING
+from .gemm import INPUTS, f32_bits
 
 __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
 #: the types the kernels compute
-NORM_TYPES = frozenset({Type.F32})
+NORM_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
 #: invocations per workgroup: 64, not 256 (llvmpipe runs each barrier as a switch through every invocation)
 WORKGROUP = 64
 #: the launch words holding the arrays' byte offsets, in binding-role order
@@ -72,6 +76,8 @@ class NormSpec:
     slots: tuple[int, ...]
     guarded: bool = True
     bound: bool = False
+    #: the element type: "f32", or "f16" / "bf16" (read into f32, computed in f32, each output rounded once)
+    kind: str = "f32"
 
     def source(self, features: ShaderFeatures) -> str:
         return norm_source(self, features)
@@ -108,33 +114,49 @@ def norm_spec(instr, operands: dict | None = None, guarded: bool = True) -> Norm
     count = 1 + len(_SOURCES[name])
     eps_bits = f32_bits(float(instr.eps))
     slots = binding_slots(operands, count)
+    kind = KINDS[instr.ty]
     if name in ("LayerNorm", "RMSNorm"):
-        return NormSpec(name, instr.rows, instr.n, 0, 0, 0, 0, eps_bits, slots, guarded)
+        return NormSpec(name, instr.rows, instr.n, 0, 0, 0, 0, eps_bits, slots, guarded, kind=kind)
     if name == "GroupNorm":
         per_group = instr.channels // instr.groups
         return NormSpec(name, instr.batch * instr.groups, per_group * instr.spatial, instr.spatial, instr.channels,
-                        per_group, instr.groups, eps_bits, slots, guarded)
+                        per_group, instr.groups, eps_bits, slots, guarded, kind=kind)
     return NormSpec(name, instr.batch * instr.channels, instr.spatial, instr.spatial, instr.channels, 0, 0,
-                    eps_bits, slots, guarded)
+                    eps_bits, slots, guarded, kind=kind)
 
 
 def _bindings(spec: NormSpec) -> list[str]:
     lines = []
     for slot in sorted(set(spec.slots)):
         mode = "read_write" if slot == 0 else "read"
-        lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<u32>;")
+        element = "atomic<u32>" if slot == 0 and spec.kind != "f32" else "u32"
+        lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<{element}>;")
     return lines
 
 
 def _loaders(spec: NormSpec) -> str:
-    """``ld_<array>(i) -> f32`` for each source array and ``st(i, v)`` for the output."""
+    """``ld_<array>(idx) -> f32`` for each source array (f16/bf16 widened exactly; from the output's binding by
+    atomicLoad for halves) and ``st(idx, v)`` for the output (f16/bf16: v rounded once, stored into its half of a
+    word by atomic and/or: the other half may be another invocation's)."""
     names = ("output",) + _SOURCES[spec.name]
+    halves = spec.kind != "f32"
+    _, body, word_index = INPUTS[spec.kind]
     out = []
     for k, name in enumerate(names):
         if k:
-            out.append(f"fn ld_{name}(i: u32) -> f32 {{ return bitcast<f32>(buf{spec.slots[k]}"
-                       f"[(launch.{_ROLES[k]} >> 2u) + i]); }}")
-    out.append("fn st(i: u32, v: f32) { buf0[(launch.dst >> 2u) + i] = bitcast<u32>(v); }")
+            slot = spec.slots[k]
+            word = f"atomicLoad(&buf0[{word_index}])" if slot == 0 and halves else f"buf{slot}[{word_index}]"
+            out.append(f"fn ld_{name}(idx: u32) -> f32 {{\n    "
+                       + body.format(base=f"launch.{_ROLES[k]}", word=word) + "\n}")
+    if halves:
+        out.append(ROUNDING[spec.kind] + """fn st(idx: u32, v: f32) {
+    let h = (launch.dst >> 1u) + idx;
+    let shift = (h & 1u) * 16u;
+    atomicAnd(&buf0[h >> 1u], ~(0xffffu << shift));
+    atomicOr(&buf0[h >> 1u], rounded_bits(v) << shift);
+}""")
+    else:
+        out.append("fn st(idx: u32, v: f32) { buf0[(launch.dst >> 2u) + idx] = bitcast<u32>(v); }")
     return "\n".join(out)
 
 
