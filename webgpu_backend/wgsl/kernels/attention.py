@@ -43,8 +43,7 @@ from ..library import HelperSet
 from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .conv2d import KINDS, ROUNDING
-from .gemm import INPUTS
+from .conv2d import KINDS, element_reader, element_writer
 from .norm import binding_slots
 
 __all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_HEAD_DIM"]
@@ -88,20 +87,9 @@ class _Spec:
             mode = "read_write" if slot == 0 else "read"
             element = "atomic<u32>" if slot == 0 and halves else "u32"
             lines.append(f"@group(0) @binding({3 + slot}) var<storage, {mode}> buf{slot}: array<{element}>;")
-        _, body, word_index = INPUTS[self.kind]
         for k, slot in enumerate(self.slots):
-            word = f"atomicLoad(&buf0[{word_index}])" if slot == 0 and halves else f"buf{slot}[{word_index}]"
-            lines.append(f"fn ld{k}(idx: u32) -> f32 {{\n    "
-                         + body.format(base=f"launch.{_ROLES[k]}", word=word) + "\n}")
-        if halves:
-            lines.append(ROUNDING[self.kind] + """fn st(idx: u32, v: f32) {
-    let h = (launch.dst >> 1u) + idx;
-    let shift = (h & 1u) * 16u;
-    atomicAnd(&buf0[h >> 1u], ~(0xffffu << shift));
-    atomicOr(&buf0[h >> 1u], rounded_bits(v) << shift);
-}""")
-        else:
-            lines.append("fn st(idx: u32, v: f32) { buf0[(launch.dst >> 2u) + idx] = bitcast<u32>(v); }")
+            lines.append(element_reader(self.kind, f"ld{k}", f"launch.{_ROLES[k]}", f"buf{slot}", slot == 0 and halves))
+        lines.append(element_writer(self.kind, "st", "buf0"))
         if helpers is not None:
             lines.append(helpers.render())
         lines.append(f"const TRAPS: u32 = {TRAPS}u;\nconst REACHED: u32 = {REACHED}u;\nvar<workgroup> go: u32;")

@@ -27,7 +27,7 @@ from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .gemm import INPUTS, DEPTH, TILE, tile_main, tile_product
 
-__all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES"]
+__all__ = ["ConvSpec", "Conv2DKernel", "CONV_TYPES", "KINDS", "ROUNDING", "element_reader", "element_writer"]
 
 CONV_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
 #: the stored type's name (gemm.INPUTS' reader of an element)
@@ -90,13 +90,20 @@ def conv_spec(instr, reads=("ro", "ro", "ro"), guarded: bool = True) -> ConvSpec
 
 def _reader(spec: ConvSpec, binding: int, function: str) -> str:
     """WGSL ``function(idx) -> f32``: element idx of the array of ``binding`` (its launch offset, its type)."""
-    _, body, word_index = INPUTS[spec.kind]
     role, array = _ARRAYS[binding]
     if spec.reads[binding - 4] == "dst":
         array = "cmat"
-    word = f"atomicLoad(&cmat[{word_index}])" if array == "cmat" and spec.kind != "f32" else f"{array}[{word_index}]"
+    return element_reader(spec.kind, function, f"launch.{role}", array, array == "cmat" and spec.kind != "f32")
+
+
+def element_reader(kind: str, function: str, base: str, array: str, atomic: bool) -> str:
+    """WGSL ``function(idx) -> f32``: element idx of the ``kind`` ("f32", "f16", "bf16") array starting at byte
+    ``base`` of ``array`` (u32 words; ``atomic``: atomic<u32> words, read by atomicLoad), widened exactly to f32
+    by gemm.INPUTS' reader."""
+    _, body, word_index = INPUTS[kind]
+    word = f"atomicLoad(&{array}[{word_index}])" if atomic else f"{array}[{word_index}]"
     return f"""fn {function}(idx: u32) -> f32 {{
-    {body.format(base=f"launch.{role}", word=word)}
+    {body.format(base=base, word=word)}
 }}
 """
 
@@ -132,17 +139,18 @@ ROUNDING = {
 }
 
 
-def _writer(spec: ConvSpec) -> str:
-    """WGSL ``write(idx, v)``: output element idx := v (f32), or v rounded once to f16/bf16 and stored into its half
-    of a word by atomic and/or (the other half may be another invocation's)."""
-    if spec.kind == "f32":
-        return "fn write(idx: u32, v: f32) {\n    cmat[(launch.dst >> 2u) + idx] = bitcast<u32>(v);\n}\n"
-    return ROUNDING[spec.kind] + """fn write(idx: u32, v: f32) {
+def element_writer(kind: str, function: str, array: str) -> str:
+    """WGSL ``function(idx, v)``: element idx of the output (byte ``launch.dst`` of ``array``) := v (f32), or v
+    rounded once to f16/bf16 (ROUNDING) and stored into its half of a word by atomic and/or (``array`` holds
+    atomic<u32>: the other half may be another invocation's)."""
+    if kind == "f32":
+        return f"fn {function}(idx: u32, v: f32) {{\n    {array}[(launch.dst >> 2u) + idx] = bitcast<u32>(v);\n}}\n"
+    return ROUNDING[kind] + f"""fn {function}(idx: u32, v: f32) {{
     let h = (launch.dst >> 1u) + idx;
     let shift = (h & 1u) * 16u;
-    atomicAnd(&cmat[h >> 1u], ~(0xffffu << shift));
-    atomicOr(&cmat[h >> 1u], rounded_bits(v) << shift);
-}
+    atomicAnd(&{array}[h >> 1u], ~(0xffffu << shift));
+    atomicOr(&{array}[h >> 1u], rounded_bits(v) << shift);
+}}
 """
 
 
@@ -159,7 +167,7 @@ def conv_source(spec: ConvSpec, features: ShaderFeatures) -> str:
     for binding in (4, 5, 6):
         if binding in spec.layout():
             lines.append(f"@group(0) @binding({binding}) var<storage, read> {_ARRAYS[binding][1]}: array<u32>;")
-    lines += [_reader(spec, 4, "read_input"), _reader(spec, 5, "read_kernel"), _writer(spec)]
+    lines += [_reader(spec, 4, "read_input"), _reader(spec, 5, "read_kernel"), element_writer(spec.kind, "write", "cmat")]
     if spec.bias:
         lines.append(_reader(spec, 6, "read_bias"))
     guard = GUARD_WGSL if spec.guarded else "true"

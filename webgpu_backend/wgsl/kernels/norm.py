@@ -42,8 +42,8 @@ from atlas_web.isa.types import Type
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
-from .conv2d import KINDS, ROUNDING
-from .gemm import INPUTS, f32_bits
+from .conv2d import KINDS, element_reader, element_writer
+from .gemm import f32_bits
 
 __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
@@ -140,24 +140,10 @@ def _loaders(spec: NormSpec) -> str:
     word by atomic and/or: the other half may be another invocation's)."""
     names = ("output",) + _SOURCES[spec.name]
     halves = spec.kind != "f32"
-    _, body, word_index = INPUTS[spec.kind]
-    out = []
-    for k, name in enumerate(names):
-        if k:
-            slot = spec.slots[k]
-            word = f"atomicLoad(&buf0[{word_index}])" if slot == 0 and halves else f"buf{slot}[{word_index}]"
-            out.append(f"fn ld_{name}(idx: u32) -> f32 {{\n    "
-                       + body.format(base=f"launch.{_ROLES[k]}", word=word) + "\n}")
-    if halves:
-        out.append(ROUNDING[spec.kind] + """fn st(idx: u32, v: f32) {
-    let h = (launch.dst >> 1u) + idx;
-    let shift = (h & 1u) * 16u;
-    atomicAnd(&buf0[h >> 1u], ~(0xffffu << shift));
-    atomicOr(&buf0[h >> 1u], rounded_bits(v) << shift);
-}""")
-    else:
-        out.append("fn st(idx: u32, v: f32) { buf0[(launch.dst >> 2u) + idx] = bitcast<u32>(v); }")
-    return "\n".join(out)
+    out = [element_reader(spec.kind, f"ld_{name}", f"launch.{_ROLES[k]}", f"buf{spec.slots[k]}",
+                          spec.slots[k] == 0 and halves) for k, name in enumerate(names) if k]
+    out.append(element_writer(spec.kind, "st", "buf0"))
+    return "".join(out)
 
 
 _REDUCTIONS = "\n".join(f"""

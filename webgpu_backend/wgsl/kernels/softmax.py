@@ -38,8 +38,7 @@ from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
-from .conv2d import KINDS, ROUNDING
-from .gemm import INPUTS
+from .conv2d import KINDS, element_reader, element_writer
 
 __all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP"]
 
@@ -202,19 +201,11 @@ def _access(spec: SoftmaxSpec) -> str:
         return f"""fn ld(idx: u32) -> u32 {{ return {array}[(launch.src_a >> 2u) + idx]; }}
 fn st(idx: u32, bits: u32) {{ cmat[(launch.dst >> 2u) + idx] = bits; }}
 """
-    _, body, word_index = INPUTS[spec.kind]
-    word = f"atomicLoad(&cmat[{word_index}])" if array == "cmat" else f"amat[{word_index}]"
-    return ROUNDING[spec.kind] + f"""fn element(idx: u32) -> f32 {{
-    {body.format(base="launch.src_a", word=word)}
-}}
-fn ld(idx: u32) -> u32 {{ return bitcast<u32>(element(idx)); }}
-fn st(idx: u32, bits: u32) {{
-    let h = (launch.dst >> 1u) + idx;
-    let shift = (h & 1u) * 16u;
-    atomicAnd(&cmat[h >> 1u], ~(0xffffu << shift));
-    atomicOr(&cmat[h >> 1u], rounded_bits(bitcast<f32>(bits)) << shift);
-}}
-"""
+    return (element_reader(spec.kind, "element", "launch.src_a", array, array == "cmat")
+            + element_writer(spec.kind, "store", "cmat")
+            + """fn ld(idx: u32) -> u32 { return bitcast<u32>(element(idx)); }
+fn st(idx: u32, bits: u32) { store(idx, bitcast<f32>(bits)); }
+""")
 
 
 def _finish(spec: SoftmaxSpec) -> str:
