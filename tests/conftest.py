@@ -9,9 +9,16 @@ fails instead of being skipped.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# The Ctrl-C tests send SIGINT and expect KeyboardInterrupt. A suite started in the background by a
+# non-interactive shell (`.ci/run &`, nohup) inherits SIGINT ignored, and the backends rightly leave an ignored
+# Ctrl-C alone (the launch runs on): give the test process Python's own handler whatever it inherited.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # modest examples and no deadline (the first run of a backend compiles); HYPOTHESIS_PROFILE=thorough for more
 settings.register_profile("atlas", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
