@@ -153,8 +153,8 @@ class RemoteBackend:
     def free_buffer(self, handle: int) -> None:
         try:
             self._call("free_buffer", handle)
-        except ExecutionFailed:
-            pass   # the worker is gone, and its memory with it
+        except WorkerLost:
+            return   # the worker is gone, and its memory with it; any other failure is the caller's to see
 
     def buffer_size(self, handle: int) -> int:
         return self._call("buffer_size", handle)
