@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -19,6 +21,45 @@ from hypothesis import HealthCheck, settings
 # Ctrl-C alone (the launch runs on): give the test process Python's own handler whatever it inherited.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    """pytest-timeout's "thread" method, naming the test: a test past the timeout ends the run (os._exit) with
+    every thread's stack and, as the last line, the test's node id and how long it ran (pytest-timeout's own
+    report does not name the test, and a CI log keeps only its tail). The "signal" method is left to it."""
+    if settings.method != "thread":
+        return None
+    import pytest_timeout
+
+    def expire() -> None:
+        terminal = item.config.get_terminal_writer()
+        try:
+            capture = item.config.pluginmanager.getplugin("capturemanager")
+            if capture:
+                capture.suspend_global_capture(item)
+            terminal.sep("+", title=f"Timeout: {item.nodeid}")
+            pytest_timeout.dump_stacks(terminal)
+            terminal.sep("+", title=f"Timeout: {item.nodeid} ran past {settings.timeout:g} s; the run ends here")
+        finally:
+            terminal.flush()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+
+    timer = threading.Timer(settings.timeout, expire)
+    timer.name = f"timeout of {item.nodeid}"
+    timer.daemon = True
+
+    def cancel() -> None:
+        timer.cancel()
+        timer.join()
+
+    item.cancel_timeout = cancel
+    timer.start()
+    return True
+
 
 # modest examples and no deadline (the first run of a backend compiles); HYPOTHESIS_PROFILE=thorough for more
 settings.register_profile("atlas", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
