@@ -8,9 +8,9 @@ docs/semantics.md, Collectives): the identity on one backend, run across the dev
 from .buffers import DistributedBuffer
 from .collectives import Placement, all_gather, all_reduce, broadcast, reduce_scatter
 from .executor import MultiDeviceExecutor
-from .layouts import DataParallel, Replicated, Sharded, split_blocks
-from .stages import ModelParallel, PipelineParallel, Stage
+from .layouts import DataParallel, Replicated, Sharded, Tiled, split_blocks
+from .stages import Hybrid, ModelParallel, PipelineParallel, Stage
 
-__all__ = ["MultiDeviceExecutor", "DistributedBuffer", "DataParallel", "ModelParallel", "PipelineParallel", "Stage",
-           "Replicated", "Sharded", "split_blocks",
+__all__ = ["MultiDeviceExecutor", "DistributedBuffer", "DataParallel", "ModelParallel", "PipelineParallel", "Hybrid",
+           "Stage", "Replicated", "Sharded", "Tiled", "split_blocks",
            "Placement", "all_reduce", "all_gather", "broadcast", "reduce_scatter"]

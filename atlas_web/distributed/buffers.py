@@ -1,7 +1,7 @@
 """DistributedBuffer: a buffer of a MultiDeviceExecutor, held on the host between launches.
 
 Standard library only. A launch copies it to the devices (whole for Replicated, each device's shard for
-Sharded) and, when the launch finishes without a trap, copies what the devices hold back: a trapped launch
+Sharded or Tiled) and, when the launch finishes without a trap, copies what the devices hold back: a trapped launch
 changes no DistributedBuffer.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..backend import typed_bytes
 from ..errors import ProgramError
 from ..isa.types import Type
-from .layouts import Replicated, Sharded
+from .layouts import Replicated, Sharded, Tiled
 
 __all__ = ["DistributedBuffer", "FIRST_LOGICAL_HANDLE"]
 
@@ -22,9 +22,10 @@ class DistributedBuffer:
     """``count`` elements of ``ty`` laid out by ``layout``; programs name it by ``handle`` (an
     Address.BufferOffset handle the executor replaces with each device's own)."""
 
-    def __init__(self, handle: int, ty: Type, data: bytes, layout: Replicated | Sharded) -> None:
-        if not isinstance(layout, (Replicated, Sharded)):
-            raise ProgramError(f"a distributed buffer's layout is Replicated() or Sharded(chunk), got {layout!r}")
+    def __init__(self, handle: int, ty: Type, data: bytes, layout: Replicated | Sharded | Tiled) -> None:
+        if not isinstance(layout, (Replicated, Sharded, Tiled)):
+            raise ProgramError("a distributed buffer's layout is Replicated(), Sharded(chunk) or Tiled(chunk), got "
+                               f"{layout!r}")
         if len(data) % ty.size_bytes():
             raise ProgramError(f"{len(data)} bytes are not a whole number of {ty.name} elements")
         self.handle, self.ty, self.layout = handle, ty, layout

@@ -1,8 +1,8 @@
 """MultiDeviceExecutor: one program over several local backends (any mix: wasm instances, cpu, webgpu).
 
 Standard library only. ``execute_distributed(program, DataParallel(config))`` splits the launch's blocks across
-the devices in rank order (``layouts.split_blocks``), places each DistributedBuffer the program names
-(Replicated: whole on every device; Sharded: each device the elements of its lanes), runs the program's
+the devices arranged as its mesh (``mesh.split_grid``), places each DistributedBuffer the program names
+(Replicated: whole on every device; Sharded, Tiled: each device the elements of its lanes), runs the program's
 segments between collectives on every device and each collective across them (``collectives``), and copies the
 buffers back only when every device finished: a trap or a refusal changes no DistributedBuffer. Device memory
 is allocated per launch and freed after it.
@@ -22,9 +22,10 @@ from ..program import Program
 from . import collectives
 from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
 from .collectives import Placement
-from .layouts import DataParallel, Replicated, Sharded, split_blocks
+from .layouts import DataParallel, Replicated, Sharded, Tiled, element_runs
+from .mesh import check_mesh, split_grid
 from .program_split import device_launch, split_at_collectives
-from .stages import ModelParallel, PipelineParallel, run_stages
+from .stages import Hybrid, ModelParallel, PipelineParallel, run_stages
 
 __all__ = ["MultiDeviceExecutor", "run_placed"]
 
@@ -77,7 +78,7 @@ class MultiDeviceExecutor:
         self._buffers: dict[int, DistributedBuffer] = {}
 
     # ---- buffers -------------------------------------------------------------------------------------------
-    def array(self, data: Any, ty: Type, layout: Replicated | Sharded = Replicated()) -> DistributedBuffer:
+    def array(self, data: Any, ty: Type, layout: Replicated | Sharded | Tiled = Replicated()) -> DistributedBuffer:
         """A new DistributedBuffer holding ``data`` (bytes, or values as ``Backend.copy_typed_to`` takes them;
         copied once). Raises ProgramError, InvalidBuffer."""
         from ..backend import typed_bytes
@@ -86,7 +87,7 @@ class MultiDeviceExecutor:
         self._buffers[buffer.handle] = buffer
         return buffer
 
-    def empty(self, count: int, ty: Type, layout: Replicated | Sharded = Replicated()) -> DistributedBuffer:
+    def empty(self, count: int, ty: Type, layout: Replicated | Sharded | Tiled = Replicated()) -> DistributedBuffer:
         """A new DistributedBuffer of ``count`` zero elements."""
         return self.array(bytes(count * ty.size_bytes()), ty, layout)
 
@@ -117,39 +118,40 @@ class MultiDeviceExecutor:
 
     # ---- launches ------------------------------------------------------------------------------------------
     def execute_distributed(self, program: Program | None, strategy) -> None:
-        """Run ``program`` under ``strategy``: DataParallel; or ModelParallel / PipelineParallel, whose stages
-        hold their own programs (``program`` is then None; atlas_web.distributed.stages). Raises ProgramError (an
-        unknown buffer, a sharded buffer whose size is not lanes * chunk, a collective that is not top-level,
-        names no BufferOffset of a DistributedBuffer, or a group other than the executor's), AtlasTrap (the trap
-        of the lowest global lane, lane -1 first, at its index in ``program``), ExecutionFailed (a Replicated
-        buffer the devices wrote differently)."""
-        if isinstance(strategy, (ModelParallel, PipelineParallel)):
+        """Run ``program`` under ``strategy``: DataParallel; or ModelParallel / PipelineParallel / Hybrid, whose
+        stages hold their own programs (``program`` is then None; atlas_web.distributed.stages). Raises
+        ProgramError (an unknown buffer, a sharded or tiled buffer whose size does not match the launch, a mesh
+        that is not the devices, a collective that is not top-level, names no BufferOffset of a DistributedBuffer,
+        or a group other than the executor's), AtlasTrap (the trap of the lowest global lane, lane -1 first, at its
+        index in ``program``), ExecutionFailed (a Replicated buffer the devices wrote differently)."""
+        if isinstance(strategy, (ModelParallel, PipelineParallel, Hybrid)):
             if program is not None:
-                raise ProgramError("ModelParallel and PipelineParallel stages hold the programs: pass program=None")
+                raise ProgramError("ModelParallel, PipelineParallel and Hybrid stages hold the programs: pass "
+                                   "program=None")
             run_stages(self, strategy)
             return
         if not isinstance(strategy, DataParallel):
-            raise ProgramError("execute_distributed takes DataParallel, ModelParallel or PipelineParallel, got "
-                               f"{strategy!r}")
+            raise ProgramError("execute_distributed takes DataParallel, ModelParallel, PipelineParallel or Hybrid, "
+                               f"got {strategy!r}")
         config = strategy.config
-        shares = split_blocks(config.grid[0], len(self.devices))
-        lanes = [(first * config.block_lanes, count * config.block_lanes) for first, count in shares]
+        parts = split_grid(config, check_mesh(strategy.mesh, len(self.devices)))
         used = self.buffers_named(program, strategy.pointers)
+        runs = [{buffer.handle: element_runs(buffer, part, config) for buffer in used} for part in parts]
         segments = split_at_collectives(program)
         if len(segments) == 1:      # no collective: each device places, runs and reads back in one call
-            self._run_whole(program, strategy, shares, lanes, used)
+            self._run_whole(program, strategy, parts, runs, used)
             return
         placed = [dict() for _ in self.devices]   # rank -> logical handle -> device handle
         try:
             for rank, backend in enumerate(self.devices):
                 for buffer in used:
-                    placed[rank][buffer.handle] = self._place(backend, buffer, *lanes[rank], config)
+                    placed[rank][buffer.handle] = self._place(backend, _gather(buffer, runs[rank][buffer.handle]))
             for segment in segments:
                 if segment.program is not None:
-                    self._run_segment(segment, strategy, shares, lanes, placed)
+                    self._run_segment(segment, strategy, parts, placed)
                 if segment.collective is not None:
                     self._collective(segment.collective, segment.collective_index, placed)
-            results = {buffer.handle: self._gathered(buffer, lanes, placed) for buffer in used}
+            results = {buffer.handle: self._gathered(buffer, runs, placed) for buffer in used}
             for buffer in used:
                 buffer.data[:] = results[buffer.handle]
         finally:
@@ -157,32 +159,26 @@ class MultiDeviceExecutor:
                 for handle in placed[rank].values():
                     backend.free_buffer(handle)
 
-    def _run_whole(self, program: Program, strategy: DataParallel, shares, lanes, used) -> None:
+    def _run_whole(self, program: Program, strategy: DataParallel, parts, runs, used) -> None:
         """A launch without collectives: ``run_placed`` on every device (started on all before any wait)."""
         config = strategy.config
         pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
         waits = []
-        for rank, backend in enumerate(self.devices):
-            slices = [self._shard(buffer, *lanes[rank], config) for buffer in used]
-            buffers = [(buffer.handle, bytes(buffer.data[piece])) for buffer, piece in zip(used, slices)]
-            launch = LaunchConfig(grid=(shares[rank][1], 1, 1), block=config.block,
-                                  shared_memory=config.shared_memory) if shares[rank][1] else None
-            registers = dict(strategy.registers)
-            if strategy.lane_offset is not None:
-                registers[strategy.lane_offset] = (Type.U32, lanes[rank][0])
-            args = (program, launch, registers, pointers, buffers)
+        for part, backend in zip(parts, self.devices):
+            buffers = [(buffer.handle, _gather(buffer, runs[part.rank][buffer.handle])) for buffer in used]
+            args = (program, part.launch(config), strategy.presets(part), pointers, buffers)
             start = getattr(backend, "start_placed", None)
             waits.append(start(*args) if start else (lambda b=backend, a=args: run_placed(b, *a)))
         outcomes = [wait() for wait in waits]
-        traps = [(trap.lane + lanes[rank][0] if trap.lane >= 0 else -1, rank, trap)
-                 for rank, (trap, _) in enumerate(outcomes) if trap is not None]
+        traps = [(part.global_lane(config, trap.lane), part.rank, trap)
+                 for part, (trap, _) in zip(parts, outcomes) if trap is not None]
         if traps:
             lane, _, trap = min(traps, key=lambda t: (t[0], t[1]))
             raise AtlasTrap(trap.code, trap.instruction_index, lane, trap.detail, trap.record)
         results = {}
         for k, buffer in enumerate(used):
-            parts = [datas[k] for _, datas in outcomes]
-            results[buffer.handle] = self._combined(buffer, parts)
+            results[buffer.handle] = self._combined(buffer, [datas[k] for _, datas in outcomes],
+                                                    [rank_runs[buffer.handle] for rank_runs in runs])
         for buffer in used:
             buffer.data[:] = results[buffer.handle]
 
@@ -205,46 +201,30 @@ class MultiDeviceExecutor:
         return [self._buffers[h] for h in sorted(handles)]
 
     @staticmethod
-    def _shard(buffer: DistributedBuffer, first_lane: int, lane_count: int, config: LaunchConfig) -> slice:
-        """The bytes of ``buffer`` a device running lanes [first_lane, first_lane + lane_count) holds."""
-        if isinstance(buffer.layout, Replicated):
-            return slice(0, len(buffer.data))
-        chunk = buffer.layout.chunk
-        if buffer.count != config.total_threads * chunk:
-            raise ProgramError(f"{buffer!r} is sharded {chunk} element(s) per lane over {config.total_threads} lanes: "
-                               f"it must hold {config.total_threads * chunk} elements, not {buffer.count}")
-        size = buffer.ty.size_bytes() * chunk
-        return slice(first_lane * size, (first_lane + lane_count) * size)
-
-    def _place(self, backend, buffer: DistributedBuffer, first: int, count: int, config: LaunchConfig) -> int:
-        data = buffer.data[self._shard(buffer, first, count, config)]
+    def _place(backend, data: bytes) -> int:
         handle = int(backend.allocate_buffer(max(1, len(data))))
         if data:
-            backend.copy_to_buffer(handle, bytes(data))
+            backend.copy_to_buffer(handle, data)
         return handle
 
-    def _run_segment(self, segment, strategy: DataParallel, shares, lanes, placed) -> None:
+    def _run_segment(self, segment, strategy: DataParallel, parts, placed) -> None:
         config = strategy.config
         traps, pending = [], []
-        for rank, backend in enumerate(self.devices):
-            blocks = shares[rank][1]
-            if not blocks:
+        pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
+        for part, backend in zip(parts, self.devices):
+            launch = part.launch(config)
+            if launch is None:
                 continue
-            registers = dict(strategy.registers)
-            if strategy.lane_offset is not None:
-                registers[strategy.lane_offset] = (Type.U32, lanes[rank][0])
-            launch = LaunchConfig(grid=(blocks, 1, 1), block=config.block, shared_memory=config.shared_memory)
-            pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
-            args = device_launch(segment.program, placed[rank], launch, registers, pointers)
+            args = device_launch(segment.program, placed[part.rank], launch, strategy.presets(part), pointers)
             start = getattr(backend, "start_program", None)   # a remote device: every launch starts, then all wait
-            pending.append((rank, start(*args) if start else _ran(backend, args)))
-        for rank, wait in pending:
+            pending.append((part, start(*args) if start else _ran(backend, args)))
+        for part, wait in pending:
             try:
                 wait()
             except AtlasTrap as trap:
-                lane = trap.lane + lanes[rank][0] if trap.lane >= 0 else -1
-                traps.append((lane, rank, AtlasTrap(trap.code, trap.instruction_index + segment.start, lane,
-                                                    trap.detail, trap.record)))
+                lane = part.global_lane(config, trap.lane)
+                traps.append((lane, part.rank, AtlasTrap(trap.code, trap.instruction_index + segment.start, lane,
+                                                         trap.detail, trap.record)))
         if traps:
             raise min(traps, key=lambda t: (t[0], t[1]))[2]
 
@@ -270,25 +250,39 @@ class MultiDeviceExecutor:
         else:
             collectives.broadcast(places("buffer"), instr.n, instr.ty, instr.root)
 
-    def _gathered(self, buffer: DistributedBuffer, lanes, placed) -> bytes:
-        """The buffer's new contents from the devices (sharded: each device's shard in rank order). Raises
-        ExecutionFailed for a Replicated buffer whose copies differ."""
+    def _gathered(self, buffer: DistributedBuffer, runs, placed) -> bytes:
+        """The buffer's new contents from the devices. Raises ExecutionFailed for a Replicated buffer whose copies
+        differ."""
         parts = []
         for rank, backend in enumerate(self.devices):
-            size = len(buffer.data) if isinstance(buffer.layout, Replicated) else \
-                lanes[rank][1] * buffer.layout.chunk * buffer.ty.size_bytes()
+            size = sum(count for _, count in runs[rank][buffer.handle]) * buffer.ty.size_bytes()
             handle = placed[rank][buffer.handle]
             parts.append(bytes(backend.copy_from_buffer(handle, bytearray(size))) if size else b"")
-        return self._combined(buffer, parts)
+        return self._combined(buffer, parts, [rank_runs[buffer.handle] for rank_runs in runs])
 
     @staticmethod
-    def _combined(buffer: DistributedBuffer, parts: list[bytes]) -> bytes:
-        """The buffer's new contents from each device's bytes: shards joined in rank order, or the one value of a
-        Replicated buffer's copies (ExecutionFailed when they differ)."""
-        if isinstance(buffer.layout, Sharded):
-            return b"".join(parts)
+    def _combined(buffer: DistributedBuffer, parts: list[bytes], runs: list) -> bytes:
+        """The buffer's new contents from each device's bytes: each shard's runs written back in place, or the one
+        value of a Replicated buffer's copies (ExecutionFailed when they differ)."""
+        if not isinstance(buffer.layout, Replicated):
+            out, size = bytearray(buffer.data), buffer.ty.size_bytes()
+            for part, device_runs in zip(parts, runs):
+                at = 0
+                for first, count in device_runs:
+                    out[first * size:(first + count) * size] = part[at:at + count * size]
+                    at += count * size
+            return bytes(out)
         for rank, part in enumerate(parts[1:], 1):
             if part != parts[0]:
                 raise ExecutionFailed(f"{buffer!r} is Replicated but device {rank} wrote it differently from device "
                                       "0: declare it Sharded, or make the copies agree with AllReduce or Broadcast")
         return parts[0]
+
+
+def _gather(buffer: DistributedBuffer, runs) -> bytes:
+    """The bytes of ``buffer``'s elements ``runs`` (first, count), joined in order (a copy)."""
+    size = buffer.ty.size_bytes()
+    if len(runs) == 1:
+        first, count = runs[0]
+        return bytes(buffer.data[first * size:(first + count) * size])
+    return b"".join(buffer.data[first * size:(first + count) * size] for first, count in runs)

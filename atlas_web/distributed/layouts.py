@@ -1,7 +1,8 @@
-"""How a distributed buffer lies on the devices (Replicated, Sharded) and how a launch is split (DataParallel).
+"""How a distributed buffer lies on the devices (Replicated, Sharded, Tiled) and how a launch is split
+(DataParallel over a device mesh).
 
-Standard library only. ``split_blocks(blocks, devices)`` is the one rule that places work: contiguous ranges,
-the first ``blocks % devices`` devices one block more, rank order.
+Standard library only. ``mesh.split_grid`` is the one rule that places work: contiguous ranges of blocks per
+mesh axis, the first ``blocks % devices`` devices of an axis one block more, rank order x fastest.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from dataclasses import dataclass, field
 from ..errors import ProgramError
 from ..isa.registers import Register
 from ..launch import LaunchConfig
+from .mesh import DevicePart, lane_runs, position_runs, split_blocks
 
-__all__ = ["Replicated", "Sharded", "DataParallel", "split_blocks"]
+__all__ = ["Replicated", "Sharded", "Tiled", "DataParallel", "split_blocks", "element_runs"]
 
 
 @dataclass(frozen=True)
@@ -21,47 +23,86 @@ class Replicated:
     agree with an AllReduce/Broadcast), else the executor raises ExecutionFailed naming the buffer."""
 
 
+def _chunk(layout, chunk) -> None:
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise ProgramError(f"{type(layout).__name__}.chunk must be a positive int, got {chunk!r}")
+
+
 @dataclass(frozen=True)
 class Sharded:
-    """The buffer is split along its only axis (a flat array of elements) in chunks of ``chunk`` elements per
-    lane of a DataParallel launch: the device running global lanes [a, b) holds elements [a*chunk, b*chunk),
-    so a lane indexes its shard with its device-local GLOBAL_LANE_ID. Raises ProgramError for chunk < 1."""
+    """The buffer is split by global lane id (GLOBAL_LANE_ID), ``chunk`` elements per lane of a DataParallel
+    launch: each device holds its lanes' elements in its own lane order (on a 1-D grid, the device running global
+    lanes [a, b) holds elements [a*chunk, b*chunk)), so a lane indexes its shard with its device-local
+    GLOBAL_LANE_ID. Raises ProgramError for chunk < 1."""
 
     chunk: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.chunk, int) or self.chunk < 1:
-            raise ProgramError(f"Sharded.chunk must be a positive int, got {self.chunk!r}")
+        _chunk(self, self.chunk)
+
+
+@dataclass(frozen=True)
+class Tiled:
+    """The buffer is a row-major array over the launch's lane positions (z, y, x; x = BLOCK_IDX_X * BLOCK_DIM_X
+    + LANE_IDX_X), ``chunk`` elements per position: each device holds its box of positions, row-major in its own
+    box, so a 2-D program indexing ``y * (GRID_DIM_X * BLOCK_DIM_X) + x`` runs unchanged on every device's tile.
+    On a 1-D grid of 1-D blocks it is Sharded. Raises ProgramError for chunk < 1."""
+
+    chunk: int = 1
+
+    def __post_init__(self) -> None:
+        _chunk(self, self.chunk)
 
 
 @dataclass(frozen=True)
 class DataParallel:
-    """Split ``config``'s 1-D grid (grid (gx, 1, 1)) across the executor's devices (``split_blocks``): each device
-    runs its blocks as a launch of its own, with block and lane numbers local to it; ``lane_offset``, when set,
-    is a register every lane starts with holding (u32) its device's first global lane, so a program can name
-    global positions. ``pointers``: Register -> DistributedBuffer, a register every lane starts with holding (u64)
-    the pointer to its device's copy of the buffer (``make_pointer(handle, 0)``, for RegisterIndirect
-    addressing). ``registers``: further ExecutionParams presets (the same on every device)."""
+    """Split ``config``'s grid across the executor's devices arranged as ``mesh`` (devices along the grid's x, y,
+    z; None: all along x; ``mesh.split_grid``): each device runs its blocks as a launch of its own, with block and
+    lane numbers and GRID_DIM local to it. Registers every lane starts with, for programs that need global
+    positions: ``lane_offset`` (u32) the global lane id of the device's first lane (on a 1-D grid its lanes are
+    the next ones); ``block_offset`` (up to three, for x, y, z; None skips an axis) the device's first global
+    block index along that axis (u32). ``pointers``: Register -> DistributedBuffer, a register every lane starts
+    with holding (u64) the pointer to its device's copy of the buffer (``make_pointer(handle, 0)``, for
+    RegisterIndirect addressing). ``registers``: further ExecutionParams presets (the same on every device).
+    Raises ProgramError for a malformed field (the mesh is checked against the devices at launch)."""
 
     config: LaunchConfig
     lane_offset: Register | None = None
     pointers: dict = field(default_factory=dict)
     registers: dict = field(default_factory=dict)
+    mesh: tuple | None = None
+    block_offset: tuple = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, LaunchConfig):
             raise ProgramError(f"DataParallel.config must be a LaunchConfig, got {self.config!r}")
-        if self.config.grid[1:] != (1, 1):
-            raise ProgramError(f"DataParallel splits a 1-D grid (gx, 1, 1); got grid {self.config.grid}")
+        if not isinstance(self.block_offset, tuple) or len(self.block_offset) > 3 or \
+                not all(r is None or isinstance(r, Register) for r in self.block_offset):
+            raise ProgramError(f"DataParallel.block_offset must be up to 3 Registers or None (x, y, z), got "
+                               f"{self.block_offset!r}")
+
+    def presets(self, part: DevicePart) -> dict:
+        """The registers device ``part`` starts with (``registers`` plus the offsets)."""
+        from ..isa.types import Type
+        out = dict(self.registers)
+        if self.lane_offset is not None:
+            out[self.lane_offset] = (Type.U32, part.global_lane(self.config, 0))
+        for axis, register in enumerate(self.block_offset):
+            if register is not None:
+                out[register] = (Type.U32, part.origin[axis])
+        return out
 
 
-def split_blocks(blocks: int, devices: int) -> list[tuple[int, int]]:
-    """(first block, block count) per device: contiguous, in rank order, the first ``blocks % devices`` devices
-    taking one block more (a device may get none)."""
-    base, extra = divmod(blocks, devices)
-    out, first = [], 0
-    for rank in range(devices):
-        count = base + (1 if rank < extra else 0)
-        out.append((first, count))
-        first += count
-    return out
+def element_runs(buffer, part: DevicePart, config: LaunchConfig) -> list[tuple[int, int]]:
+    """The elements (first, count) of ``buffer`` device ``part`` holds, in its order (the whole buffer when
+    Replicated). Raises ProgramError for a Sharded or Tiled buffer whose size does not match the launch."""
+    layout = buffer.layout
+    if isinstance(layout, Replicated):
+        return [(0, buffer.count)] if buffer.count else []
+    if buffer.count != config.total_threads * layout.chunk:
+        what = "per lane" if isinstance(layout, Sharded) else "per lane position"
+        raise ProgramError(f"{buffer!r} is {type(layout).__name__.lower()} {layout.chunk} element(s) {what} over "
+                           f"{config.total_threads} lanes: it must hold {config.total_threads * layout.chunk} "
+                           f"elements, not {buffer.count}")
+    runs = lane_runs if isinstance(layout, Sharded) else position_runs
+    return runs(part, config, layout.chunk)

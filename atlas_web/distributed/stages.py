@@ -10,6 +10,13 @@ only (a stage that writes one raises ExecutionFailed). Both work on copies: the 
 when every stage finished; a trap (the first in stage order; in a pipeline, in (tick, micro-batch) order) is
 raised with the stage's instruction index and lane and changes nothing. Collectives belong to DataParallel: a
 stage holding one is refused (ProgramError).
+
+``Hybrid(stages, micro_batches, replicas)`` is data and pipeline parallelism in one call: the devices form
+``replicas`` groups of ``len(devices) // replicas`` consecutive ranks, each group runs the whole pipeline
+(``Stage.device`` is then a rank within the group) on its own contiguous share of every Sharded buffer, split
+into ``micro_batches`` micro-batches: the buffer is cut into replicas * micro_batches equal pieces, group r
+takes pieces r * micro_batches ... (r + 1) * micro_batches - 1. The launches of one tick, of every group, are
+started before any is waited for; a trap is the first in (tick, piece) order.
 """
 
 from __future__ import annotations
@@ -19,10 +26,10 @@ from dataclasses import dataclass, field
 from ..errors import ExecutionFailed, ProgramError
 from ..launch import LaunchConfig
 from ..program import Program
-from .layouts import Sharded
+from .layouts import Replicated
 from .program_split import COLLECTIVES, device_launch
 
-__all__ = ["Stage", "ModelParallel", "PipelineParallel", "run_stages"]
+__all__ = ["Stage", "ModelParallel", "PipelineParallel", "Hybrid", "run_stages"]
 
 
 @dataclass(frozen=True)
@@ -56,15 +63,31 @@ class PipelineParallel:
             raise ProgramError(f"PipelineParallel.micro_batches must be a positive int, got {self.micro_batches!r}")
 
 
-def _checked(executor, stages) -> list:
+@dataclass(frozen=True)
+class Hybrid:
+    """The stages as a pipeline over ``micro_batches`` micro-batches, in each of ``replicas`` groups of devices
+    (data parallel across the groups). Raises ProgramError for a count below 1."""
+
+    stages: tuple
+    micro_batches: int = 1
+    replicas: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("micro_batches", "replicas"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ProgramError(f"Hybrid.{name} must be a positive int, got {value!r}")
+
+
+def _checked(executor, stages, group: int) -> list:
     """Per stage, the DistributedBuffers it names (handle order). Raises ProgramError."""
     out = []
     for number, stage in enumerate(stages):
         if not isinstance(stage, Stage):
             raise ProgramError(f"stage {number} is {stage!r}, not a Stage")
-        if not 0 <= stage.device < len(executor.devices):
-            raise ProgramError(f"stage {number} names device {stage.device}; the executor has "
-                               f"{len(executor.devices)}")
+        if not 0 <= stage.device < group:
+            where = "the executor has" if group == len(executor.devices) else "each replica's group has"
+            raise ProgramError(f"stage {number} names device {stage.device}; {where} {group}")
         for index, instr in enumerate(stage.program.instructions):
             if instr.INFO.name in COLLECTIVES:
                 raise ProgramError(f"stage {number} holds a collective: collectives run under DataParallel",
@@ -74,7 +97,7 @@ def _checked(executor, stages) -> list:
 
 
 def _piece(buffer, micro: int, micro_batches: int) -> slice:
-    if not isinstance(buffer.layout, Sharded):
+    if isinstance(buffer.layout, Replicated):
         return slice(0, len(buffer.data))
     if buffer.count % micro_batches:
         raise ProgramError(f"{buffer!r} does not split into {micro_batches} equal micro-batches")
@@ -82,18 +105,24 @@ def _piece(buffer, micro: int, micro_batches: int) -> slice:
     return slice(micro * size, (micro + 1) * size)
 
 
-def run_stages(executor, strategy: ModelParallel | PipelineParallel) -> None:
-    """Run ``strategy``'s stages on ``executor``'s devices (see the module docstring)."""
+def run_stages(executor, strategy: ModelParallel | PipelineParallel | Hybrid) -> None:
+    """Run ``strategy``'s stages on ``executor``'s devices (see the module docstring). Raises ProgramError
+    (Hybrid: devices not a multiple of ``replicas``), AtlasTrap, ExecutionFailed."""
     stages = tuple(strategy.stages)
-    named = _checked(executor, stages)
-    pipeline = isinstance(strategy, PipelineParallel)
+    pipeline = not isinstance(strategy, ModelParallel)
     micro_batches = strategy.micro_batches if pipeline else 1
+    replicas = strategy.replicas if isinstance(strategy, Hybrid) else 1
+    if len(executor.devices) % replicas:
+        raise ProgramError(f"Hybrid: {len(executor.devices)} devices do not form {replicas} equal replica groups")
+    group = len(executor.devices) // replicas
+    named = _checked(executor, stages, group)
     work = {buffer.handle: bytearray(buffer.data) for buffers in named for buffer in buffers}
-    ticks = range(micro_batches + len(stages) - 1) if pipeline else range(len(stages))
-    for tick in ticks:
-        jobs = [(m, tick - m) for m in range(micro_batches) if 0 <= tick - m < len(stages)] if pipeline \
-            else [(0, tick)]
-        started = [_start(executor, stages[s], named[s], work, m, micro_batches, pipeline) for m, s in jobs]
+    pieces = replicas * micro_batches
+    for tick in range(micro_batches + len(stages) - 1):
+        jobs = [(r * micro_batches + m, r * group + stages[tick - m].device, tick - m)
+                for r in range(replicas) for m in range(micro_batches) if 0 <= tick - m < len(stages)]
+        started = [_start(executor, stages[s], device, named[s], work, piece, pieces, pipeline)
+                   for piece, device, s in jobs]
         try:
             for wait, finish in started:
                 wait()
@@ -106,10 +135,10 @@ def run_stages(executor, strategy: ModelParallel | PipelineParallel) -> None:
             buffer.data[:] = work[buffer.handle]
 
 
-def _start(executor, stage: Stage, buffers, work, micro: int, micro_batches: int, pipeline: bool):
-    """Place ``buffers`` (their micro-batch pieces) on the stage's device and start the launch: (wait, finish);
-    finish(keep) copies the pieces back into ``work`` (keep) and frees the device copies."""
-    backend = executor.devices[stage.device]
+def _start(executor, stage: Stage, device: int, buffers, work, micro: int, micro_batches: int, pipeline: bool):
+    """Place ``buffers`` (their micro-batch pieces) on device ``device`` and start the stage's launch: (wait,
+    finish); finish(keep) copies the pieces back into ``work`` (keep) and frees the device copies."""
+    backend = executor.devices[device]
     placed, pieces = {}, {}
     try:
         for buffer in buffers:
@@ -141,9 +170,9 @@ def _start(executor, stage: Stage, buffers, work, micro: int, micro_batches: int
                 piece = pieces[buffer.handle]
                 size = piece.stop - piece.start
                 data = bytes(backend.copy_from_buffer(placed[buffer.handle], bytearray(size))) if size else b""
-                if pipeline and not isinstance(buffer.layout, Sharded) and data != bytes(work[buffer.handle]):
+                if pipeline and isinstance(buffer.layout, Replicated) and data != bytes(work[buffer.handle]):
                     raise ExecutionFailed(f"{buffer!r} is Replicated (a pipeline's weights, read only) but stage "
-                                          f"on device {stage.device} wrote it: declare it Sharded")
+                                          f"on device {device} wrote it: declare it Sharded")
                 work[buffer.handle][piece] = data
         finally:
             for handle in placed.values():

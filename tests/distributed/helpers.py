@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from atlas_web import Program
+import numpy as np
+
+from atlas_web import LaunchConfig, Program
+from atlas_web.distributed import Sharded, Stage
 from atlas_web.isa import ADD, CVT, DIV, LDG, MOV_IMM, MUL, STG, Address, Register, Type
 from atlas_web.registry import discover_backends, get_backend
 
-__all__ = ["X", "Y", "square_program", "divide_program", "mixes", "start"]
+__all__ = ["X", "Y", "N", "square_program", "divide_program", "two_stages", "two_stages_expected", "mixes", "start"]
 
 X, Y = Register(0), Register(1)
 GID = Register(255)
+#: the elements of the two-stage tests' arrays
+N = 16
 
 
 def _element(dst: Register, base: Register, ty: Type) -> list:
@@ -40,6 +45,21 @@ def divide_program() -> Program:
 
 def _available() -> set[str]:
     return {s.name for s in discover_backends() if s.available}
+
+
+def two_stages(ex, x, lanes: int, layout=Sharded()):
+    """The stages square then divide (``N`` i32 elements, ``lanes`` per launch) on devices 0 and 1 (or 0 alone)
+    of executor ``ex`` over ``x``, and the output array: ``(stages, out)``."""
+    xs, sq, out = (ex.array(x, Type.I32, layout), ex.empty(N, Type.I32, layout), ex.empty(N, Type.I32, layout))
+    config = LaunchConfig(grid=(1, 1, 1), block=(lanes, 1, 1))
+    k = len(ex.devices)
+    return (Stage(square_program(Type.I32), config, 0, {X: xs, Y: sq}),
+            Stage(divide_program(), config, 1 % k, {X: sq, Y: out})), out
+
+
+def two_stages_expected(x) -> bytes:
+    """The bytes ``two_stages``' output holds after both stages: 1000 // (x * x) as i32."""
+    return (1000 // (x * x)).astype(np.int32).tobytes()
 
 
 def mixes() -> list[tuple[str, ...]]:
