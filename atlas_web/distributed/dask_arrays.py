@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .dask_cluster import _worker_backend
+from .dask_cluster import worker_backend
 
 __all__ = ["map_blocks", "AtlasBlockFunction"]
 
@@ -46,7 +46,7 @@ class AtlasBlockFunction:
         import numpy as np
 
         import atlas_web.numpy as anp
-        device = _worker_backend(self.backend)
+        device = worker_backend(self.backend)
         args = [anp.asarray(block, device=device) if isinstance(block, np.ndarray) else block for block in blocks]
         result = self._function()(*args)
         return np.asarray(result.to_host() if isinstance(result, anp.Array) else result)

@@ -1,7 +1,7 @@
 """DistributedExecutor: programs on a Dask distributed cluster, one atlas backend per worker.
 
 Dask is imported only here (``pip install atlas-web[test]`` brings ``dask[distributed]``). Each worker process
-holds one atlas backend of the executor's kind, built on first use and kept (``_worker_backend``); a backend
+holds one atlas backend of the executor's kind, built on first use and kept (``worker_backend``); a backend
 caches the programs it compiled, so a worker compiles a program once. The executor drives the workers through
 ``RemoteBackend``, a proxy with the Backend calls the MultiDeviceExecutor makes: a launch without collectives is
 one Dask task per worker (``executor.run_placed``), otherwise each call is one task pinned to its worker;
@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import ExecutionFailed, ProgramError
 from .executor import MultiDeviceExecutor
 
-__all__ = ["DistributedExecutor", "RemoteBackend", "WorkerLost", "Payload"]
+__all__ = ["DistributedExecutor", "RemoteBackend", "WorkerLost", "Payload", "worker_backend"]
 
 #: in each worker process: backend name -> the worker's backend (built once)
 _WORKER_BACKENDS: dict[str, Any] = {}
@@ -74,7 +74,9 @@ def _unwrapped(value):
     return value.data if isinstance(value, Payload) else value
 
 
-def _worker_backend(name: str):
+def worker_backend(name: str):
+    """On a worker: this process's backend ``name`` (the registry's), built on first use and kept for the
+    process's life; raises what ``registry.get_backend`` raises."""
     with _WORKER_LOCK:
         backend = _WORKER_BACKENDS.get(name)
         if backend is None:
@@ -85,7 +87,7 @@ def _worker_backend(name: str):
 
 def _worker_call(name: str, method: str, args: tuple):
     """Run on a worker: ``method(*args)`` of its backend; buffers come back as bytes, handles as ints."""
-    result = getattr(_worker_backend(name), method)(*(_unwrapped(arg) for arg in args))
+    result = getattr(worker_backend(name), method)(*(_unwrapped(arg) for arg in args))
     if method == "copy_from_buffer":
         return Payload(bytes(result))
     if method == "allocate_buffer":
@@ -97,7 +99,7 @@ def _worker_run_placed(name: str, args: tuple):
     """Run on a worker: ``executor.run_placed`` on its backend (a whole launch without collectives, one task)."""
     from .executor import run_placed
     program, launch, registers, pointers, buffers = args
-    trap, datas = run_placed(_worker_backend(name), program, launch, registers, pointers,
+    trap, datas = run_placed(worker_backend(name), program, launch, registers, pointers,
                              [(handle, _unwrapped(data)) for handle, data in buffers])
     return trap, [Payload(data) for data in datas]
 

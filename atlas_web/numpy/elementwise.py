@@ -19,7 +19,7 @@ from .ops_table import OPS
 from .runtime import EXIT_HOOKS, TRACES, launch
 from .shapes import broadcast_shapes, broadcast_strides, coalesce, row_major
 
-__all__ = ["apply", "common_device", "result_type"]
+__all__ = ["apply", "common_device", "result_type", "operation_types"]
 
 
 def common_device(what: str, arrays: list[Array]):
@@ -47,8 +47,10 @@ def result_type(what: str, args: tuple[Any, ...]) -> tuple[Type, bool]:
     return dtype
 
 
-def _types(row, args: tuple[Any, ...]) -> tuple[Type, Type, bool]:
-    """``(computing type, stored type, is_bool)`` of ``row`` over ``args``."""
+def operation_types(row, args: tuple[Any, ...]) -> tuple[Type, Type, bool]:
+    """``(computing type, stored type, is_bool)`` of the ops_table row ``row`` over ``args`` (arrays, or
+    anything with their ``dtype``/``is_bool``, and Python scalars); raises ArrayError for operands that do not
+    promote."""
     operands = args[1:] if row.result == "select" else args
     ty, is_bool = result_type(row.name, operands)
     if row.result == "bool":
@@ -130,7 +132,7 @@ def _plan(row, args: tuple[Any, ...], device, splat: bool = True) -> tuple:
     """``(shape, stored type, is_bool, node, fallback, scalar conversion)`` of ``row`` over ``args``; node
     None (and the computing type in the fallback's place) where the operands must be materialized first.
     ``splat`` False (while jit traces): scalars stay preset registers, never constant arrays."""
-    compute, stored, is_bool = _types(row, args)
+    compute, stored, is_bool = operation_types(row, args)
     what = f"{row.name}({_describe(args)})"
     shape = broadcast_shapes(what, *(a.shape for a in args if isinstance(a, Array)))
     count = 1

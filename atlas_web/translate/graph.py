@@ -16,7 +16,7 @@ from ..errors import ArrayError, ProgramError
 from ..isa.types import Type
 from ..numpy.array import Array
 from ..numpy.dtypes import as_dtype, dtype_name, sum_type
-from ..numpy.elementwise import _types
+from ..numpy.elementwise import operation_types
 from ..numpy.ops_table import OPS
 from ..numpy.shapes import broadcast_shapes, normalize_axes
 
@@ -226,7 +226,7 @@ def _read_op(k: int, entry: Any, values: dict[str, Value], words: tuple[str, str
 def _typed(where: str, op: str, args: tuple, out: str, shape: tuple[int, ...], values: dict[str, Value]) -> Op:
     typed = tuple(_placeholder(values[a]) if isinstance(a, str) else a for a in args)
     try:
-        compute, stored, is_bool = _types(OPS[op], typed)
+        compute, stored, is_bool = operation_types(OPS[op], typed)
     except ArrayError as error:
         raise _fail(where, str(error)) from None
     if OPS[op].floats_only and not compute.is_float():

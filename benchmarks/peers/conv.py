@@ -44,25 +44,26 @@ from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
 from webgpu_backend.wgsl.kernels.conv2d import conv_source, conv_spec  # noqa: E402
 from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 
-from benchmarks.peers.run import _field, peers_page, run_page  # noqa: E402
+from benchmarks.peers.onnx_bytes import field  # noqa: E402
+from benchmarks.peers.run import peers_page, run_page  # noqa: E402
 
 
 def conv_model(b: int, c: int, h: int, w: int, f: int, k: int) -> bytes:
     """An ONNX model (IR 8, opset 13) of one Conv node: Y = conv(X[b, c, h, w], W[f, c, k, k]), pads k // 2,
     float32."""
     def value(name: str, dims: tuple) -> bytes:
-        shape = b"".join(_field(1, _field(1, d)) for d in dims)
-        return _field(1, name) + _field(2, _field(1, _field(1, 1) + _field(2, shape)))
+        shape = b"".join(field(1, field(1, d)) for d in dims)
+        return field(1, name) + field(2, field(1, field(1, 1) + field(2, shape)))
 
     def ints(name: str, values: tuple) -> bytes:   # AttributeProto: name, ints, type INTS (7)
-        return _field(5, _field(1, name) + b"".join(_field(8, v) for v in values) + _field(20, 7))
+        return field(5, field(1, name) + b"".join(field(8, v) for v in values) + field(20, 7))
 
     pad, out = k // 2, (h, w)
-    node = (_field(1, "X") + _field(1, "W") + _field(2, "Y") + _field(4, "Conv") + ints("kernel_shape", (k, k))
+    node = (field(1, "X") + field(1, "W") + field(2, "Y") + field(4, "Conv") + ints("kernel_shape", (k, k))
             + ints("pads", (pad,) * 4) + ints("strides", (1, 1)))
-    graph = (_field(1, node) + _field(2, "conv") + _field(11, value("X", (b, c, h, w)))
-             + _field(11, value("W", (f, c, k, k))) + _field(12, value("Y", (b, f, *out))))
-    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(2, 13))
+    graph = (field(1, node) + field(2, "conv") + field(11, value("X", (b, c, h, w)))
+             + field(11, value("W", (f, c, k, k))) + field(12, value("Y", (b, f, *out))))
+    return field(1, 8) + field(2, "atlas-web benchmarks/peers") + field(7, graph) + field(8, field(2, 13))
 
 
 def _instr(b: int, c: int, h: int, w: int, f: int, k: int):

@@ -53,6 +53,8 @@ from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
 from webgpu_backend.wgsl.kernels.gemm import GemmSpec, gemm_source, gemm_workgroups  # noqa: E402
 from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 
+from benchmarks.peers.onnx_bytes import field  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 #: the browser tests' flags (tests/web/conftest.py): off the network, WebGPU on SwiftShader
 CHROMIUM_ARGS = ("--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -63,35 +65,17 @@ FORMS = {"relaxed_madd": True, "mul+add": False}
 SIMD_PEAK_GFLOPS = 41.6
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes | int | str) -> bytes:
-    """One protobuf field: a varint for an int, length-delimited for bytes and str."""
-    if isinstance(payload, int):
-        return _varint(number << 3) + _varint(payload)
-    data = payload.encode() if isinstance(payload, str) else payload
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
 def matmul_model(n: int) -> bytes:
     """An ONNX model (IR 8, opset 13) of one MatMul node: C[n, n] = A[n, n] @ B[n, n], float32."""
     def value(name: str) -> bytes:
-        dims = b"".join(_field(1, _field(1, n)) for _ in range(2))
-        tensor = _field(1, 1) + _field(2, dims)  # elem_type FLOAT, shape
-        return _field(1, name) + _field(2, _field(1, tensor))
-    node = _field(1, "A") + _field(1, "B") + _field(2, "C") + _field(4, "MatMul")
-    graph = (_field(1, node) + _field(2, "matmul") + _field(11, value("A")) + _field(11, value("B"))
-             + _field(12, value("C")))
-    opset = _field(1, "") + _field(2, 13)
-    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, opset)
+        dims = b"".join(field(1, field(1, n)) for _ in range(2))
+        tensor = field(1, 1) + field(2, dims)  # elem_type FLOAT, shape
+        return field(1, name) + field(2, field(1, tensor))
+    node = field(1, "A") + field(1, "B") + field(2, "C") + field(4, "MatMul")
+    graph = (field(1, node) + field(2, "matmul") + field(11, value("A")) + field(11, value("B"))
+             + field(12, value("C")))
+    opset = field(1, "") + field(2, 13)
+    return field(1, 8) + field(2, "atlas-web benchmarks/peers") + field(7, graph) + field(8, opset)
 
 
 def atlas_module(n: int, relaxed: bool) -> tuple[bytes, int]:

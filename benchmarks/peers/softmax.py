@@ -45,17 +45,18 @@ from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
 
 from benchmarks.peers.conv import GPU_SIDE_JS  # noqa: E402
-from benchmarks.peers.run import _field, peers_page, run_page  # noqa: E402
+from benchmarks.peers.onnx_bytes import field  # noqa: E402
+from benchmarks.peers.run import peers_page, run_page  # noqa: E402
 
 
 def softmax_model(rows: int, n: int) -> bytes:
     """An ONNX model (IR 8, opset 13) of one Softmax node over the last axis: Y[rows, n] = softmax(X), float32."""
     def value(name: str) -> bytes:
-        dims = _field(1, _field(1, rows)) + _field(1, _field(1, n))
-        return _field(1, name) + _field(2, _field(1, _field(1, 1) + _field(2, dims)))
-    node = _field(1, "X") + _field(2, "Y") + _field(4, "Softmax")
-    graph = _field(1, node) + _field(2, "softmax") + _field(11, value("X")) + _field(12, value("Y"))
-    return _field(1, 8) + _field(2, "atlas-web benchmarks/peers") + _field(7, graph) + _field(8, _field(2, 13))
+        dims = field(1, field(1, rows)) + field(1, field(1, n))
+        return field(1, name) + field(2, field(1, field(1, 1) + field(2, dims)))
+    node = field(1, "X") + field(2, "Y") + field(4, "Softmax")
+    graph = field(1, node) + field(2, "softmax") + field(11, value("X")) + field(12, value("Y"))
+    return field(1, 8) + field(2, "atlas-web benchmarks/peers") + field(7, graph) + field(8, field(2, 13))
 
 
 def atlas_module(rows: int, n: int) -> tuple[bytes, int]:

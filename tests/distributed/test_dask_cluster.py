@@ -22,8 +22,7 @@ from atlas_web.distributed.dask_arrays import map_blocks
 from atlas_web.distributed.dask_cluster import DistributedExecutor, Payload, WorkerLost   # the test extra's dask
 from atlas_web.isa import AllGather, AllReduce, Address, ReduceOperation, Type
 
-from .helpers import X, Y, divide_program, square_program, start
-from .test_stages import N, _expected, _stages
+from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
 
 
 BLOCK = 4
@@ -70,9 +69,9 @@ def test_collectives_on_the_cluster_match_local_devices(cluster):
 
 def test_pipeline_on_the_cluster_matches_local_devices(cluster):
     x = np.arange(1, N + 1, dtype=np.int32)
-    stages, out = _stages(cluster, x, N // 4)
+    stages, out = two_stages(cluster, x, N // 4)
     cluster.execute_cluster(None, PipelineParallel(stages, 4))
-    assert out.read() == _expected(x)
+    assert out.read() == two_stages_expected(x)
 
 
 def test_trap_on_one_shard_is_reported_at_its_global_lane(cluster):

@@ -8,49 +8,34 @@ import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, ExecutionFailed, LaunchConfig, Program, ProgramError, TrapCode
-from atlas_web.distributed import (ModelParallel, MultiDeviceExecutor, PipelineParallel, Replicated,
-                                   Sharded, Stage)
+from atlas_web.distributed import ModelParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Stage
 from atlas_web.isa import AllReduce, Address, ReduceOperation, Type
 
-from .helpers import X, Y, divide_program, square_program, start
-
-N = 16
-
-
-def _stages(ex, x, lanes: int, layout=Sharded()):
-    xs, sq, out = (ex.array(x, Type.I32, layout), ex.empty(N, Type.I32, layout), ex.empty(N, Type.I32, layout))
-    config = LaunchConfig(grid=(1, 1, 1), block=(lanes, 1, 1))
-    k = len(ex.devices)
-    return (Stage(square_program(Type.I32), config, 0, {X: xs, Y: sq}),
-            Stage(divide_program(), config, 1 % k, {X: sq, Y: out})), out
-
-
-def _expected(x):
-    return (1000 // (x * x)).astype(np.int32).tobytes()
+from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
 
 
 @pytest.mark.parametrize("names", [("cpu",), ("wasm", "cpu"), ("cpu", "wasm")], ids="+".join)
 def test_model_parallel_matches_sequential(names):
     x = np.arange(1, N + 1, dtype=np.int32)
     ex = MultiDeviceExecutor(start(names))
-    stages, out = _stages(ex, x, N)
+    stages, out = two_stages(ex, x, N)
     ex.execute_distributed(None, ModelParallel(stages))
-    assert out.read() == _expected(x)
+    assert out.read() == two_stages_expected(x)
 
 
 @pytest.mark.parametrize("micro_batches", [1, 2, 4])
 def test_pipeline_parallel_matches_sequential(micro_batches):
     x = np.arange(1, N + 1, dtype=np.int32)
     ex = MultiDeviceExecutor(start(("wasm", "cpu")))
-    stages, out = _stages(ex, x, N // micro_batches)
+    stages, out = two_stages(ex, x, N // micro_batches)
     ex.execute_distributed(None, PipelineParallel(stages, micro_batches))
-    assert out.read() == _expected(x)
+    assert out.read() == two_stages_expected(x)
 
 
 def test_trap_in_a_later_stage_changes_nothing():
     x = np.arange(N, dtype=np.int32)    # x[0] = 0: the divide stage traps at lane 0 of micro-batch 0
     ex = MultiDeviceExecutor(start(("cpu", "wasm")))
-    stages, out = _stages(ex, x, N // 2)
+    stages, out = two_stages(ex, x, N // 2)
     with pytest.raises(AtlasTrap) as trap:
         ex.execute_distributed(None, PipelineParallel(stages, 2))
     assert (trap.value.code, trap.value.lane) == (TrapCode.DIVISION_BY_ZERO, 0)
@@ -61,10 +46,10 @@ def test_trap_in_a_later_stage_changes_nothing():
 def test_refusals():
     ex = MultiDeviceExecutor(start(("cpu", "cpu")))
     x = np.arange(1, N + 1, dtype=np.int32)
-    stages, _ = _stages(ex, x, N // 2, Replicated())
+    stages, _ = two_stages(ex, x, N // 2, Replicated())
     with pytest.raises(ExecutionFailed, match="read only"):
         ex.execute_distributed(None, PipelineParallel(stages, 2))
-    stages, _ = _stages(ex, x, N)
+    stages, _ = two_stages(ex, x, N)
     with pytest.raises(ProgramError, match="pass program=None"):
         ex.execute_distributed(stages[0].program, ModelParallel(stages))
     with pytest.raises(ProgramError, match="names device 5"):
