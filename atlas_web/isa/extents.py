@@ -10,7 +10,8 @@ order: the ONE description the verifier's launch-time bounds, the reference's
 cooperative array checks, the WebGPU host roles and the expansion tier read.
 
 An expression is integers, the names of the row's shape (UINT) and flag (FLAG,
-read as 0 or 1) operands, ``+``, ``-``, ``*``, ``%`` (``a % 0`` is 0), ``//`` (floor; ``a // 0`` is 0),
+read as 0 or 1) operands (in a ``requires`` condition also the FLOAT immediates, compared as floats: a NaN
+fails every comparison), ``+``, ``-``, ``*``, ``%`` (``a % 0`` is 0), ``//`` (floor; ``a // 0`` is 0),
 parentheses, ``x if c else y``, comparisons, ``and``/``or``/``not`` and the functions of ``FUNCTIONS``: ``max``,
 ``min``, ``conv_out(size, padding, dilation, kernel, stride)`` (a convolution's output length, as PyTorch's),
 ``power_of_two(n)`` (1 when n is 1, 2, 4, ..., else 0), and the extent of a row-major matrix with a leading dimension,
@@ -110,9 +111,10 @@ class _NeedsLaunch(Exception):
 
 
 def _field(instr, name: str):
-    """A field an expression names: an int (a flag as 0 or 1), or a DIMS operand's tuple as it is."""
+    """A field an expression names: an int (a flag as 0 or 1), a float immediate or a DIMS operand's tuple as
+    it is."""
     value = getattr(instr, name)
-    return value if isinstance(value, tuple) else int(value)
+    return value if isinstance(value, (tuple, float)) else int(value)
 
 
 def _no_load(name: str, index: int) -> int:

@@ -123,14 +123,14 @@ class OpcodeInfo:
     #: what it reads, writes and may trap with, and whether lanes may run it in any order
     #: (atlas_web.isa.effects); None: derived from the row
     effects: Effects | None = None
-    #: conditions on the shape and flag fields the verifier checks (atlas_web.isa.extents.Requirement)
+    #: conditions on the shape, flag and float immediate fields the verifier checks (atlas_web.isa.extents.Requirement)
     requires: tuple[Requirement, ...] = ()
 
     def __post_init__(self) -> None:
         for op in self.operands:
             _check_operand(self, op)
         for req in self.requires:
-            _check_names(self, f"{self.name}: requirement on {req.operand!r}: condition", req.condition)
+            _check_names(self, f"{self.name}: requirement on {req.operand!r}: condition", req.condition, floats=True)
         if self.effects is None:
             object.__setattr__(self, "effects", derive_effects(self))
 
@@ -174,15 +174,16 @@ def _check_operand(info: OpcodeInfo, op: Operand) -> None:
         raise ProgramError(f"{where}: element type {op.element!r} is neither a Type nor a type field of the row")
 
 
-def _check_names(info: OpcodeInfo, what: str, expression: str) -> None:
+def _check_names(info: OpcodeInfo, what: str, expression: str, floats: bool = False) -> None:
     """Refuse an extent or condition (``what`` names it) that is not an expression (compile_extent) over the
-    row's shape (UINT) and flag (FLAG) operands."""
-    shapes = {o.name for o in info.operands if o.kind in (OperandKind.UINT, OperandKind.FLAG, OperandKind.DIMS)}
+    row's shape (UINT, DIMS) and flag (FLAG) operands, and (``floats``: a condition) its FLOAT immediates."""
+    kinds = (OperandKind.UINT, OperandKind.FLAG, OperandKind.DIMS) + ((OperandKind.FLOAT,) if floats else ())
+    shapes = {o.name for o in info.operands if o.kind in kinds}
     compiled = compile_extent(expression)
     unknown = compiled.names - shapes
     if unknown:
         raise ProgramError(f"{what} {expression!r} names {', '.join(sorted(unknown))}, "
-                           f"not a shape (UINT, DIMS) or flag operand of the row")
+                           f"not a shape (UINT, DIMS){', float' if floats else ''} or flag operand of the row")
     counts = {o.name for o in info.operands if o.kind is OperandKind.ADDR and isinstance(o.element, Type)
               and not o.element.is_float() and not compile_extent(o.extent).loads}
     if compiled.loads - counts:
@@ -491,6 +492,8 @@ _row("TensorContract", 0x99, "tcontract",
 # --- normalization kernels (docs/semantics.md, Normalization kernels): statistics in at least f32 -----------
 #: eps: a float immediate stored in f64 whatever ty (a backend computing in f32 rounds it once)
 _EPS = Operand("eps", K.FLOAT, Type.F64)
+#: every normalization's eps: a negative one makes a row's v + eps negative (NaN) or zero (infinite scale)
+_EPS_REQUIRES = (Requirement("eps", "eps >= 0", "eps is negative or NaN (it is added to a variance)"),)
 _NORM_TYPES = FLOATS
 _NCS = "batch*channels*spatial"
 _ROWS_NORM = {"rows": 1}
@@ -501,7 +504,7 @@ def _norm_row(name, opcode, mnemonic, arrays, shape, summary, defaults=None, req
     rows = [Operand(name, K.UINT, 32) for name in (defaults or {})]
     _row(name, opcode, mnemonic, [*arrays, *shape, _EPS, *rows], _NORM_TYPES, CO, "normalization",
          "once per launch: " + summary + "; f16/bf16 computed in f32, rounded once",
-         default_type=Type.F32, defaults=defaults, requires=requires)
+         default_type=Type.F32, defaults=defaults, requires=(*_EPS_REQUIRES, *requires))
 
 
 _norm_row("LayerNorm", 0x9C, "layernorm",

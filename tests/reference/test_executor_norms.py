@@ -135,3 +135,20 @@ def test_group_norm_needs_channels_a_multiple_of_groups():
         verify(prog(GroupNorm(output=a, input=a, gamma=a, beta=a, batch=1, channels=0, groups=0, spatial=2,
                               eps=EPS)))
     verify(prog(GroupNorm(output=a, input=a, gamma=a, beta=a, batch=1, channels=6, groups=3, spatial=2, eps=EPS)))
+
+
+@pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm"])
+def test_a_negative_or_nan_eps_is_refused_naming_eps(name):
+    """eps is added to a variance: a negative one made v + eps negative (NaN rows) or zero; the verifier's
+    requires column refuses it (and NaN) with ProgramError naming the operand; 0 and +inf stay allowed."""
+    a = Address.BufferOffset(2)
+    cls, fields, inputs, _ = _case(name, Type.F32, np.random.default_rng(1))
+
+    def instr(eps):
+        return cls(output=a, **dict.fromkeys(inputs, a), **fields, eps=eps, ty=Type.F32)
+
+    for bad in (-1e-5, -1.0, math.nan, -math.inf):
+        with pytest.raises(ProgramError, match=r"operand 'eps': eps is negative or NaN .*eps="):
+            verify(prog(instr(bad)))
+    for good in (0.0, EPS, math.inf):
+        verify(prog(instr(good)))
