@@ -6,7 +6,8 @@ same code (this module is executed inside Pyodide too), build the same inputs, a
 after the browser and keeps the better run. Workloads:
 
 * ParallelMapBinary Add f32, ParallelReduce Sum f32 and ParallelMap Exp f32 over N values;
-* a per-lane program (2 LDG, ADD, STG by GLOBAL_LANE_ID) over N lanes;
+* a per-lane program (2 LDG, ADD, STG by GLOBAL_LANE_ID) over N lanes (``LaunchConfig.linear``: where N is not a
+  multiple of the block the spare lanes of the last block skip the work);
 * the host overhead of a cached launch (a one-lane program that does nothing), per launch;
 * every example program of ``examples`` at its ``--example-size``.
 
@@ -40,7 +41,10 @@ PROGRAMS: dict[str, tuple[str, Callable[[int], str]]] = {
     "preduce.sum.f32": ("ParallelReduce Sum f32", lambda n: f"preduce.sum.f32 r1, [buf2 + 0], {n}\n"
                                                             "stg.f32 [buf4 + 0], r1\nexit\n"),
     "pmap.exp.f32": ("ParallelMap Exp f32", lambda n: f"pmap.exp.f32 [buf4 + 0], [buf2 + 0], {n}\nexit\n"),
-    "lane.add.f32": ("per-lane 2 LDG + ADD + STG", lambda n: """\
+    "lane.add.f32": ("per-lane 2 LDG + ADD + STG", lambda n: f"""\
+    mov_imm.u32 r13, {n}
+    set.ge.u32 p0, r255, r13
+    bra.p0 @done                  ; spare lanes (global lane id >= n) do nothing
     cvt.u64.u32 r1, r255
     mov_imm.u64 r2, 4
     mul.u64 r3, r1, r2
@@ -54,6 +58,7 @@ PROGRAMS: dict[str, tuple[str, Callable[[int], str]]] = {
     ldg.f32 r11, [r7 + 0]
     add.f32 r12, r10, r11
     stg.f32 [r9 + 0], r12
+done:
     exit
 """),
 }
@@ -87,8 +92,14 @@ def measure(new_backend: Callable[[], Any], n: int, example_size: int, repeats: 
 
     Runs natively and inside Pyodide alike (standard library, atlas_web and examples only).
     """
-    import examples
+    results = measure_programs(new_backend, n, repeats)
+    results.update(_measure_examples(new_backend, example_size, repeats))
+    return results
 
+
+def measure_programs(new_backend: Callable[[], Any], n: int, repeats: int) -> dict[str, dict]:
+    """The PROGRAMS over ``n`` elements (any n >= 1) and the host overhead, each on a fresh backend: first and best
+    launch times and a digest of the output (the f32 sums' bytes: pmap2.add.f32's and lane.add.f32's agree)."""
     results: dict[str, dict] = {}
     a, b = _inputs(n)
     config = LaunchConfig.linear(n)
@@ -109,6 +120,14 @@ def measure(new_backend: Callable[[], Any], n: int, example_size: int, repeats: 
             backend.execute_program(nothing, LaunchConfig())
         per_launch = (time.perf_counter() - start) / OVERHEAD_LAUNCHES
     results["launch.overhead"] = {"first": per_launch, "best": per_launch, "digest": ""}
+    return results
+
+
+def _measure_examples(new_backend: Callable[[], Any], example_size: int, repeats: int) -> dict[str, dict]:
+    """Every example of ``examples`` at ``example_size`` on a fresh backend: times, digest, first problem."""
+    import examples
+
+    results: dict[str, dict] = {}
     for example in examples.build_all(example_size):
         program = example.program if isinstance(example.program, Program) else Program.from_text(example.program)
         with new_backend() as backend:
