@@ -6,7 +6,8 @@ buffers of ``Example.buffers`` are allocated in order on a fresh backend, so
 they get handles 2, 3, 4, ... (the first allocation of every backend gets 2).
 Running an example twice on the same buffers gives the same output.
 
-Standard library only (plus atlas_web), so the examples also run under Pyodide.
+Standard library only (plus atlas_web), so the examples also run under Pyodide; their random inputs
+(examples.inputs) use NumPy where it imports and JavaScript under Pyodide, with the same bits.
 """
 
 from __future__ import annotations

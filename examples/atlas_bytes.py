@@ -9,6 +9,7 @@ from atlas_web import LaunchConfig, Type
 from atlas_web import atlas
 
 from . import BufferSpec, Example, OutputSpec, typed_array
+from .inputs import random_u8
 
 PROGRAM = """\
 ; per byte b = data[i]: c = classify(b), m = mirror(c), neighbour (i mod 6) of c (255 past the degree),
@@ -61,14 +62,14 @@ def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
 def build(size: int) -> Example:
     """The Atlas instructions over ``size`` bytes (every byte value appears when size >= 256)."""
     rng = random.Random(f"atlas_bytes:{size}")
-    data = [i % 256 if i < 256 else rng.randrange(256) for i in range(size)]
+    data = typed_array(Type.U8, range(min(size, 256))) + random_u8(rng, max(size - 256, 0))
     return Example(
         name="atlas_bytes",
         description="ClsGet / MIRROR / NbrGet / BoundMap over bytes",
         program=PROGRAM.format(n=size),
         config=LaunchConfig.linear(size, 64),
         buffers=(
-            BufferSpec("data", Type.U8, typed_array(Type.U8, data)),
+            BufferSpec("data", Type.U8, data),
             BufferSpec("class", Type.U8, typed_array(Type.U8, size)),
             BufferSpec("mirror", Type.U8, typed_array(Type.U8, size)),
             BufferSpec("neighbour", Type.U8, typed_array(Type.U8, size)),

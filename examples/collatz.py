@@ -8,6 +8,7 @@ from typing import Mapping
 from atlas_web import LaunchConfig, Type
 
 from . import BufferSpec, Example, OutputSpec, typed_array
+from .inputs import randint_u32
 
 PROGRAM = """\
 ; out[i] = the number of Collatz steps (x -> x/2 if even, else 3x + 1) from x[i] to 1
@@ -64,7 +65,7 @@ def build(size: int) -> Example:
         program=PROGRAM.format(n=size),
         config=LaunchConfig.linear(size, 64),
         buffers=(
-            BufferSpec("x", Type.U32, typed_array(Type.U32, [rng.randint(1, 10_000) for _ in range(size)])),
+            BufferSpec("x", Type.U32, randint_u32(rng, size, 1, 10_000)),
             BufferSpec("out", Type.U32, typed_array(Type.U32, size)),
         ),
         outputs=(OutputSpec("out"),),

@@ -9,6 +9,7 @@ from typing import Mapping
 from atlas_web import LaunchConfig, Type
 
 from . import BufferSpec, Example, OutputSpec, typed_array
+from .inputs import uniform_f32
 
 PROGRAM = """\
 ; out = sqrt(relu(x) + relu(-x)) = sqrt(|x|), five grid-wide steps over {n} values
@@ -34,14 +35,15 @@ def _expected(inputs: Mapping[str, list]) -> dict[str, list]:
 def build(size: int) -> Example:
     """The chain over ``size`` f32 values in [-50, 50] (a few exact zeros included)."""
     rng = random.Random(f"relu_chain:{size}")
-    xs = [0.0 if i % 17 == 0 else rng.uniform(-50, 50) for i in range(size)]
+    xs = uniform_f32(rng, size, -50, 50)
+    xs[::17] = typed_array(Type.F32, len(range(0, size, 17)))  # exact zeros
     return Example(
         name="relu_chain",
         description="sqrt(relu(x) + relu(-x)) (five ParallelMap steps)",
         program=PROGRAM.format(n=size),
         config=LaunchConfig(),
         buffers=(
-            BufferSpec("x", Type.F32, typed_array(Type.F32, xs)),
+            BufferSpec("x", Type.F32, xs),
             BufferSpec("pos", Type.F32, typed_array(Type.F32, size)),
             BufferSpec("neg", Type.F32, typed_array(Type.F32, size)),
             BufferSpec("out", Type.F32, typed_array(Type.F32, size)),

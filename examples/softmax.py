@@ -9,6 +9,7 @@ from typing import Mapping
 from atlas_web import LaunchConfig, Type
 
 from . import BufferSpec, Example, OutputSpec, typed_array
+from .inputs import uniform_f32
 
 PROGRAM = """\
 ; softmax(x) = exp(x - max x) / sum(exp(x - max x)) over {n} f32 values
@@ -53,7 +54,7 @@ def build(size: int) -> Example:
         program=PROGRAM.format(n=size),
         config=LaunchConfig.linear(size, 64),
         buffers=(
-            BufferSpec("x", Type.F32, typed_array(Type.F32, [rng.uniform(-4, 4) for _ in range(size)])),
+            BufferSpec("x", Type.F32, uniform_f32(rng, size, -4, 4)),
             BufferSpec("e", Type.F32, typed_array(Type.F32, size)),
             BufferSpec("out", Type.F32, typed_array(Type.F32, size)),
         ),

@@ -8,6 +8,7 @@ from typing import Mapping
 from atlas_web import LaunchConfig, Type
 
 from . import BufferSpec, Example, OutputSpec, typed_array
+from .inputs import uniform_f32
 
 PROGRAM = """\
 ; out[i] = a[i] + b[i] for i < {n}: one grid-wide step, run once per launch
@@ -30,8 +31,8 @@ def build(size: int) -> Example:
         program=PROGRAM.format(n=size),
         config=LaunchConfig(),
         buffers=(
-            BufferSpec("a", Type.F32, typed_array(Type.F32, [rng.uniform(-100, 100) for _ in range(size)])),
-            BufferSpec("b", Type.F32, typed_array(Type.F32, [rng.uniform(-100, 100) for _ in range(size)])),
+            BufferSpec("a", Type.F32, uniform_f32(rng, size, -100, 100)),
+            BufferSpec("b", Type.F32, uniform_f32(rng, size, -100, 100)),
             BufferSpec("out", Type.F32, typed_array(Type.F32, size)),
         ),
         outputs=(OutputSpec("out"),),
