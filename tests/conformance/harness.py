@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from atlas_web import AtlasTrap, Backend, LaunchConfig, Program
 from atlas_web.isa import Type
@@ -104,13 +104,16 @@ def flushes_subnormals(backend: Backend) -> bool:
 
 def with_subnormals_flushed(case: Case) -> Case:
     """``case`` with every F32/BF16 subnormal of its input buffers replaced by a zero of its sign."""
-    buffers = []
-    for buf in case.buffers:
-        if buf.ty in FLUSHED_TYPES and not buf.output:
-            values = [math.copysign(0.0, v) if _subnormal(v) else v for v in decode(buf.ty, buf.data)]
-            buf = replace(buf, data=encode(buf.ty, values))
-        buffers.append(buf)
-    return replace(case, buffers=tuple(buffers))
+    return replace(case, buffers=tuple(buf if buf.output else replace(buf, data=subnormals_flushed(buf.ty, buf.data))
+                                       for buf in case.buffers))
+
+
+def subnormals_flushed(ty: Type | None, data: bytes) -> bytes:
+    """``data`` (elements of ``ty``) with every F32/BF16 subnormal replaced by a zero of its sign (a copy;
+    other types and None: ``data`` as it is)."""
+    if ty not in FLUSHED_TYPES:
+        return data
+    return encode(ty, [math.copysign(0.0, v) if _subnormal(v) else v for v in decode(ty, data)])
 
 
 def _subnormal(value) -> bool:
@@ -141,10 +144,26 @@ def compare(case: Case, expected: Result, actual: Result, ulps: float, flushed: 
         return [f"trap: reference {expected.trap}, backend {actual.trap}"]
     if expected.trap is not None:
         return []  # buffer contents after a trap are unspecified
+    return compare_buffers([b.ty for b in case.buffers if b.output], expected.outputs, actual.outputs, ulps, flushed)
+
+
+def compare_buffers(types: Sequence[Type | None], expected: Sequence[bytes], actual: Sequence[bytes], ulps: float,
+                    flushed: bool = False) -> list[str]:
+    """Human-readable mismatches between buffers of the reference and a backend's, buffer k holding elements of
+    ``types[k]``: integers bit for bit, floats within ``ulps`` (any NaN matches any NaN: payloads are not
+    compared), a None type byte for byte. ``flushed``: an F32/BF16 subnormal of the reference's also matches a
+    zero of its sign."""
     problems: list[str] = []
-    outs = [b for b in case.buffers if b.output]
-    for k, (buf, want, got) in enumerate(zip(outs, expected.outputs, actual.outputs)):
-        ty = buf.ty
+    for k, (ty, want, got) in enumerate(zip(types, expected, actual)):
+        if len(want) != len(got):
+            problems.append(f"output {k}: reference {len(want)} bytes, backend {len(got)}")
+            continue
+        if ty is None:
+            if want != got:
+                first = next(i for i in range(len(want)) if want[i] != got[i])
+                problems.append(f"output {k} byte {first}: reference {want[first:first + 8].hex()}, "
+                                f"backend {got[first:first + 8].hex()}")
+            continue
         if not ty.is_float():
             if want != got:
                 w, g = decode(ty, want), decode(ty, got)
@@ -162,5 +181,5 @@ def compare(case: Case, expected: Result, actual: Result, ulps: float, flushed: 
     return problems
 
 
-__all__ = ["Buffer", "Case", "Result", "run_case", "compare", "compare_with_reference", "flushes_subnormals",
-           "with_subnormals_flushed"]
+__all__ = ["Buffer", "Case", "Result", "run_case", "compare", "compare_buffers", "compare_with_reference",
+           "flushes_subnormals", "with_subnormals_flushed", "subnormals_flushed", "FLUSHED_TYPES"]

@@ -2,17 +2,25 @@
 
 Both backends get the same buffers allocated in the same order (handles 2, 3, …), so programs
 may name them statically. Buffers are compared even after a trap: both run every lane of the
-trapping stage to its end and no later stage.
+trapping stage to its end and no later stage. A buffer whose element type is given is compared as the
+conformance suite compares (tests/conformance/harness.py, ``compare_with_reference``): integers bit for bit,
+floats as values (any NaN matches any NaN: a GPU's NaN payloads differ, harmlessly by the contract) and, on a
+device whose ``device_info()["subnormals"]`` is "flushed", an F32/BF16 subnormal of the reference's also
+matches a zero of its sign, the reference run on the inputs as given or with their subnormals flushed. A
+buffer without a type is compared byte for byte.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from atlas_web import AtlasTrap, ExecutionParams, LaunchConfig
+from atlas_web.isa import Type
 from atlas_web.reference import CpuBackend
+from tests.conformance.harness import compare_buffers, flushes_subnormals, subnormals_flushed
 
-__all__ = ["Outcome", "run_on", "assert_matches_reference", "fresh_backend"]
+__all__ = ["Outcome", "run_on", "assert_matches_reference", "fresh_backend", "value_problems"]
 
 
 @dataclass
@@ -57,22 +65,42 @@ def _listing(program) -> str:
                      for i, instr in enumerate(program.instructions))
 
 
+def value_problems(flushes: bool, types: Sequence[Type | None], expected: Sequence[bytes], got: Sequence[bytes],
+                   ulps: float = 0.0, flushed_expected: Callable[[], Sequence[bytes]] | None = None) -> list[str]:
+    """The mismatches of ``got`` against the reference's ``expected`` buffers as compare_with_reference finds
+    them (see the module docstring); ``flushes``: the device flushes f32 subnormals; ``flushed_expected``: the
+    reference's buffers from the inputs with their subnormals flushed (asked for only when needed)."""
+    problems = compare_buffers(types, expected, got, ulps)
+    if problems and flushes:
+        candidates = (lambda: expected, *((flushed_expected,) if flushed_expected else ()))
+        if any(not compare_buffers(types, want(), got, ulps, flushed=True) for want in candidates):
+            return []
+    return problems
+
+
 def assert_matches_reference(driver, program, config: LaunchConfig, buffers: list[bytes], *, presets=None,
-                             budget: int | None = None, compare_buffers: bool = True) -> Outcome:
+                             budget: int | None = None, compare_buffers: bool = True,
+                             types: Sequence[Type | None] | None = None) -> Outcome:
     """Run on the reference and on a fresh WebGpuBackend: same trap and (unless told otherwise) same
-    buffers. Returns the WebGPU outcome."""
+    buffers, buffer k compared as elements of ``types[k]`` (None, or no ``types``: byte for byte; see the
+    module docstring). Returns the WebGPU outcome."""
     expected = run_on(CpuBackend(), program, config, buffers, presets=presets, budget=budget)
     backend = fresh_backend(driver)
     try:
         got = run_on(backend, program, config, buffers, presets=presets, budget=budget)
+        flushes = flushes_subnormals(backend)
     finally:
         backend.close()
     assert got.trap == expected.trap, f"trap: webgpu {got.trap}, reference {expected.trap}\n{_listing(program)}"
     if compare_buffers:
-        for k, (want, have) in enumerate(zip(expected.buffers, got.buffers)):
-            if want != have:
-                first = next(i for i in range(len(want)) if want[i] != have[i])
-                raise AssertionError(f"buffer {k} differs first at byte {first}: reference "
-                                     f"{want[first:first + 8].hex()}, webgpu {have[first:first + 8].hex()}\n"
-                                     f"{_listing(program)}")
+        types = list(types) if types is not None else [None] * len(buffers)
+        assert len(types) == len(buffers), "assert_matches_reference: one type (or None) per buffer"
+
+        def flushed_expected() -> list[bytes]:
+            inputs = [subnormals_flushed(ty, data) for ty, data in zip(types, buffers)]
+            return run_on(CpuBackend(), program, config, inputs, presets=presets, budget=budget).buffers
+
+        problems = value_problems(flushes, types, expected.buffers, got.buffers, 0.0, flushed_expected)
+        if problems:
+            raise AssertionError(f"{problems[0]} (reference vs webgpu)\n{_listing(program)}")
     return got

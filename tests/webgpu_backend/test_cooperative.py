@@ -1,6 +1,7 @@
 """ParallelMap, ParallelMapBinary and ParallelReduce kernels on WebGpuBackend against the reference,
 for every operation and type they accept: integers bit for bit, floats within the backend's
-documented ulp tolerance, float sums and products within count * eps (the contract's rule)."""
+documented ulp tolerance, float sums and products within count * eps (the contract's rule); NaNs and
+subnormals as the conformance suite compares them (harness.value_problems)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from atlas_web.isa import (
     ParallelReduce, ReduceOperation, Register, Type,
 )
 from atlas_web.isa.floats import round_float
-from tests.conformance.values import decode, encode, float_values, int_values, ulp_distance
+from tests.conformance.harness import flushes_subnormals, subnormals_flushed
+from tests.conformance.values import decode, encode, float_values, int_values
 
-from .harness import run_on
+from .harness import run_on, value_problems
 
 CONFIG = LaunchConfig.linear(4)
 
@@ -32,26 +34,34 @@ def _cases(kind):
                 yield pytest.param(op, ty, id=f"{op.name}-{ty.suffix}")
 
 
-def _compare(backend, op, ty: Type, want: bytes, got: bytes) -> None:
-    if not ty.is_float():
-        assert want == got
-        return
-    tolerance = backend.ulp_tolerance(op, ty)
-    for i, (w, g) in enumerate(zip(decode(ty, want), decode(ty, got))):
-        assert ulp_distance(w, g, ty) <= tolerance, f"element {i}: reference {w!r}, webgpu {g!r}"
+def _compare(both, op, ty: Type, k: int) -> None:
+    """Buffer k of the reference's and webgpu's runs of ``_both``: integers bit for bit, floats within
+    the backend's tolerance for ``op`` (NaN-ness, subnormals per device_info, as the conformance suite)."""
+    backend, expected, got, flushes, flushed_expected = both
+    problems = value_problems(flushes, [ty], [expected.buffers[k]], [got.buffers[k]],
+                              backend.ulp_tolerance(op, ty) if ty.is_float() else 0,
+                              lambda: [flushed_expected()[k]])
+    assert not problems, problems[0]
 
 
-def _both(gpu_driver, build, buffers):
+def _both(gpu_driver, build, buffers, types=None):
+    """(backend, reference outcome, webgpu outcome, whether the device flushes subnormals, the reference's
+    buffers from the ``types``' inputs with subnormals flushed)."""
     from atlas_web.reference import CpuBackend
     from webgpu_backend import WebGpuBackend
     expected = run_on(CpuBackend(), build, CONFIG, buffers)
     backend = WebGpuBackend(driver=gpu_driver)
     try:
         got = run_on(backend, build, CONFIG, buffers)
+        flushes = flushes_subnormals(backend)
     finally:
         backend.close()
     assert got.trap == expected.trap
-    return backend, expected, got
+
+    def flushed_expected() -> list[bytes]:
+        inputs = [subnormals_flushed(ty, data) for ty, data in zip(types or [None] * len(buffers), buffers)]
+        return run_on(CpuBackend(), build, CONFIG, inputs).buffers
+    return backend, expected, got, flushes, flushed_expected
 
 
 @pytest.mark.parametrize("op, ty", list(_cases(MapOperation)))
@@ -62,8 +72,7 @@ def test_parallel_map(gpu_driver, op, ty):
         dst_array=Address.BufferOffset(handle=3, offset=offset), src_array=Address.BufferOffset(handle=2, offset=0),
         count=count, operation=op, ty=ty)).build()
     buffers = [encode(ty, _values(ty, count, 11)), encode(ty, _values(ty, count + 2, 12))]
-    backend, expected, got = _both(gpu_driver, program, buffers)
-    _compare(backend, op, ty, expected.buffers[1], got.buffers[1])
+    _compare(_both(gpu_driver, program, buffers, [ty, ty]), op, ty, 1)
 
 
 @pytest.mark.parametrize("op, ty", list(_cases(BinaryMapOperation)))
@@ -73,8 +82,7 @@ def test_parallel_map_binary(gpu_driver, op, ty):
         dst_array=Address.BufferOffset(handle=4, offset=0), src_a=Address.BufferOffset(handle=2, offset=0),
         src_b=Address.BufferOffset(handle=3, offset=0), count=count, operation=op, ty=ty)).build()
     buffers = [encode(ty, _values(ty, count, 21)), encode(ty, _values(ty, count, 22)), bytes(ty.size_bytes() * count)]
-    backend, expected, got = _both(gpu_driver, program, buffers)
-    _compare(backend, op, ty, expected.buffers[2], got.buffers[2])
+    _compare(_both(gpu_driver, program, buffers, [ty, ty, ty]), op, ty, 2)
 
 
 @pytest.mark.parametrize("op, ty", list(_cases(ReduceOperation)))
@@ -91,13 +99,13 @@ def test_parallel_reduce(gpu_driver, op, ty):
                        operation=op, ty=ty)).add(
         STG(dst=Address.BufferOffset(handle=3, offset=0), src=Register(1), ty=ty)).build()
     buffers = [encode(ty, values), bytes(ty.size_bytes())]
-    backend, expected, got = _both(gpu_driver, program, buffers)
+    both = _both(gpu_driver, program, buffers, [ty, ty])
     if ty.is_float() and op in (ReduceOperation.Sum, ReduceOperation.Product):
-        want, have = decode(ty, expected.buffers[1])[0], decode(ty, got.buffers[1])[0]
+        want, have = decode(ty, both[1].buffers[1])[0], decode(ty, both[2].buffers[1])[0]
         eps = {Type.F16: 2 ** -11, Type.BF16: 2 ** -8, Type.F32: 2 ** -24}[ty]
         assert math.isclose(want, have, rel_tol=len(values) * eps, abs_tol=1e-30)
     else:
-        _compare(backend, op, ty, expected.buffers[1], got.buffers[1])
+        _compare(both, op, ty, 1)
 
 
 def test_reduce_result_feeds_later_lanes_and_empty_arrays_give_the_identity(gpu_driver):
@@ -109,7 +117,7 @@ def test_reduce_result_feeds_later_lanes_and_empty_arrays_give_the_identity(gpu_
         STG(dst=Address.BufferOffset(handle=3, offset=0), src=Register(1), ty=Type.I32)).add(
         STG(dst=Address.BufferOffset(handle=3, offset=8), src=Register(2), ty=Type.U64)).build()
     buffers = [encode(Type.U64, [1, 2, 2 ** 64 - 1]), bytes(16)]
-    _, expected, got = _both(gpu_driver, program, buffers)
+    _, expected, got, _, _ = _both(gpu_driver, program, buffers)
     assert got.buffers == expected.buffers
     assert decode(Type.I32, got.buffers[1][:4]) == [-2 ** 31]
 
@@ -143,7 +151,11 @@ def test_binding_variants_in_one_submission(gpu_driver):
             for handle, data in zip(handles, buffers):
                 backend.copy_to_buffer(handle, data)
             backend.execute_program(program, CONFIG)
-            assert bytes(backend.copy_from_buffer(handles[2])) == expected.buffers[2]
+            flushed = [subnormals_flushed(Type.F32, data) for data in buffers]
+            problems = value_problems(flushes_subnormals(backend), [Type.F32], [expected.buffers[2]],
+                                      [bytes(backend.copy_from_buffer(handles[2]))], 0,
+                                      lambda: [run_on(CpuBackend(), program, CONFIG, flushed).buffers[2]])
+            assert not problems, problems[0]
         assert len(backend._launcher._records) == 1      # recorded once, replayed twice
     finally:
         backend.close()

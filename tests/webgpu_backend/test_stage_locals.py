@@ -50,7 +50,7 @@ def test_float_registers_read_before_written_are_zero_the_compiler_cannot_fold(w
     source = _stage_source(webgpu, prog)
     assert re.search(r"var r5_f32: f32 = bitcast<f32>\(launch\.zero\);", source)
     got = assert_matches_reference(gpu_driver, prog, CONFIG, [bytes(16 * 8), struct.pack("<f", math.inf)],
-                                   presets=presets)
+                                   presets=presets, types=[F32, F32])
     assert math.isnan(struct.unpack_from("<f", got.buffers[0])[0])
 
 
