@@ -3,8 +3,8 @@ SwiGLU 512, vocab 1000) generating greedily with the KernelBackend on each backe
 written in NumPy (tests/kernels/numpy_transformer.py, float32 BLAS on one thread) in one run.
 
 Each backend draws the weights itself (atlas_web.numpy.random.uniform: the same bits everywhere), generates
-``--new`` tokens after a 3-token prompt once to warm up (the RoPE, KVCacheUpdate and Attention instructions
-carry the position as an immediate: one program per position, compiled on first use and cached), then
+``--new`` tokens after a 3-token prompt once to warm up (compiling each program once: the position reaches
+RoPE, the cache update and Attention as launch registers, not as a program per position), then
 ``--repeats`` times; the tokens must equal NumPy's on every backend (the run stops otherwise). Printed:
 decoding steps per second (prompt steps included; best of the repeats), the first (cold) run's time, and
 the smallest gap between the two largest logits at a choice (NumPy's), which is what makes the tokens

@@ -2,7 +2,7 @@
 
 Tensors are ``atlas_web.numpy`` float32 arrays on the backend's device (``tensor`` makes one from host
 data). Each method runs the kernel instruction where the device ``supports`` it for F32 (GEMM for the
-matrix products, RMSNorm, Softmax, RoPE, Attention, KVCacheUpdate: one launch, the instruction's
+matrix products, RMSNorm, Softmax, RoPE, Attention: one launch, the instruction's
 contract in docs/semantics.md), else the same function composed of array operations (rounded after
 each operation in float32). Methods named "in place" or "into" write the given array's buffer (every
 array sharing it, its reshapes, sees the new values); the others return a new array. Everything runs
@@ -19,7 +19,7 @@ from ..backend import Backend
 from ..errors import ArrayError
 from ..isa.types import Type
 from ..numpy.array import Array
-from .launch import copy_into, run_instruction
+from .launch import copy_into, copy_rows, run_instruction
 
 __all__ = ["KernelBackend"]
 
@@ -33,6 +33,9 @@ class KernelBackend:
         if not isinstance(device, Backend):
             raise ArrayError(f"KernelBackend needs an atlas-web Backend, got {type(device).__name__}")
         self.device = device
+        #: (heads, max_seq, head_dim) -> the query and output rows of ``attention_at`` (kept: a decoding loop
+        #: reuses them every step)
+        self._rows: dict[tuple[int, int, int], tuple[Array, Array]] = {}
 
     def __repr__(self) -> str:
         return f"KernelBackend({self.name()!r})"
@@ -216,6 +219,36 @@ class KernelBackend:
                              (seq, 1)) * freqs
         self.apply_rope(x, anp.cos(angles), anp.sin(angles))
 
+    def rope_angles(self, freqs: Any, max_seq: int) -> Array:
+        """The angle table (max_seq, head_dim/2) of ``apply_rope_row``: ``angles[s, p] = s * freqs[p]``
+        rounded once to float32."""
+        freqs = self._arg("rope_angles", "freqs", freqs, 1)
+        positions = anp.reshape(anp.arange(max_seq, dtype=anp.float32, device=self.device), (max_seq, 1))
+        return positions * freqs
+
+    def apply_rope_row(self, x: Array, angles: Any, position: int) -> None:
+        """In place: x (heads, head_dim) rotated by the angles of row ``position`` of ``angles`` (a
+        ``rope_angles`` table) on the pairs (p, p + head_dim/2). The position is a launch register (the
+        address of the table's row: the RoPE instruction at position 1 reads those angles as its
+        frequencies), so a decoding loop compiles one program for every position."""
+        what = "apply_rope_row"
+        x = self._target(what, "x", x, 2)
+        heads, d = x.shape
+        angles = self._arg(what, "angles", angles, 2)
+        if d % 2 or angles.shape[1] != d // 2 or not 0 <= position < angles.shape[0]:
+            raise ArrayError(f"{what}: x {x.describe()} at position {position} does not fit angles "
+                             f"{angles.describe()} (needs an even head_dim, (max_seq, head_dim/2) angles)")
+        if not x.size:
+            return
+        half = d // 2
+        if self.has_kernel("RoPE"):
+            run_instruction(what, f"rope.f32 [{{p0}}], [{{p0}}], [{{p1}}], 1, 1, {heads}, {d}, 1, false",
+                            [(x, 0), (angles, int(position) * half)])
+            return
+        row = self.zeros((1, half))
+        copy_rows(what, row, 0, half, angles, int(position) * half, half, 1, half)
+        self.apply_rope(x, anp.cos(row), anp.sin(row))
+
     # ---- attention pieces -----------------------------------------------------------------------------
     def _vector_rows(self, what: str, names: tuple[str, str, str], vector: Any, matrix: Any, target: Array,
                      rows: int | None) -> tuple[Array, Array, Array, int]:
@@ -252,8 +285,9 @@ class KernelBackend:
 
     def kv_cache_update(self, cache: Array, new_kv: Any, position: int) -> None:
         """``cache[h, position] = new_kv[h]`` in place for cache (kv_heads, max_seq, head_dim) and new_kv
-        (kv_heads, head_dim): the KVCacheUpdate instruction (a copy, bit for bit). Raises ArrayError for a
-        position outside the cache."""
+        (kv_heads, head_dim), bit for bit. The position is a launch register (one per-lane row copy whose
+        offsets are preset; the KVCacheUpdate instruction takes it as an immediate, a program per position),
+        so a decoding loop compiles it once. Raises ArrayError for a position outside the cache."""
         what = "kv_cache_update"
         cache = self._target(what, "cache", cache, 3)
         heads, max_seq, d = cache.shape
@@ -261,14 +295,7 @@ class KernelBackend:
         if new_kv.shape != (heads, d) or not 0 <= position < max_seq:
             raise ArrayError(f"{what}: new_kv {new_kv.describe()} at position {position} does not fit cache "
                              f"{cache.describe()}")
-        if not new_kv.size:
-            return
-        if self.has_kernel("KVCacheUpdate"):
-            run_instruction(what, f"kvcache.f32 [{{p0}}], [{{p1}}], {int(position)}, 1, {heads}, {d}, {max_seq}",
-                            [(cache, 0), (new_kv, 0)])
-            return
-        for h in range(heads):
-            copy_into(what, cache, (h * max_seq + position) * d, new_kv[h])
+        copy_rows(what, cache, int(position) * d, max_seq * d, new_kv, 0, d, heads, d)
 
     def attention(self, query: Any, key_cache: Any, value_cache: Any, kv_len: int) -> Array:
         """One decoding step's attention: query (heads, head_dim) against the first ``kv_len`` positions of
@@ -291,3 +318,36 @@ class KernelBackend:
             return out
         return anp.attention(q.reshape(1, heads, 1, d), k[:, :kv_len].reshape(1, kv_heads, kv_len, d),
                              v[:, :kv_len].reshape(1, kv_heads, kv_len, d)).reshape(heads, d)
+
+    def attention_at(self, query: Any, key_cache: Any, value_cache: Any, position: int) -> Array:
+        """``attention(query, key_cache, value_cache, position + 1)`` with the position a launch register:
+        the query goes to row ``position`` of a (heads, max_seq, head_dim) block (a row copy with preset
+        offsets), the Attention instruction runs causally over all max_seq rows and keys (row ``position``
+        sees the keys 0..position; the other rows are computed and ignored), and row ``position`` of its
+        output is copied out. One program for every position (max_seq times the arithmetic of one row).
+        A new (heads, head_dim) array. Raises ArrayError as ``attention``."""
+        what = "attention_at"
+        q = self._arg(what, "query", query, 2)
+        k, v = self._arg(what, "key_cache", key_cache, 3), self._arg(what, "value_cache", value_cache, 3)
+        heads, d = q.shape
+        kv_heads, max_seq, kd = k.shape
+        if (v.shape != k.shape or kd != d or not kv_heads or heads % kv_heads
+                or not 0 <= position < max_seq):
+            raise ArrayError(f"{what}: query {q.describe()}, key_cache {k.describe()}, value_cache "
+                             f"{v.describe()} and position {position} do not fit")
+        rows = self._rows.get((heads, max_seq, d))
+        if rows is None:
+            rows = self._rows[(heads, max_seq, d)] = (self.zeros((heads, max_seq, d)), self.zeros((heads, max_seq, d)))
+        queries, outputs = rows
+        at, stride = int(position) * d, max_seq * d
+        copy_rows(what, queries, at, stride, q, 0, d, heads, d)
+        if self.has_kernel("Attention"):
+            run_instruction(what, f"attention.f32 [{{p0}}], [{{p1}}], [{{p2}}], [{{p3}}], 1, {heads}, {max_seq}, "
+                                  f"{d}, {max_seq}, true, {kv_heads}, {max_seq}",
+                            [(outputs, 0), (queries, 0), (k, 0), (v, 0)])
+        else:
+            outputs = anp.attention(queries.reshape(1, heads, max_seq, d), k.reshape(1, kv_heads, max_seq, d),
+                                    v.reshape(1, kv_heads, max_seq, d), causal=True)
+        out = self.zeros((heads, d))
+        copy_rows(what, out, 0, d, outputs, at, stride, heads, d)
+        return out

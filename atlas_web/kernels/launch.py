@@ -18,7 +18,7 @@ from ..numpy.array import Array
 from ..numpy.runtime import TRACES
 from ..program import Program
 
-__all__ = ["run_instruction", "copy_into"]
+__all__ = ["run_instruction", "copy_into", "copy_rows"]
 
 _programs = ProgramCache(capacity=256)
 
@@ -32,6 +32,30 @@ add.u32 r13, r255, r3
 mul.u32 r13, r13, r11
 ldg.u32 r14, [r1 + r12]
 stg.u32 [r2 + r13], r14
+done:
+exit
+"""
+
+
+#: a per-lane copy of rows of 4-byte elements, every number a launch register (one program serves every
+#: position of a decoding loop): lane g < r8 copies element g % r5 of row g / r5 from element
+#: r3 + row * r6 of buffer r1 to element r4 + row * r7 of buffer r2
+_ROWS32 = """
+set.ge.u32 p0, r255, r8
+bra.p0 @done
+div.u32 r10, r255, r5
+rem.u32 r11, r255, r5
+mul.u32 r12, r10, r6
+add.u32 r12, r12, r3
+add.u32 r12, r12, r11
+mul.u32 r13, r10, r7
+add.u32 r13, r13, r4
+add.u32 r13, r13, r11
+mov_imm.u32 r14, 4
+mul.u32 r12, r12, r14
+mul.u32 r13, r13, r14
+ldg.u32 r15, [r1 + r12]
+stg.u32 [r2 + r13], r15
 done:
 exit
 """
@@ -94,4 +118,27 @@ def copy_into(what: str, out: Array, offset: int, src: Array) -> None:
     compiled = _compiled(_COPY32)
     params = compiled.params_for((src.buffer.handle, out.buffer.handle, offset, src.size),
                                  LaunchConfig.linear(src.size), Type.U32)
+    out.device.execute_program_with_params(compiled.program, params)
+
+
+def copy_rows(what: str, out: Array, out_offset: int, out_stride: int, src: Array, src_offset: int,
+              src_stride: int, rows: int, length: int) -> None:
+    """Copy ``rows`` rows of ``length`` elements (4-byte types) bit for bit: row r of ``src`` from element
+    ``src_offset + r * src_stride`` to ``out`` from element ``out_offset + r * out_stride``. Every offset and
+    stride is a launch register, so the program is compiled once for all of them (a decoding loop's
+    positions). Raises ArrayError where a row falls outside an array or under jit."""
+    _eager(what)
+    if not (rows and length):
+        return
+    last = rows - 1
+    if (src.itemsize != 4 or out.itemsize != 4 or min(out_offset, src_offset, out_stride, src_stride) < 0
+            or out_offset + last * out_stride + length > out.size
+            or src_offset + last * src_stride + length > src.size):
+        raise ArrayError(f"{what}: cannot copy {rows} rows of {length} from {src.describe()} (element "
+                         f"{src_offset}, stride {src_stride}) into {out.describe()} (element {out_offset}, "
+                         f"stride {out_stride})")
+    compiled = _compiled(_ROWS32)
+    total = rows * length
+    params = compiled.params_for((src.buffer.handle, out.buffer.handle, src_offset, out_offset, length,
+                                  src_stride, out_stride, total), LaunchConfig.linear(total), Type.U32)
     out.device.execute_program_with_params(compiled.program, params)

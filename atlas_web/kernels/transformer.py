@@ -4,9 +4,11 @@ example): Llama-style, RMSNorm before attention and MLP, grouped-query attention
 ``atlas_web.numpy.random.uniform`` (counter-based: the same bits on every backend).
 
 Each decoding step runs on the device: GEMM (n = 1) for every projection, RMSNorm in place, RoPE in
-place, KVCacheUpdate, the Attention instruction over the cache, SiLU and the residual adds as array
-operations, and ``argmax`` of the logits on the device (the first index of the largest logit, as
-NumPy's). Standard library only (it runs in the browser). See docs/kernels.md.
+place (by a table of angles ``pos * freqs`` rounded to float32), the cache rows written, the Attention
+instruction over the cache, SiLU and the residual adds as array operations, and ``argmax`` of the logits
+on the device (the first index of the largest logit, as NumPy's). The position is never compiled into a
+program: it reaches RoPE, the cache update and Attention as launch registers (``apply_rope_row``,
+``kv_cache_update``, ``attention_at``), so a decoding loop compiles the same programs at every position. Standard library only (it runs in the browser). See docs/kernels.md.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class Transformer:
                 raise ArrayError(f"Transformer: weight {name!r} is {w.describe()}, not {shape}")
             self.w[name] = w
         self.freqs = kb.tensor(anp.array(config.freqs(), dtype="float32", device=kb.device))
+        self.angles = kb.rope_angles(self.freqs, config.max_seq)
         self.position = 0
         cache = (config.kv_heads, config.max_seq, config.head_dim)
         self.k_cache = [kb.zeros(cache) for _ in range(config.layers)]
@@ -119,11 +122,11 @@ class Transformer:
             q = kb.matmul_vec(w[p + "wq"], h).reshape(c.heads, c.head_dim)
             k = kb.matmul_vec(w[p + "wk"], h).reshape(c.kv_heads, c.head_dim)
             v = kb.matmul_vec(w[p + "wv"], h).reshape(c.kv_heads, c.head_dim)
-            kb.apply_rope_at(q, self.freqs, pos)
-            kb.apply_rope_at(k, self.freqs, pos)
+            kb.apply_rope_row(q, self.angles, pos)
+            kb.apply_rope_row(k, self.angles, pos)
             kb.kv_cache_update(self.k_cache[layer], k, pos)
             kb.kv_cache_update(self.v_cache[layer], v, pos)
-            attended = kb.attention(q, self.k_cache[layer], self.v_cache[layer], pos + 1)
+            attended = kb.attention_at(q, self.k_cache[layer], self.v_cache[layer], pos)
             x = x + kb.matmul_vec(w[p + "wo"], attended.reshape(c.d_model))
             h = anp.copy(x)
             kb.rmsnorm(h, w[p + "mlp_norm"], c.eps)

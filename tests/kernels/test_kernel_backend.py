@@ -99,6 +99,36 @@ def test_apply_rope_at_position(kb):
     _close(t.to_host(), _rope64(x, np.cos(angles), np.sin(angles)), rtol=1e-5, atol=1e-5)
 
 
+def test_apply_rope_row_reads_the_positions_angles(kb):
+    x = _f32(3, 32)  # heads 3
+    freqs = (10000.0 ** (-np.arange(16) / 16)).astype(np.float32)
+    angles = kb.rope_angles(freqs, 12)
+    expected_angles = (np.arange(12)[:, None] * freqs.astype(np.float64)).astype(np.float32)
+    assert angles.to_host().tobytes() == expected_angles.tobytes()   # rounded once to float32
+    for pos in (0, 7, 11):
+        t = kb.tensor(x)
+        kb.apply_rope_row(t, angles, pos)
+        a = expected_angles[pos].astype(np.float64)
+        _close(t.to_host(), _rope64(x, np.cos(a), np.sin(a)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ArrayError, match="apply_rope_row: .* at position 12"):
+        kb.apply_rope_row(kb.tensor(x), angles, 12)
+
+
+def test_attention_at_equals_attention_over_the_first_rows(kb):
+    heads, kv_heads, max_seq, d = 4, 2, 8, 16
+    k_cache, v_cache = kb.tensor(_f32(kv_heads, max_seq, d, seed=2)), kb.tensor(_f32(kv_heads, max_seq, d, seed=3))
+    keys, values = k_cache.to_host().astype(np.float64), v_cache.to_host().astype(np.float64)
+    q = _f32(heads, d, seed=9)
+    for pos in (0, 3, 7):   # the keys past pos are in the cache and must not be seen
+        out = kb.attention_at(q, k_cache, v_cache, pos).to_host()
+        for h in range(heads):
+            s = keys[h // 2, :pos + 1] @ q[h] / np.sqrt(d)
+            p = np.exp(s - s.max())
+            _close(out[h], p @ values[h // 2, :pos + 1] / p.sum(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ArrayError, match="attention_at: .* position 8 do not fit"):
+        kb.attention_at(q, k_cache, v_cache, 8)
+
+
 def test_attention_scores_and_weighted_sum(kb):
     q, keys = _f32(24), _f32(10, 24, seed=4)
     scores = kb.tensor(np.full(12, 7.0, np.float32))

@@ -42,6 +42,27 @@ def test_tokens_equal_numpys_on_every_backend(device, expected):
         np.testing.assert_allclose(model.step(token).to_host(), logits[pos], rtol=1e-4, atol=1e-4)
 
 
+def test_decoding_compiles_no_program_per_position(kb, expected):
+    """The position reaches RoPE, the cache and Attention as launch registers: once the first two positions
+    compiled every program (the second runs each operation the first ran), the rest of max_seq compile
+    nothing (counted by the device's compile pipeline), and the logits are still NumPy's."""
+    weights, _tokens, _gaps, _logits = expected
+    tokens = [(7 * i + 5) % CONFIG.vocab for i in range(CONFIG.max_seq)]
+    reference = NumpyTransformer(CONFIG, weights).logits(tokens)
+    model = Transformer(kb, CONFIG, weights)
+    kb.device._pipeline.clear()   # earlier tests compiled these programs: start counting from none
+    compiled = kb.device._pipeline.programs
+    start = compiled.misses
+    for pos in (0, 1):
+        model.step(tokens[pos])
+    warm = compiled.misses
+    assert warm > start   # the counter sees this model's programs
+    for pos in range(2, CONFIG.max_seq):
+        logits = model.step(tokens[pos])
+    assert compiled.misses == warm
+    np.testing.assert_allclose(logits.to_host(), reference[-1], rtol=1e-4, atol=1e-4)
+
+
 def test_step_errors(device):
     model = Transformer(KernelBackend(device), CONFIG, init_weights(CONFIG, 3, device))
     with pytest.raises(ArrayError, match="token 300 is outside the vocabulary"):
