@@ -21,7 +21,8 @@ from ..isa.types import Type
 from ..launch import LaunchConfig
 from ..program import Program
 
-__all__ = ["Placement", "all_reduce", "all_gather", "broadcast", "reduce_scatter", "COMBINE"]
+__all__ = ["Placement", "all_reduce", "all_gather", "broadcast", "reduce_scatter", "fold_parts", "COMBINE",
+           "collective_arrays", "collective_results"]
 
 #: reduction -> the element-wise operation that folds two devices' values
 COMBINE = {ReduceOperation.Sum: BinaryMapOperation.Add, ReduceOperation.Product: BinaryMapOperation.Mul,
@@ -59,10 +60,15 @@ def _folded(places: Sequence[Placement], n: int, ty: Type, reduction: ReduceOper
     """The bytes of the reduction of every device's ``n`` elements, folded left to right in rank order on rank
     0's backend (ranges already checked)."""
     nbytes = n * ty.size_bytes()
-    parts = [_read(place, nbytes) for place in places]
-    if not nbytes or len(places) == 1:
-        return parts[0]
-    backend = places[0].backend
+    return fold_parts(places[0].backend, [_read(place, nbytes) for place in places], n, ty, reduction)
+
+
+def fold_parts(backend, parts: Sequence[bytes], n: int, ty: Type, reduction: ReduceOperation) -> bytes:
+    """``parts[0] op parts[1] op ...`` (each ``n`` elements of ``ty``), folded left to right on ``backend`` as a
+    chain of ParallelMapBinary launches. Raises UnsupportedOperation, AtlasTrap from those launches."""
+    nbytes = n * ty.size_bytes()
+    if not nbytes or len(parts) == 1:
+        return bytes(parts[0])
     acc, other = int(backend.allocate_buffer(nbytes)), int(backend.allocate_buffer(nbytes))
     try:
         backend.copy_to_buffer(acc, parts[0])
@@ -117,3 +123,30 @@ def broadcast(places: Sequence[Placement], n: int, ty: Type, root: int) -> None:
     nbytes = n * ty.size_bytes()
     _check(places, nbytes, "Broadcast buffer")
     _write_all(places, _read(places[root], nbytes))
+
+
+def collective_arrays(instr, devices: int) -> tuple[tuple[str, int], tuple[str, int]]:
+    """A collective instruction's (input operand, bytes each device contributes) and (output operand, bytes
+    written on each device) in a group of ``devices``."""
+    nbytes, name = instr.n * instr.ty.size_bytes(), instr.INFO.name
+    if name == "AllGather":
+        return ("input", nbytes), ("output", nbytes * devices)
+    if name == "ReduceScatter":
+        return ("input", nbytes * devices), ("output", nbytes)
+    return ("buffer", nbytes), ("buffer", nbytes)
+
+
+def collective_results(instr, parts: Sequence[bytes], backend) -> list[bytes]:
+    """What each device's output array of collective ``instr`` holds after it, from every device's input bytes
+    ``parts`` (rank order); reductions folded on ``backend`` (``fold_parts``). Raises as ``fold_parts``."""
+    name, devices = instr.INFO.name, len(parts)
+    if name == "AllGather":
+        return [b"".join(parts)] * devices
+    if name == "Broadcast":
+        return [bytes(parts[instr.root])] * devices
+    count = instr.n * (devices if name == "ReduceScatter" else 1)
+    folded = fold_parts(backend, parts, count, instr.ty, instr.reduction)
+    if name == "AllReduce":
+        return [folded] * devices
+    nbytes = instr.n * instr.ty.size_bytes()
+    return [folded[rank * nbytes:(rank + 1) * nbytes] for rank in range(devices)]

@@ -3,9 +3,11 @@
 Dask is imported only here (``pip install atlas-web[test]`` brings ``dask[distributed]``). Each worker process
 holds one atlas backend of the executor's kind, built on first use and kept (``worker_backend``); a backend
 caches the programs it compiled, so a worker compiles a program once. The executor drives the workers through
-``RemoteBackend``, a proxy with the Backend calls the MultiDeviceExecutor makes: a launch without collectives is
-one Dask task per worker (``executor.run_placed``), otherwise each call is one task pinned to its worker;
-launches are started on every worker before any is waited for. Data moves through Dask's own comms (no sockets
+``RemoteBackend``, a proxy with the Backend calls the MultiDeviceExecutor makes (each call one task pinned to its
+worker: stages, the executor's collective methods). A DataParallel launch is one task graph submitted whole
+(``dask_launch``): one task per worker per segment between collectives, one combine task per collective on rank
+0's worker, the collectives' bytes moving worker to worker; Replicated buffers stay resident on the workers
+between launches (sent again only when their bytes changed). Data moves through Dask's own comms (no sockets
 of ours) as ``Payload``s, which Dask sends out of band (a registered serializer, and pickle-5 buffers when nested
 in a task's arguments or result): never copied into a pickle stream. Collectives fold on the client as on local
 devices (atlas_web.distributed.collectives; rank = the worker's place in the sorted address list).
@@ -21,10 +23,13 @@ from __future__ import annotations
 import pickle
 import threading
 import time
+import uuid
 from typing import Any
 
-from ..errors import ExecutionFailed, ProgramError
-from .executor import MultiDeviceExecutor
+from ..errors import AtlasTrap, ExecutionFailed, ProgramError
+from . import dask_launch
+from .executor import MultiDeviceExecutor, shard_bytes
+from .layouts import Replicated
 
 __all__ = ["DistributedExecutor", "RemoteBackend", "WorkerLost", "Payload", "worker_backend"]
 
@@ -95,15 +100,6 @@ def _worker_call(name: str, method: str, args: tuple):
     return result
 
 
-def _worker_run_placed(name: str, args: tuple):
-    """Run on a worker: ``executor.run_placed`` on its backend (a whole launch without collectives, one task)."""
-    from .executor import run_placed
-    program, launch, registers, pointers, buffers = args
-    trap, datas = run_placed(worker_backend(name), program, launch, registers, pointers,
-                             [(handle, _unwrapped(data)) for handle, data in buffers])
-    return trap, [Payload(data) for data in datas]
-
-
 class RemoteBackend:
     """The Backend calls a MultiDeviceExecutor makes, run on Dask worker ``address``'s backend ``name``. Each call
     is one task; a worker that leaves the cluster meanwhile raises WorkerLost (an ExecutionFailed) naming it."""
@@ -115,19 +111,6 @@ class RemoteBackend:
         future = self.client.submit(_worker_call, self.name, method, args, workers=[self.address],
                                     allow_other_workers=False, pure=False)
         return lambda: self._result(future, method)
-
-    def start_placed(self, *args):
-        """Start ``executor.run_placed(backend, *args)`` on the worker as one task; the returned wait() gives its
-        result or raises WorkerLost."""
-        program, launch, registers, pointers, buffers = args
-        wrapped = (program, launch, registers, pointers, [(handle, Payload(data)) for handle, data in buffers])
-        future = self.client.submit(_worker_run_placed, self.name, wrapped, workers=[self.address],
-                                    allow_other_workers=False, pure=False)
-
-        def wait():
-            trap, datas = self._result(future, "a launch")
-            return trap, [bytes(_unwrapped(data)) for data in datas]
-        return wait
 
     def _result(self, future, method: str):
         from distributed import wait
@@ -186,6 +169,16 @@ class RemoteBackend:
         return f"RemoteBackend({self.address!r}, {self.name!r})"
 
 
+def _first_failure(finals):
+    """The failure of the earliest step among the workers' Finals, every worker's entries for it together."""
+    failures = [final.failure for final in finals if final.failure is not None]
+    if not failures:
+        return None
+    number = min(f[0] for f in failures)
+    entries = {(rank, kind): (rank, kind, value) for f in failures if f[0] == number for rank, kind, value in f[1]}
+    return number, list(entries.values())
+
+
 class DistributedExecutor(MultiDeviceExecutor):
     """A MultiDeviceExecutor whose devices are the workers of a Dask cluster, one ``backend`` each.
 
@@ -205,6 +198,10 @@ class DistributedExecutor(MultiDeviceExecutor):
             client = Client(client)
             self._owned = [client]
         self.client, self.backend_name, self.timeout = client, backend, timeout
+        self.token = uuid.uuid4().hex     # names this executor's resident buffers on the workers
+        self._seen: dict[tuple[str, int], bytes] = {}   # (worker, logical handle) -> digest the worker holds
+        #: tasks submitted for DataParallel launches (steps and combines), for tests and benchmarks
+        self.tasks_submitted = 0
         super().__init__(self._workers())
 
     def _workers(self) -> list[RemoteBackend]:
@@ -229,8 +226,125 @@ class DistributedExecutor(MultiDeviceExecutor):
                 self.client.wait_for_workers(len(self.devices), timeout=self.timeout)
                 self.devices = tuple(self._workers())
 
+    # ---- a DataParallel launch as one task graph (dask_launch) ----------------------------------------------
+    def _launch(self, program, strategy, parts, runs, used, segments) -> None:
+        digests = {b.handle: dask_launch.digest(b.data) for b in used if isinstance(b.layout, Replicated)}
+        resend: set[tuple[int, int]] = set()
+        while True:
+            finals = self._run_graph(strategy, parts, runs, used, segments, digests, resend)
+            for part, final in zip(parts, finals):
+                for handle, (digest, _) in final.buffers.items():
+                    if digest is not None:
+                        self._seen[(self.devices[part.rank].address, handle)] = digest
+            failure = _first_failure(finals)
+            missing = {(rank, h) for rank, kind, value in failure[1] if kind == "missing" for h in value} \
+                if failure else set()
+            if not missing or missing <= resend:
+                break
+            resend |= missing      # a worker lacks a resident copy (restarted, or evicted): send the bytes
+        if failure:
+            self._raise(failure, strategy, parts, segments)
+        results = {}
+        for buffer in used:
+            if buffer.handle in digests:
+                results[buffer.handle] = self._replicated(buffer, digests[buffer.handle], finals)
+            else:
+                size = buffer.ty.size_bytes()
+                datas = [bytes(final.buffers[buffer.handle][1].data)[:sum(c for _, c in rank_runs[buffer.handle]) *
+                                                                     size] for final, rank_runs in zip(finals, runs)]
+                results[buffer.handle] = self._combined(buffer, datas, [rank_runs[buffer.handle] for rank_runs in runs])
+        for buffer in used:
+            if results[buffer.handle] is not None:
+                buffer.data[:] = results[buffer.handle]
+
+    def _run_graph(self, strategy, parts, runs, used, segments, digests, resend) -> list:
+        """Submit the launch's steps and combines (nothing waited for in between); the last steps' Finals."""
+        from distributed import wait
+        launch_id, k, config = uuid.uuid4().hex, len(self.devices), strategy.config
+        pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
+        submitted, combined, steps = [], None, []
+        for number, segment in enumerate(segments):
+            steps = []
+            for part, device in zip(parts, self.devices):
+                launch = part.launch(config)
+                reads = writes = None
+                if segment.collective is not None:
+                    reads = dask_launch.collective_io(segment.collective, k)[0]
+                    if segment.collective.INFO.name == "Broadcast" and part.rank != segment.collective.root:
+                        reads = None    # only the root's bytes are needed
+                if number:
+                    writes = dask_launch.collective_io(segments[number - 1].collective, k)[1]
+                place = tuple(self._placement(buffer, part.rank, runs, digests, resend) for buffer in used) \
+                    if number == 0 else ()
+                step = dask_launch.Step(launch_id, part.rank, number, place,
+                                        segment.program if launch is not None else None, launch,
+                                        strategy.presets(part), pointers, reads, writes, number == len(segments) - 1)
+                steps.append(self.client.submit(dask_launch.run_step, self.backend_name, step, combined,
+                                                workers=[device.address], allow_other_workers=False, pure=False))
+            submitted += steps
+            if segment.collective is not None:
+                combined = self.client.submit(dask_launch.combine, self.backend_name, segment.collective, number,
+                                              steps, workers=[self.devices[0].address], allow_other_workers=False,
+                                              pure=False)
+                submitted.append(combined)
+        self.tasks_submitted += len(submitted)
+        while not all(future.done() for future in steps):
+            try:
+                wait(steps, timeout=_POLL_S)
+            except TimeoutError:
+                pass
+            present = self.client.scheduler_info()["workers"]
+            lost = [device.address for device in self.devices if device.address not in present]
+            if lost and not all(future.done() for future in steps):
+                self.client.cancel(submitted)
+                for device in self.devices:
+                    if device.address not in lost:
+                        self.client.submit(dask_launch.release, launch_id, self.backend_name,
+                                           workers=[device.address], allow_other_workers=False, pure=False)
+                raise WorkerLost(f"worker {lost[0]} left the cluster during a launch; nothing of the launch was "
+                                 "written back")
+        return [device._result(future, "a launch") for device, future in zip(self.devices, steps)]
+
+    def _placement(self, buffer, rank: int, runs, digests, resend):
+        data = shard_bytes(buffer, runs[rank][buffer.handle])
+        if buffer.handle not in digests:
+            return buffer.handle, Payload(data)
+        digest, address = digests[buffer.handle], self.devices[rank].address
+        send = (rank, buffer.handle) in resend or self._seen.get((address, buffer.handle)) != digest
+        return buffer.handle, dask_launch.Resident(self.token, digest, Payload(data) if send else None)
+
+    def _replicated(self, buffer, before: bytes, finals):
+        """A Replicated buffer's new bytes (None: unchanged) from the workers' digests; ExecutionFailed when
+        the copies differ."""
+        digests = [final.buffers[buffer.handle][0] for final in finals]
+        for rank, digest in enumerate(digests[1:], 1):
+            if digest != digests[0]:
+                raise ExecutionFailed(f"{buffer!r} is Replicated but device {rank} wrote it differently from device "
+                                      "0: declare it Sharded, or make the copies agree with AllReduce or Broadcast")
+        if digests[0] == before:
+            return None
+        return bytes(finals[0].buffers[buffer.handle][1].data)
+
+    def _raise(self, failure, strategy, parts, segments) -> None:
+        """Raise a failed launch's error: the trap of the lowest global lane, else the lowest rank's error."""
+        number, entries = failure
+        traps = [(parts[rank].global_lane(strategy.config, value.lane), rank, value)
+                 for rank, kind, value in entries if kind == "trap"]
+        if traps:
+            lane, _, trap = min(traps, key=lambda t: (t[0], t[1]))
+            raise AtlasTrap(trap.code, trap.instruction_index + segments[number].start, lane, trap.detail,
+                            trap.record)
+        errors = sorted((rank, value) for rank, kind, value in entries if kind == "error")
+        if errors:
+            raise errors[0][1]
+        raise ExecutionFailed(f"workers {sorted({rank for rank, _, _ in entries})} lack resident buffers after they "
+                              "were sent")
+
     def close(self) -> None:
-        """Close the client and cluster this executor made (a client passed in is the caller's)."""
+        """Free this executor's resident buffers on the workers and close the client and cluster this executor
+        made (a client passed in is the caller's)."""
+        if not self._owned and self.client.status == "running":
+            self.client.run(dask_launch.drop_resident, self.token)
         for item in self._owned:
             item.close()
         self._owned = []

@@ -21,13 +21,13 @@ from ..launch import LaunchConfig
 from ..program import Program
 from . import collectives
 from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
-from .collectives import Placement
+from .collectives import Placement, collective_arrays, collective_results
 from .layouts import DataParallel, Replicated, Sharded, Tiled, element_runs
 from .mesh import check_mesh, split_grid
 from .program_split import device_launch, split_at_collectives
 from .stages import Hybrid, ModelParallel, PipelineParallel, run_stages
 
-__all__ = ["MultiDeviceExecutor", "run_placed"]
+__all__ = ["MultiDeviceExecutor", "run_placed", "shard_bytes"]
 
 
 def run_placed(backend, program: Program, launch: LaunchConfig | None, registers: dict, pointers: dict,
@@ -138,6 +138,12 @@ class MultiDeviceExecutor:
         used = self.buffers_named(program, strategy.pointers)
         runs = [{buffer.handle: element_runs(buffer, part, config) for buffer in used} for part in parts]
         segments = split_at_collectives(program)
+        self._check_collectives(segments, runs, used)
+        self._launch(program, strategy, parts, runs, used, segments)
+
+    def _launch(self, program: Program, strategy: DataParallel, parts, runs, used, segments) -> None:
+        """Run a checked DataParallel launch: each device's blocks ``parts``, its elements ``runs`` of the
+        ``used`` buffers, the program's ``segments``; write the buffers back when every device finished."""
         if len(segments) == 1:      # no collective: each device places, runs and reads back in one call
             self._run_whole(program, strategy, parts, runs, used)
             return
@@ -145,12 +151,12 @@ class MultiDeviceExecutor:
         try:
             for rank, backend in enumerate(self.devices):
                 for buffer in used:
-                    placed[rank][buffer.handle] = self._place(backend, _gather(buffer, runs[rank][buffer.handle]))
+                    placed[rank][buffer.handle] = self._place(backend, shard_bytes(buffer, runs[rank][buffer.handle]))
             for segment in segments:
                 if segment.program is not None:
                     self._run_segment(segment, strategy, parts, placed)
                 if segment.collective is not None:
-                    self._collective(segment.collective, segment.collective_index, placed)
+                    self._collective(segment.collective, placed)
             results = {buffer.handle: self._gathered(buffer, runs, placed) for buffer in used}
             for buffer in used:
                 buffer.data[:] = results[buffer.handle]
@@ -165,10 +171,9 @@ class MultiDeviceExecutor:
         pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
         waits = []
         for part, backend in zip(parts, self.devices):
-            buffers = [(buffer.handle, _gather(buffer, runs[part.rank][buffer.handle])) for buffer in used]
+            buffers = [(buffer.handle, shard_bytes(buffer, runs[part.rank][buffer.handle])) for buffer in used]
             args = (program, part.launch(config), strategy.presets(part), pointers, buffers)
-            start = getattr(backend, "start_placed", None)
-            waits.append(start(*args) if start else (lambda b=backend, a=args: run_placed(b, *a)))
+            waits.append(lambda b=backend, a=args: run_placed(b, *a))
         outcomes = [wait() for wait in waits]
         traps = [(part.global_lane(config, trap.lane), part.rank, trap)
                  for part, (trap, _) in zip(parts, outcomes) if trap is not None]
@@ -228,27 +233,44 @@ class MultiDeviceExecutor:
         if traps:
             raise min(traps, key=lambda t: (t[0], t[1]))[2]
 
-    def _collective(self, instr, index: int, placed) -> None:
-        if instr.devices not in (0, len(self.devices)):
-            raise ProgramError(f"the collective is for a group of {instr.devices} devices; this executor has "
-                               f"{len(self.devices)}", index=index, text=str(instr))
+    def _check_collectives(self, segments, runs, used) -> None:
+        """Refuse, before anything runs, a collective for another group, naming no DistributedBuffer of the
+        launch, or reaching outside a device's copy (ProgramError naming the device, operand and sizes)."""
+        sizes = {buffer.handle: buffer.ty.size_bytes() for buffer in used}
+        for segment in segments:
+            instr, index = segment.collective, segment.collective_index
+            if instr is None:
+                continue
+            k = len(self.devices)
+            if instr.devices not in (0, k):
+                raise ProgramError(f"the collective is for a group of {instr.devices} devices; this executor has "
+                                   f"{k}", index=index, text=str(instr))
+            if instr.INFO.name == "Broadcast" and not 0 <= instr.root < k:
+                raise ProgramError(f"Broadcast root {instr.root} is not a device of the group of {k}", index=index,
+                                   text=str(instr))
+            for operand, nbytes in collective_arrays(instr, k):
+                address = getattr(instr, operand)
+                if not isinstance(address, Address.BufferOffset) or address.handle not in sizes:
+                    raise ProgramError(f"operand {operand!r} must be an Address.BufferOffset of a DistributedBuffer "
+                                       "under a MultiDeviceExecutor", index=index, text=str(instr))
+                for rank, rank_runs in enumerate(runs):
+                    size = sum(count for _, count in rank_runs[address.handle]) * sizes[address.handle]
+                    if address.offset + nbytes > size:
+                        raise ProgramError(f"{instr.INFO.name} {operand} on device {rank}: bytes {address.offset}.."
+                                           f"{address.offset + nbytes} lie outside its buffer of {size} bytes",
+                                           index=index, text=str(instr))
 
-        def places(operand: str) -> list[Placement]:
-            address = getattr(instr, operand)
-            if not isinstance(address, Address.BufferOffset) or address.handle not in placed[0]:
-                raise ProgramError(f"operand {operand!r} must be an Address.BufferOffset of a DistributedBuffer "
-                                   "under a MultiDeviceExecutor", index=index, text=str(instr))
-            return [Placement(backend, placed[rank][address.handle], address.offset)
-                    for rank, backend in enumerate(self.devices)]
-        name = instr.INFO.name
-        if name == "AllReduce":
-            collectives.all_reduce(places("buffer"), instr.n, instr.ty, instr.reduction)
-        elif name == "AllGather":
-            collectives.all_gather(places("output"), places("input"), instr.n, instr.ty)
-        elif name == "ReduceScatter":
-            collectives.reduce_scatter(places("output"), places("input"), instr.n, instr.ty, instr.reduction)
-        else:
-            collectives.broadcast(places("buffer"), instr.n, instr.ty, instr.root)
+    def _collective(self, instr, placed) -> None:
+        """Run a checked collective across the devices: read every input, combine, write every output."""
+        (source, nin), (target, _) = collective_arrays(instr, len(self.devices))
+        address = getattr(instr, source)
+        parts = [bytes(backend.copy_from_buffer(placed[rank][address.handle], bytearray(nin), address.offset))
+                 if nin else b"" for rank, backend in enumerate(self.devices)]
+        results = collective_results(instr, parts, self.devices[0])
+        address = getattr(instr, target)
+        for rank, backend in enumerate(self.devices):
+            if results[rank]:
+                backend.copy_to_buffer(placed[rank][address.handle], results[rank], address.offset)
 
     def _gathered(self, buffer: DistributedBuffer, runs, placed) -> bytes:
         """The buffer's new contents from the devices. Raises ExecutionFailed for a Replicated buffer whose copies
@@ -279,7 +301,7 @@ class MultiDeviceExecutor:
         return parts[0]
 
 
-def _gather(buffer: DistributedBuffer, runs) -> bytes:
+def shard_bytes(buffer: DistributedBuffer, runs) -> bytes:
     """The bytes of ``buffer``'s elements ``runs`` (first, count), joined in order (a copy)."""
     size = buffer.ty.size_bytes()
     if len(runs) == 1:

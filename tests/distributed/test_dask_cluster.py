@@ -16,11 +16,12 @@ from distributed.protocol import deserialize, serialize
 
 import atlas_web.numpy as anp
 
-from atlas_web import AtlasTrap, LaunchConfig, TrapCode
+from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramError, TrapCode
 from atlas_web.distributed import DataParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded
 from atlas_web.distributed.dask_arrays import map_blocks
 from atlas_web.distributed.dask_cluster import DistributedExecutor, Payload, WorkerLost   # the test extra's dask
-from atlas_web.isa import AllGather, AllReduce, Address, ReduceOperation, Type
+from atlas_web.distributed.dask_launch import Resident, drop_resident
+from atlas_web.isa import GEMM, AllGather, AllReduce, Address, ReduceOperation, Type
 
 from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
 
@@ -133,3 +134,71 @@ def test_an_existing_client_with_the_cpu_backend_is_left_open(cluster):
                                                                   pointers={X: xs, Y: ys}))
         assert ys.read() == (x * x).tobytes()
     assert cluster.client.status == "running"
+
+
+def test_a_launch_with_collectives_is_one_task_per_worker_per_segment(cluster):
+    x = np.random.default_rng(5).standard_normal(4 * BLOCK).astype(np.float32)
+    before = cluster.tasks_submitted
+    got = _square_with_collectives(cluster, x)        # 2 collectives: 3 segments on each of 2 workers, 2 combines
+    assert cluster.tasks_submitted - before == 3 * 2 + 2
+    assert got == _square_with_collectives(MultiDeviceExecutor(start(("wasm", "wasm"))), x)
+    before = cluster.tasks_submitted
+    xs, ys = cluster.array(x, Type.F32, Sharded()), cluster.empty(x.size, Type.F32, Sharded())
+    cluster.execute_cluster(square_program(Type.F32), DataParallel(LaunchConfig(grid=(4, 1, 1), block=(BLOCK, 1, 1)),
+                                                                   pointers={X: xs, Y: ys}))
+    assert cluster.tasks_submitted - before == 2 and ys.read() == (x * x).tobytes()
+
+
+def test_trap_before_a_collective_on_the_cluster_changes_nothing(cluster):
+    x = np.arange(1, 4 * BLOCK + 1, dtype=np.int32)
+    x[[13, 14]] = 0
+    xs, ys = cluster.array(x, Type.I32, Sharded()), cluster.empty(x.size, Type.I32, Sharded())
+    program = Program([*divide_program().instructions,
+                       AllReduce(buffer=Address.BufferOffset(ys.handle), n=2 * BLOCK, reduction=ReduceOperation.Sum,
+                                 ty=Type.I32)], {})
+    strategy = DataParallel(LaunchConfig(grid=(4, 1, 1), block=(BLOCK, 1, 1)), pointers={X: xs, Y: ys})
+    with pytest.raises(AtlasTrap) as trap:
+        cluster.execute_cluster(program, strategy)
+    assert (trap.value.code, trap.value.lane) == (TrapCode.DIVISION_BY_ZERO, 13)
+    assert ys.read() == bytes(x.nbytes)
+    with pytest.raises(ProgramError, match="outside its buffer"):     # refused before any task is submitted
+        cluster.execute_cluster(Program([AllReduce(buffer=Address.BufferOffset(ys.handle), n=2 * BLOCK + 1,
+                                                   reduction=ReduceOperation.Sum, ty=Type.I32)], {}), strategy)
+
+
+def test_replicated_buffers_stay_resident_on_the_workers(cluster, monkeypatch):
+    m = inner = n = 8
+    a = np.random.default_rng(6).standard_normal((m, inner)).astype(np.float32)
+    b = np.random.default_rng(7).standard_normal((inner, n)).astype(np.float32)
+    sent = []
+    placement = cluster._placement
+
+    def spy(buffer, rank, *args):
+        handle, data = placement(buffer, rank, *args)
+        if isinstance(data, Resident):
+            sent.append((rank, data.data is not None))
+        return handle, data
+    monkeypatch.setattr(cluster, "_placement", spy)
+
+    def gemm(ex, weights):
+        sa = ex.array(a.reshape(-1), Type.F32, Sharded(chunk=m // 2 * inner))
+        sc = ex.empty(m * n, Type.F32, Sharded(chunk=m // 2 * n))
+        run = getattr(ex, "execute_cluster", ex.execute_distributed)
+        run(Program([GEMM(c=Address.BufferOffset(sc.handle), a=Address.BufferOffset(sa.handle),
+                          b=Address.BufferOffset(weights.handle), m=m // 2, n=n, k=inner, ty=Type.F32)], {}),
+            DataParallel(LaunchConfig(grid=(2, 1, 1), block=(1, 1, 1))))
+        return sc.read()
+    local = MultiDeviceExecutor(start(("wasm", "wasm")))
+    want = gemm(local, local.array(b.reshape(-1), Type.F32))
+    weights = cluster.array(b.reshape(-1), Type.F32)      # Replicated
+    assert [gemm(cluster, weights) for _ in range(3)] == [want] * 3
+    assert sent == [(0, True), (1, True)] + [(0, False), (1, False)] * 2     # sent once, then resident
+    weights.write(b.reshape(-1) * 2)                       # new bytes: sent again
+    local_weights = local.array(b.reshape(-1) * 2, Type.F32)
+    sent.clear()
+    assert gemm(cluster, weights) == gemm(local, local_weights)
+    assert sent == [(0, True), (1, True)]
+    cluster.client.run(drop_resident, cluster.token)       # the workers lose their copies (as a restart would)
+    sent.clear()
+    assert gemm(cluster, weights) == gemm(local, local_weights)
+    assert sent == [(0, False), (1, False), (0, True), (1, True)]   # answered missing, sent again
