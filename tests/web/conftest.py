@@ -7,6 +7,7 @@ Debian's (/usr/bin/chromium); Playwright never downloads a browser.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -29,6 +30,9 @@ CHROMIUM_ARGS: tuple[str, ...] = (
 )
 #: how long Pyodide may take to boot: ~20 s on an idle machine, minutes on 2 busy cores (9.6 MB of wasm to compile)
 BOOT_TIMEOUT_MS = 420_000
+#: how long one evaluation in a page (a Python cell, a notebook, a compute round trip) may take: a few
+#: seconds on an idle machine; Playwright's page.evaluate itself waits forever on a promise that never settles
+EVALUATE_TIMEOUT_MS = 300_000
 #: triples every element of buffer 2 (16 i32), guarded for the spare lanes of the block
 TRIPLE = """\
     mov_imm.u32 r10, 16
@@ -141,9 +145,38 @@ def backends_page(backends_demo):
     return backends_demo[0]
 
 
+_EVALUATIONS = itertools.count()
+#: starts ``function(argument)`` in a task of its own and records how it settles in window[key]
+_START_EVALUATION = """([key, source, argument]) => {
+  window[key] = {settled: false};
+  setTimeout(async () => {
+    try { window[key] = {settled: true, value: await (0, eval)(source)(argument)}; }
+    catch (error) { window[key] = {settled: true, error: String((error && error.stack) || error)}; }
+  }, 0);
+}"""
+
+
+def evaluate_within(page, function: str, argument=None, *, timeout_ms: int = EVALUATE_TIMEOUT_MS):
+    """``page.evaluate(function, argument)`` with a deadline: the JavaScript ``function`` (source text of a
+    function, async or not) runs in a task of its own and the test waits at most ``timeout_ms`` for it to
+    settle (Playwright enforces the wait from outside the page, so it ends even while the page's thread is
+    busy). Returns the function's value (JSON-like, as page.evaluate); fails the test naming the function
+    when it throws or does not settle in time."""
+    key = f"__atlasEvaluation{next(_EVALUATIONS)}"
+    page.evaluate(_START_EVALUATION, [key, function, argument])
+    try:
+        page.wait_for_function(f"window[{key!r}].settled", timeout=timeout_ms, polling=100)
+    except Exception as exc:  # playwright's TimeoutError (or the page gone)
+        pytest.fail(f"the page did not finish {function[:200]!r} within {timeout_ms / 1000:g} s: {exc}")
+    outcome = page.evaluate(f"(() => {{ const outcome = window[{key!r}]; delete window[{key!r}]; return outcome; }})()")
+    if "error" in outcome:
+        pytest.fail(f"{function[:200]!r} raised in the page: {outcome['error'][:4000]}")
+    return outcome.get("value")
+
+
 def run_python(page, code: str, *, pyodide: str = "window.atlasWeb.pyodide"):
     """Run Python ``code`` (top-level await allowed) in the page's Pyodide and return the value it leaves
-    in ``result``, passed through JSON."""
+    in ``result``, passed through JSON; fails the test when the code raises or runs past EVALUATE_TIMEOUT_MS."""
     source = code + "\nimport json as _json\n_json.dumps(result)"
-    text = page.evaluate(f"async (source) => await {pyodide}.runPythonAsync(source)", source)
+    text = evaluate_within(page, f"async (source) => await {pyodide}.runPythonAsync(source)", source)
     return json.loads(text)

@@ -26,7 +26,7 @@ from webdemo.session import DEFAULT_SIZE
 import examples
 from tests.wasm import modules
 
-from .conftest import TRIPLE, run_python
+from .conftest import TRIPLE, evaluate_within, run_python
 
 BROWSER_BACKENDS = ("wasm", "webgpu")
 #: how Chromium's console shows a shader module's compilation warnings (informative: WGSL that compiles)
@@ -53,7 +53,7 @@ def run_python_sync(page, code: str):
     """Run Python ``code`` with the synchronous ``pyodide.runPython`` (no JSPI: can_run_sync() is False)
     and return ``result`` passed through JSON."""
     source = code + "\nimport json as _json\n_json.dumps(result)"
-    return json.loads(page.evaluate("(source) => window.atlasWeb.pyodide.runPython(source)", source))
+    return json.loads(evaluate_within(page, "(source) => window.atlasWeb.pyodide.runPython(source)", source))
 
 
 def _i64_module() -> bytes:

@@ -11,7 +11,7 @@ import pytest
 
 from atlas_web import AtlasTrap, CpuBackend, LaunchConfig, Program, Type
 
-from .conftest import BOOT_TIMEOUT_MS, ROOT
+from .conftest import BOOT_TIMEOUT_MS, ROOT, evaluate_within
 
 #: the lab's JavaScript application, exposed by the site's lab config (exposeAppInBrowser)
 _APP_READY = "window.jupyterapp !== undefined && document.querySelector('.jp-Notebook') !== null"
@@ -71,7 +71,7 @@ def _run_notebook(browser, site_url: str, name: str, artifacts) -> list[dict]:
     try:
         page.goto(f"{site_url}lab/notebooks/index.html?path={name}")
         page.wait_for_function(_APP_READY, timeout=BOOT_TIMEOUT_MS)
-        cells = page.evaluate(_RUN_CELLS)
+        cells = evaluate_within(page, _RUN_CELLS)
         page.screenshot(path=str(artifacts / f"lab-{name.removesuffix('.ipynb')}.png"))
     finally:
         page.close()

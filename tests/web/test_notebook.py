@@ -8,7 +8,7 @@ import pytest
 import atlas_web
 from atlas_web import Program
 
-from .conftest import TRIPLE as PROGRAM, open_page, run_python
+from .conftest import TRIPLE as PROGRAM, evaluate_within, open_page, run_python
 
 CELL = f'''
 import asyncio, sys
@@ -50,8 +50,8 @@ def test_a_fresh_pyodide_has_no_atlas_web(notebook):
 def test_load_the_wheel_by_url_then_await_the_api_in_a_cell(notebook, site_url):
     wheel = notebook.evaluate("window.notebook.wheelURLs[0]")
     assert wheel.startswith(site_url) and wheel.endswith("-py3-none-any.whl")
-    notebook.evaluate("async (url) => { await window.notebook.pyodide.loadPackage(url, "
-                      "{ messageCallback: () => {} }); }", wheel)
+    evaluate_within(notebook, "async (url) => { await window.notebook.pyodide.loadPackage(url, "
+                              "{ messageCallback: () => {} }); }", wheel)
     result = run_python(notebook, CELL, pyodide="window.notebook.pyodide")
     native = Program.from_text(PROGRAM)
     assert result["python"] == [3, 14]
@@ -97,7 +97,7 @@ except WasmInterfaceError as error:
     result = str(error)
 import json as _json
 _json.dumps(result)"""
-    message = json.loads(notebook.evaluate("(source) => window.notebook.pyodide.runPython(source)", source))
+    message = json.loads(evaluate_within(notebook, "(source) => window.notebook.pyodide.runPython(source)", source))
     assert message and "synchronously" in message and "run_sync" in message and "compile_async" in message
 
 

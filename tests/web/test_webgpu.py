@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import CHROMIUM_ARGS
+from .conftest import CHROMIUM_ARGS, evaluate_within
 
 # doubles 64 f32 values in a storage buffer and reads them back through a mappable copy
 COMPUTE_ROUND_TRIP = """async () => {
@@ -51,7 +51,7 @@ COMPUTE_ROUND_TRIP = """async () => {
 
 def test_navigator_gpu_has_an_adapter_that_runs_a_compute_shader(demo_page, artifacts):
     assert demo_page.evaluate("window.isSecureContext && 'gpu' in navigator")
-    report = demo_page.evaluate(COMPUTE_ROUND_TRIP)
+    report = evaluate_within(demo_page, COMPUTE_ROUND_TRIP)
     report["chromium_args"] = list(CHROMIUM_ARGS)
     (artifacts / "webgpu.json").write_text(json.dumps({k: v for k, v in report.items()
                                                        if k not in ("input", "output")}, indent=2))
