@@ -5,7 +5,8 @@
   ``sliding_window_view`` on the padded input, then ``tensordot`` with the kernel: BLAS on one thread), and the
   wasm GEMM of the same product (cout x K . K x out_h*out_w) for scale; GFLOP/s and ratios to NumPy;
 * FFT ``--fft LOG2N`` (default 20), complex f32 forward: the wasm kernel against ``numpy.fft.fft`` of complex64
-  (target: the wasm time at most twice NumPy's, ratio >= 0.5), where the backend supports FFT.
+  (target: the wasm time at most twice NumPy's, ratio >= 0.5), where the backend supports FFT; then the same at
+  each ``--fft-n N`` (default 10^6, not a power of two: Bluestein's algorithm).
 
 Every result is checked against NumPy (Conv2D within 1e-4 relative of the largest output; FFT normwise within
 the contract's bound). Timings are wall time, the sides interleaved, best of ``--repeats`` (the machine may be
@@ -15,6 +16,7 @@ shared: say so with the figures). Run ``PYTHONPATH=. python benchmarks/conv_fft.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -28,6 +30,7 @@ from wasm_backend import WasmBackend  # noqa: E402
 
 from benchmarks.gemm import WasmGemm, best_of  # noqa: E402
 from benchmarks.gemm_quantized import Program  # noqa: E402
+from tests.conformance.conv_fft_cases import fft_bound  # noqa: E402
 
 
 def launch(backend: WasmBackend, make, arrays: dict) -> Program:
@@ -72,22 +75,26 @@ def conv(shape: list[int], repeats: int, one: WasmBackend) -> None:
               f"ratio to NumPy {times['NumPy im2col + tensordot'] / seconds:5.2f}")
 
 
-def fft(log2n: int, repeats: int, one: WasmBackend) -> None:
-    n = 1 << log2n
+def fft(n: int, repeats: int, one: WasmBackend) -> None:
+    """FFT of n complex f32 values (a power of two: radix-2; another n: Bluestein over radix-2 of the power of two
+    at least 2n - 1) against numpy.fft.fft at the same n."""
     if not one.supports("FFT", Type.F32):
-        print(f"FFT 2^{log2n}: the wasm backend does not support FFT")
+        print(f"FFT {n}: the wasm backend does not support FFT")
         return
     rng = np.random.default_rng(3)
     z = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
     fft_launch = launch(one, lambda **a: FFT(**a, n=n, inverse=False),
-                    {"output": bytes(8 * n), "input": z.view(np.float32).tobytes()})
+                        {"output": bytes(8 * n), "input": z.view(np.float32).tobytes()})
     times = best_of({"wasm FFT": fft_launch, "numpy.fft.fft complex64": lambda: np.fft.fft(z)}, repeats)
     want = np.fft.fft(z.astype(np.complex128))
     got = output(fft_launch).view(np.complex64)
-    bound = (8 * log2n + 2) * 2.0 ** -24 * np.linalg.norm(want)
+    bound = fft_bound(Type.F32, n, want)
     error = np.linalg.norm(got - want)
     assert error <= bound, f"FFT error {error} past the contract's bound {bound}"
-    print(f"FFT 2^{log2n} complex f32, forward, one thread: best of {repeats} (normwise error {error / np.linalg.norm(want):.2e})")
+    kind = "radix-2" if n & (n - 1) == 0 else f"Bluestein, padded to {1 << (2 * n - 2).bit_length()}"
+    print(f"FFT n = {n} ({kind}) complex f32, forward, one thread: best of {repeats} (normwise error "
+          f"{error / np.linalg.norm(want):.2e}, {error / np.linalg.norm(want) / 2.0 ** -24:.1f} u)")
+    log2n = math.log2(n)
     for label, seconds in times.items():
         print(f"  {label:<32} {seconds * 1e3:9.2f} ms  {5 * n * log2n / seconds / 1e9:6.2f} G flop/s (5 n log2 n)  "
               f"ratio to NumPy {times['numpy.fft.fft complex64'] / seconds:5.2f}")
@@ -97,6 +104,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--conv", type=int, nargs=6, default=[1, 64, 56, 56, 64, 3], metavar=("B", "C", "H", "W", "F", "K"))
     parser.add_argument("--fft", type=int, default=20, metavar="LOG2N")
+    parser.add_argument("--fft-n", type=int, nargs="*", default=[1000000], metavar="N",
+                        help="further lengths, any n (default 10^6: not a power of two)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip", choices=("conv", "fft"), default=None)
     args = parser.parse_args()
@@ -104,7 +113,8 @@ def main() -> None:
     if args.skip != "conv":
         conv(args.conv, args.repeats, one)
     if args.skip != "fft":
-        fft(args.fft, args.repeats, one)
+        for n in (1 << args.fft, *args.fft_n):
+            fft(n, args.repeats, one)
     one.close()
 
 

@@ -56,7 +56,8 @@ _MAX_BUDGET = 0xFFFFFFFE
 _MAX_RECORDS = 64
 #: what each scratch buffer holds, for the message of a launch too large for the device
 _SCRATCH_WHAT = {"rt": "runtime words (a trap record of 28 bytes per lane)",
-                 "state": "lane state (the registers each lane keeps between stages)"}
+                 "state": "lane state (the registers each lane keeps between stages)",
+                 "work": "kernel work memory (FFT of an n that is not a power of two: Bluestein's padded items)"}
 #: stage and kernel pipelines kept per launcher (an evicted one is released: see Launcher._release)
 _MAX_PIPELINES = 256
 
@@ -115,6 +116,8 @@ class Launcher:
         self.rt = driver.create_buffer(4096, _STORAGE)
         self.state = driver.create_buffer(16, _STORAGE)
         self.partials = driver.create_buffer(MAX_GROUPS * 8, _STORAGE)
+        #: a kernel's own work memory (Kernel.scratch)
+        self.work = driver.create_buffer(16, _STORAGE)
         #: copies of source arrays that overlap their destination (per role)
         self.snapshot_src_a = driver.create_buffer(16, _STORAGE)
         self.snapshot_src_b = driver.create_buffer(16, _STORAGE)
@@ -141,7 +144,8 @@ class Launcher:
             return
         limit = self.driver.limit("maxStorageBufferBindingSize")
         if size > limit:
-            fit = f"; about {lanes * limit // size:,} lanes of this program fit" if lanes else " (use fewer lanes)"
+            fit = (f"; about {lanes * limit // size:,} lanes of this program fit" if lanes else
+                   " (split the instruction's batch over several launches)" if name == "work" else " (use fewer lanes)")
             raise ExecutionFailed(f"the launch{f' of {lanes:,} lanes' if lanes else ''} needs {size:,} bytes of "
                                   f"{_SCRATCH_WHAT.get(name, name + ' scratch')} in one binding; this device binds at "
                                   f"most {limit:,} bytes (maxStorageBufferBindingSize){fit}")
@@ -221,7 +225,7 @@ class Launcher:
         # a bound array: its bytes rounded up to 16 (whole vec4s), within its chunk (an extent read at launch: its
         # kernel binds whole chunks)
         spans = {role: max(16, -(-(array.nbytes or 0) // 16) * 16) for array, role in zip(arrays, binding_roles(arrays))}
-        scratch = {"partials": self.partials}
+        scratch = {"partials": self.partials, "work": self.work}
         commands = []
         for dispatch in dispatches:
             # first in a submission the host knows that nothing trapped and where the lanes are
@@ -411,6 +415,8 @@ class Launcher:
 
     def _add_kernel(self, add, step: CooperativePlan, operands: dict, fields: dict, runtime) -> None:
         operands, snapshots = self._snapshots(step, operands) if step.kernel.snapshot_sources else (operands, [])
+        for name, size in step.kernel.scratch(step.instr).items():
+            self._ensure(name, size)
         plan = step.kernel.plan(step.instr, operands, self.device)
         if step.kernel.traps_on_device:
             fields.update(trap_info=runtime.trap_info_base, trap_index=step.index)

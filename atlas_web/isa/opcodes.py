@@ -637,9 +637,10 @@ _row("FFT", 0xA5, "fft",
      frozenset({Type.F32, Type.F64}), CO, "convolution",
      "once per launch: for each of batch complex vectors x of n (re, im) pairs (interleaved, 2*n values of ty): "
      "output[k] = sum over j < n of x[j] * exp(-2*pi*i*j*k/n), or with inverse exp(+2*pi*i*j*k/n) / n (NumPy's "
-     "fft and ifft); n a power of two",
+     "fft and ifft); any n up to 2^24 (a power of two: radix-2; another n: Bluestein's algorithm)",
      default_type=Type.F32, defaults={"batch": 1},
-     requires=(Requirement("n", "power_of_two(n)", "n is not a power of two (no Bluestein FFT)"),))
+     requires=(Requirement("n", "n > 0", "n is 0 (an FFT has at least one element)"),
+               Requirement("n", "n <= 16777216", "n is above 2^24 (16,777,216), the longest FFT")))
 
 # --- collectives (docs/semantics.md, Collectives; atlas_web.distributed runs a group of several devices) ----------
 #: ``devices``: the group's size (0: every device of the executor); one backend alone is a group of one device

@@ -1,10 +1,10 @@
 """Cases for Conv2D and FFT (rows of category "convolution"), generated from each row: its types, its shape
 operands (Conv2D: one pixel, odd sizes, strides, padding past the kernel, dilation, groups up to depthwise, bias
 or none, a size past the kernels' tiles, an empty batch; FFT: n from 1 past the vector widths to 1024, batches,
-forward and inverse, an empty batch), one buffer per array operand sized from its extent, the addresses in lane
-0's registers, fills "random", "specials" (NaN and infinities), "huge" (products near the type's top, sums still
-finite) and "tiny" (products below the smallest normal: the bound's eta terms); traps (each array one element short) against
-the reference.
+forward and inverse, an empty batch, n not a power of two: primes up to 1009 and composites), one buffer per array
+operand sized from its extent, the addresses in lane 0's registers, fills "random", "specials" (NaN and
+infinities), "huge" (products near the type's top, sums still finite) and "tiny" (products below the smallest
+normal: the bound's eta terms); traps (each array one element short) against the reference.
 
 The expected outputs come from NumPy written here (``NUMPY``: Conv2D a direct loop over the kernel's taps in
 float64 on the zero-padded input; FFT ``np.fft``), not from the reference, and a backend's output is compared with
@@ -54,7 +54,11 @@ CONV_SHAPES = (
 )
 FFT_SHAPES = tuple(dict(n=n, batch=batch, inverse=inverse) for n, batch, inverse in (
     (1, 1, False), (2, 2, False), (4, 1, True), (8, 3, False), (16, 3, True), (64, 1, False), (128, 2, True),
-    (1024, 1, False), (1024, 2, True), (8, 0, False)))
+    (1024, 1, False), (1024, 2, True), (8, 0, False),
+    # n not a power of two (Bluestein's algorithm): primes, a composite, one past 1024 (a padded length of 2048)
+    (3, 1, False), (7, 2, True), (12, 3, False), (97, 2, True), (1000, 1, False), (1009, 1, True)))
+#: the FFT shapes the fills other than "random" run on: a power of two and a prime
+FFT_FILL_SHAPES = (FFT_SHAPES[2], FFT_SHAPES[-3])
 
 
 FILLS = ("random", "specials", "huge", "tiny")
@@ -78,8 +82,9 @@ def conv_cases() -> list[ConvCase]:
         shapes = CONV_SHAPES if info.name == "Conv2D" else FFT_SHAPES
         for ty in sorted(info.types, key=lambda t: t.code):
             out += [ConvCase(f"{info.name}.{ty.name}.{_tag(f)}.random", info, ty, f) for f in shapes]
-            out += [ConvCase(f"{info.name}.{ty.name}.{_tag(shapes[2])}.{fill}", info, ty, shapes[2], fill)
-                    for fill in FILLS[1:]]
+            fill_shapes = (shapes[2],) if info.name == "Conv2D" else FFT_FILL_SHAPES
+            out += [ConvCase(f"{info.name}.{ty.name}.{_tag(f)}.{fill}", info, ty, f, fill)
+                    for f in fill_shapes for fill in FILLS[1:]]
     return out
 
 
@@ -153,9 +158,15 @@ def _complex(values: np.ndarray, n: int) -> np.ndarray:
 
 
 def fft_bound(ty: Type, n: int, y: np.ndarray) -> np.ndarray:
-    """The contract's normwise bound for each item of ``y`` (items x n complex)."""
+    """The contract's normwise bound for each item of ``y`` (items x n complex): n a power of two
+    ``(8*log2(n) + 2)*u*||y|| + 2n*eta``; another n ``(24*log2(m) + 8)*u*||y|| + 4m*eta``, m the power of two at
+    least 2n - 1 (Bluestein's padded length)."""
     eta = 2.0 ** -1074 if ty is Type.F64 else 2.0 ** -149
-    return (8 * math.log2(n) + 2) * unit_roundoff(ty) * np.linalg.norm(y, axis=-1) + 2 * n * eta
+    norm = np.linalg.norm(y, axis=-1)
+    if n & (n - 1) == 0:
+        return (8 * math.log2(n) + 2) * unit_roundoff(ty) * norm + 2 * n * eta
+    m = 1 << (2 * n - 2).bit_length()
+    return (24 * math.log2(m) + 8) * unit_roundoff(ty) * norm + 4 * m * eta
 
 
 def compare(case: ConvCase, inputs: dict, got: np.ndarray) -> list:

@@ -151,7 +151,7 @@ def _fft(ty, n, batch, inverse, rng, in_place=False):
 
 
 @pytest.mark.parametrize("ty", FFT_TYPES, ids=lambda t: t.name)
-@pytest.mark.parametrize("n, batch", [(1, 1), (2, 3), (8, 1), (64, 2)])
+@pytest.mark.parametrize("n, batch", [(1, 1), (2, 3), (8, 1), (64, 2), (3, 2), (12, 1), (97, 2)])
 @pytest.mark.parametrize("inverse", [False, True])
 def test_fft_matches_np_fft_rounded_once_and_the_dft(ty, n, batch, inverse):
     got, z = _fft(ty, n, batch, inverse, np.random.default_rng(n + batch))
@@ -182,11 +182,14 @@ def test_fft_of_an_infinity_is_non_finite_everywhere():
     assert (~np.isfinite(got)).any(axis=1).all()
 
 
-def test_fft_needs_a_power_of_two():
+def test_fft_takes_any_n_from_1_to_2_to_the_24():
     a = Address.BufferOffset(2)
-    verify(prog(FFT(output=a, input=a, n=1024, inverse=False)))
-    for n in (0, 3, 12, 1000):
-        with pytest.raises(ProgramError, match="power of two"):
+    for n in (1, 3, 12, 1000, 1024, 1 << 24, (1 << 24) - 1):
+        verify(prog(FFT(output=a, input=a, n=n, inverse=False)))
+    with pytest.raises(ProgramError, match="n is 0"):
+        verify(prog(FFT(output=a, input=a, n=0, inverse=True)))
+    for n in ((1 << 24) + 1, 3 << 23):
+        with pytest.raises(ProgramError, match="16,777,216"):
             verify(prog(FFT(output=a, input=a, n=n, inverse=True)))
 
 

@@ -1,7 +1,8 @@
 """FFT launched on the wasm backend (coop_fft: radix-2 on SIMD128), on what only the wasm kernel has: n past its
 cache BLOCK (stages over whole items after the blocked ones), the first stages (F32's twiddle-free stage, the
 smallest n), in place (the bit reversal by swaps) and out of place, batches, inverse (1/n), F64, and twiddle
-tables of every split; results within the contract's normwise bound against np.fft (the conformance suite's
+tables of every split; n not a power of two (coop_fft_bluestein: odd n, a padded length past BLOCK, in place);
+results within the contract's normwise bound against np.fft (the conformance suite's
 ``compare``), a trapped launch writing nothing and the backend going on."""
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ def test_twiddle_split_covers_half_of_n():
 
 @pytest.mark.parametrize("ty", [Type.F32, Type.F64], ids=lambda t: t.name)
 @pytest.mark.parametrize("n, batch, inverse", [(2, 5, False), (4, 2, True), (32, 3, False), (2 * BLOCK, 1, False),
-                                               (4 * BLOCK, 1, True), (BLOCK, 2, True)])
+                                               (4 * BLOCK, 1, True), (BLOCK, 2, True),
+                                               # Bluestein: odd n (F32's last complex value alone), a padded
+                                               # length past BLOCK, n just past a power of two
+                                               (3, 4, True), (5, 3, False), (BLOCK + 3, 1, True),
+                                               (1025, 2, False), (6, 1, False)])
 def test_fft_within_the_contract(wasm, ty, n, batch, inverse):
     case = ConvCase(f"FFT.{ty.name}.{n}x{batch}", ROW, ty, dict(n=n, batch=batch, inverse=inverse))
     inputs, got, trap = run_case(wasm, case)
@@ -57,7 +62,7 @@ def _in_place(backend, z: np.ndarray, inverse: bool) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("n", [1, 8, 2 * BLOCK])
+@pytest.mark.parametrize("n", [1, 8, 2 * BLOCK, 7, 1000])
 def test_fft_in_place_and_back(wasm, n):
     rng = np.random.default_rng(n)
     z = (rng.uniform(-1, 1, (2, n)) + 1j * rng.uniform(-1, 1, (2, n))).astype(np.complex64)

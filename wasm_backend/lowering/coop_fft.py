@@ -28,7 +28,7 @@ import math
 import struct
 
 from atlas_web.isa.enums import MapOperation
-from atlas_web.isa.extents import array_operands
+from atlas_web.isa.extents import array_operands, power_of_two
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
@@ -37,7 +37,8 @@ from .coop_gemm_kernel import cached_function
 from .math_seam import math_function_for
 from .rules import cooperative_rule
 
-__all__ = ["FFT_TYPES", "BLOCK", "fft_scratch_bytes", "twiddle_split"]
+__all__ = ["FFT_TYPES", "BLOCK", "fft_scratch_bytes", "twiddle_split", "twiddle_bytes", "twiddle_table", "emit_transform",
+           "scale_function", "push_product"]
 
 I32, F64, V128 = ValType.I32, ValType.F64, ValType.V128
 FFT_TYPES = frozenset({Type.F32, Type.F64})
@@ -73,12 +74,19 @@ def _round16(value: int) -> int:
     return -(-value // 16) * 16
 
 
+def twiddle_bytes(ty: Type, n: int) -> int:
+    """The scratch of a size-n transform's twiddles (n a power of two, at least 2): the table (n/2 complex values
+    of ty), then T1 and T2 (binary64 complex)."""
+    low, high = twiddle_split(n)
+    return _round16(n * ty.size_bytes()) + 16 * (low + high)
+
+
 def fft_scratch_bytes(instr) -> int:
-    """The twiddle table (n/2 complex values of ty), then T1 and T2 (binary64 complex)."""
-    if instr.n < 2:
-        return 16
-    low, high = twiddle_split(instr.n)
-    return _round16(instr.n * instr.ty.size_bytes()) + 16 * (low + high)
+    """The per-launch scratch of ``instr``: a power-of-two n's twiddles; Bluestein's (coop_fft_bluestein)."""
+    if not power_of_two(instr.n):
+        from .coop_fft_bluestein import bluestein_scratch_bytes   # (it builds on this module's functions)
+        return bluestein_scratch_bytes(instr.ty, instr.n)
+    return twiddle_bytes(instr.ty, instr.n) if instr.n >= 2 else 16
 
 
 def _pass1_f32(m) -> int:
@@ -99,6 +107,18 @@ def _pass1_f32(m) -> int:
     return cached_function(m, "fft_pass1_f32", (I32, I32), build)
 
 
+def push_product(e, ty: Type, b: int, w: int) -> None:
+    """Push the complex products of the v128 locals ``b`` and ``w`` (F32: two complex values each, F64: one):
+    ``b * (wr, wr) + swap(b) * (-wi, wi)``, two roundings per component, no fused multiply-add."""
+    f32 = ty is Type.F32
+    p = "f32x4" if f32 else "f64x2"
+    re_re, im_im, swap, sign = (_RE_RE, _IM_IM, _SWAP32, _SIGN32) if f32 else (_LOW2, _HIGH2, _SWAP64, _SIGN64)
+    e.get(b).get(w).get(w).op("i8x16.shuffle", re_re).op(f"{p}.mul")
+    e.get(b).get(b).op("i8x16.shuffle", swap)
+    e.get(w).get(w).op("i8x16.shuffle", im_im).op("v128.const", sign).op(f"{p}.mul")
+    e.op(f"{p}.mul").op(f"{p}.add")
+
+
 class _Butterflies:
     """The emitter of one pass function's butterflies: twiddle loads and complex products for ``ty`` (F32: two
     complex values per f32x4, twiddles j and j + 1; F64: one per f64x2)."""
@@ -107,7 +127,6 @@ class _Butterflies:
         self.e, self.f32 = e, ty is Type.F32
         self.p = "f32x4" if self.f32 else "f64x2"
         self.csize = 8 if self.f32 else 16
-        self.shuffles = (_RE_RE, _IM_IM, _SWAP32, _SIGN32) if self.f32 else (_LOW2, _HIGH2, _SWAP64, _SIGN64)
         self.wv, self.t = fb.add_local(V128), fb.add_local(V128)
 
     def twiddles(self, w: int, lane_step: int) -> None:
@@ -123,12 +142,9 @@ class _Butterflies:
     def butterfly(self, a: int, b: int, out_a, out_b) -> None:
         """t = b * wv (b * (wr, wr) + swap(b) * (-wi, wi)); then ``out_a()`` takes a + t and ``out_b()`` a - t
         (each pushes what comes before the value, then stores or sets it)."""
-        e, p, wv = self.e, self.p, self.wv
-        re_re, im_im, swap, sign = self.shuffles
-        e.get(b).get(wv).get(wv).op("i8x16.shuffle", re_re).op(f"{p}.mul")
-        e.get(b).get(b).op("i8x16.shuffle", swap)
-        e.get(wv).get(wv).op("i8x16.shuffle", im_im).op("v128.const", sign).op(f"{p}.mul")
-        e.op(f"{p}.mul").op(f"{p}.add").set(self.t)
+        e, p = self.e, self.p
+        push_product(e, Type.F32 if self.f32 else Type.F64, b, self.wv)
+        e.set(self.t)
         out_a(lambda: e.get(a).get(self.t).op(f"{p}.add"))
         out_b(lambda: e.get(a).get(self.t).op(f"{p}.sub"))
 
@@ -345,7 +361,7 @@ def _twiddles(m, name: str, ty: Type, n: int, inverse: bool) -> int:
     return cached_function(m, name, (I32,) * 3, build)
 
 
-def _scale(m, ty: Type) -> int:
+def scale_function(m, ty: Type) -> int:
     """``fft_scale_<ty>(x, count, factor)``: count values (a multiple of the lanes) at x times ``factor``."""
     f32 = ty is Type.F32
     p, s = ("f32x4", "f32") if f32 else ("f64x2", "f64")
@@ -364,40 +380,29 @@ def _scale(m, ty: Type) -> int:
     return cached_function(m, f"fft_scale_{s}", (I32, I32, ValType.F32 if f32 else F64), build)
 
 
-@cooperative_rule("FFT", FFT_TYPES, scratch=fft_scratch_bytes)
-def _build(cc: CoopContext) -> None:
-    instr, m, e = cc.instr, cc.m, cc.e
-    ty, n, batch = instr.ty, instr.n, instr.batch
+def emit_transform(cc: CoopContext, ty: Type, size: int, tw: int, src: int, dst: int) -> None:
+    """Emit the forward-or-inverse radix-2 transform (the twiddles at local ``tw`` say which, made by
+    ``twiddle_function`` for ``size``) of ``size`` complex values (a power of two) at local ``src`` into local
+    ``dst`` (may be ``src``: in place), unscaled."""
+    m, e = cc.m, cc.e
     f32 = ty is Type.F32
     csize = 2 * ty.size_bytes()
-    # checked in operand order (output, input), as the reference checks them: the first bad one traps
-    checked = {array.name: cc.array(array.name, array.ty, array.elements) for array in array_operands(instr)}
-    if n * batch == 0:
-        e.i32(COOP_OK)
+    e.get(src).get(dst).i32(size).call(_reverse(m, csize))
+    if size < 2:
         return
-    reverse = _reverse(m, csize)
-    tw, item, end_item, src, dst, x, h, ts, block, end_block = (cc.local(I32) for _ in range(10))
-    if n >= 2:
-        low, _ = twiddle_split(n)
-        twiddles = _twiddles(m, f"fft_{cc.index}_twiddles", ty, n, bool(instr.inverse))
-        cc.launch_base()
-        e.i32(cc.launch.coop_scratch).op("i32.add").set(tw)
-        table = _round16(n * ty.size_bytes())
-        e.get(tw).get(tw).i32(table).op("i32.add").get(tw).i32(table + 16 * low).op("i32.add").call(twiddles)
-        stage, pair = _pass(m, ty), _pass2(m, ty)
-        first = _pass1_f32(m) if f32 else None
-    span = min(BLOCK, n)
-    e.i32(0).set(item)
-    e.i32(batch).set(end_item)
+    stage, pair = _pass(m, ty), _pass2(m, ty)
+    first = _pass1_f32(m) if f32 else None
+    h, ts, block, end_block = (cc.local(I32) for _ in range(4))
+    span = min(BLOCK, size)
 
     def stages(base: int, count: int, h_from: int, h_to: int) -> None:
         """Stages h_from <= h < h_to over ``count`` complex values at local ``base``."""
         e.i32(h_from).set(h)
-        e.i32(n // (2 * h_from)).set(ts)
+        e.i32(size // (2 * h_from)).set(ts)
         if f32 and h_from == 1:
             e.get(base).i32(count).call(first)
             e.i32(2).set(h)
-            e.i32(n // 4).set(ts)
+            e.i32(size // 4).set(ts)
         with e.block("pairs_done"):   # two stages a pass (h and 2h) while both are below h_to
             with e.loop("pairs"):
                 e.get(h).i32(h_to // 4).op("i32.gt_u").br_if("pairs_done")
@@ -409,24 +414,54 @@ def _build(cc: CoopContext) -> None:
         with e.if_():   # an odd stage left
             e.get(base).i32(count).get(h).get(ts).get(tw).call(stage)
 
+    e.get(dst).set(block)
+    e.get(dst).i32(size * csize).op("i32.add").set(end_block)
+    e.while_below(block, end_block, span * csize, lambda: stages(block, span, 1, span),
+                  labels=("blocks_done", "blocks"))
+    if span < size:
+        stages(dst, size, span, size)
+
+
+def twiddle_table(cc: CoopContext, ty: Type, n: int, inverse: bool, tw: int) -> int:
+    """Emit: local ``tw`` := the per-launch scratch, holding the twiddles of a size-n transform (n >= 2) made
+    there; the bytes it takes (``fft_scratch_bytes`` of a power-of-two n)."""
+    e = cc.e
+    low, _ = twiddle_split(n)
+    cc.launch_base()
+    e.i32(cc.launch.coop_scratch).op("i32.add").set(tw)
+    table = _round16(n * ty.size_bytes())
+    e.get(tw).get(tw).i32(table).op("i32.add").get(tw).i32(table + 16 * low).op("i32.add")
+    e.call(_twiddles(cc.m, f"fft_{cc.index}_twiddles", ty, n, inverse))
+    return twiddle_bytes(ty, n)
+
+
+@cooperative_rule("FFT", FFT_TYPES, scratch=fft_scratch_bytes)
+def _build(cc: CoopContext) -> None:
+    instr, e = cc.instr, cc.e
+    ty, n, batch = instr.ty, instr.n, instr.batch
+    # checked in operand order (output, input), as the reference checks them: the first bad one traps
+    checked = {array.name: cc.array(array.name, array.ty, array.elements) for array in array_operands(instr)}
+    if n * batch == 0:
+        e.i32(COOP_OK)
+        return
+    if not power_of_two(n):
+        from .coop_fft_bluestein import emit_bluestein   # (it builds on this module's functions)
+        emit_bluestein(cc, checked)
+        e.i32(COOP_OK)
+        return
+    tw, item, end_item, src, dst, x = (cc.local(I32) for _ in range(6))
+    if n >= 2:
+        twiddle_table(cc, ty, n, bool(instr.inverse), tw)
+    e.i32(0).set(item)
+    e.i32(batch).set(end_item)
+
     def one_item() -> None:
         e.get(item).i32(2 * n * ty.size_bytes()).op("i32.mul").tee(x)
         e.get(checked["input"]).op("i32.add").set(src)
         e.get(checked["output"]).get(x).op("i32.add").set(dst)
-        e.get(src).get(dst).i32(n).call(reverse)
-        if n < 2:
-            return
-        e.get(dst).set(block)
-        e.get(dst).i32(n * csize).op("i32.add").set(end_block)
-
-        def one_block() -> None:
-            stages(block, span, 1, span)
-
-        e.while_below(block, end_block, span * csize, one_block, labels=("blocks_done", "blocks"))
-        if span < n:
-            stages(dst, n, span, n)
-        if instr.inverse:
-            e.get(dst).i32(2 * n).op(f"{'f32' if f32 else 'f64'}.const", 1.0 / n).call(_scale(m, ty))
+        emit_transform(cc, ty, n, tw, src, dst)
+        if instr.inverse and n >= 2:
+            e.get(dst).i32(2 * n).op(f"{'f32' if ty is Type.F32 else 'f64'}.const", 1.0 / n).call(scale_function(cc.m, ty))
 
     e.while_below(item, end_item, 1, one_item, labels=("items_done", "items"))
     e.i32(COOP_OK)

@@ -41,7 +41,7 @@ from . import (  # noqa: F401  (the rule modules register themselves on import)
     coop_softmax, coop_sparse, extended, mathlib_adapter, rules_atlas, rules_compare, rules_control, rules_convert,
     rules_data, rules_extended, rules_float, rules_int, rules_math, rules_reduce, runtime,
 )
-from . import coop_conv, coop_fft  # noqa: F401  (issue 11's convolution kernels register themselves on import)
+from . import coop_conv, coop_fft, coop_fft_bluestein  # noqa: F401  (issue 11's convolution kernels register themselves on import)
 from . import coop_contract  # noqa: F401  (TensorContract, issue 10)
 from .coop_context import CoopContext
 from .coop_fusion import absorbed_maps, build_absorbed, build_fused, fused_chains

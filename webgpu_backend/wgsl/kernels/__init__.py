@@ -21,7 +21,8 @@ How to add a kernel (say ``GEMM``):
      of a *shader spec*, the bindings (binding number -> an operand role or a launcher scratch
      buffer in ``SCRATCH_BINDINGS``) and the workgroup counts (``device.split(groups)`` folds a
      count past maxComputeWorkgroupsPerDimension into y and z), plus the ``launch`` field values
-     of the step. ``operands`` maps each array operand's role to (chunk buffer, byte offset):
+     of the step; ``scratch(instr)``: the bytes of the scratch buffers it binds by name ("work"), where it
+     needs more than their size (the launcher grows them first). ``operands`` maps each array operand's role to (chunk buffer, byte offset):
      the written array is "dst", the read ones "src_a", "src_b", ... in operand order
      (``webgpu_backend.host_steps.binding_roles``, from ``atlas_web.isa.extents.array_operands``);
      ``binding_plan`` (``kernels.binding``) says whether every array can be bound at its own offset;
@@ -58,8 +59,8 @@ from ..runtime_layout import declare_launch_fields
 __all__ = ["Kernel", "KernelPlan", "Dispatch", "DeviceLimits", "KERNELS", "register", "kernel_for",
            "SCRATCH_BINDINGS"]
 
-#: the launcher's scratch buffers a dispatch may bind by name
-SCRATCH_BINDINGS = frozenset({"partials"})
+#: the launcher's scratch buffers a dispatch may bind by name ("work": sized per step by ``Kernel.scratch``)
+SCRATCH_BINDINGS = frozenset({"partials", "work"})
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,11 @@ class Kernel:
         if not self.supports(operation, ty):
             name = self.instruction if operation is None else f"{self.instruction}.{operation.name}"
             raise unsupported(name, ty)
+
+    def scratch(self, instr) -> dict[str, int]:
+        """The bytes of the launcher's scratch buffers (by SCRATCH_BINDINGS name) ``instr``'s dispatches need; the
+        launcher grows them before planning (ExecutionFailed past the device's binding limit)."""
+        return {}
 
     def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
         raise TypeError(f"kernel {self.instruction} plans no dispatches")
