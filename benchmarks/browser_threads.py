@@ -7,7 +7,11 @@ Sum f32 over 16M. For each, two backends (1 thread and ``--threads``) launch in 
 a first launch that compiles; the best and the median of each are kept, and the outputs' digests compared
 (bit-identical results). The native wasmtime figures of the same workloads come from the same run.
 
-    PYTHONPATH=. python3 benchmarks/browser_threads.py [--threads 2] [--repeats 7]
+    PYTHONPATH=. python3 benchmarks/browser_threads.py [--threads 2] [--repeats 7] [--timeline]
+
+``--timeline`` also traces three more launches on the threads in the page (JsThreadPool.set_tracing) and
+prints, for the fastest, each batch: when each thread started its first call after the batch opened, how
+many calls it ran and how long they took, and the fastest call (a chunk without contention).
 
 Builds the site into a temporary directory, serves it on 127.0.0.1 and drives Debian's Chromium with the
 flags of the browser tests. The speed-up needs idle cores: on a shared machine compare within one run.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,11 +39,50 @@ WORKLOADS: dict[str, tuple[str, int]] = {
 }
 
 
-def measure(new_backend, threads: int, repeats: int) -> dict[str, dict]:
+def timeline(records: list[tuple[int, int, float, float]], wall: float) -> list[str]:
+    """Lines describing one traced launch (JsThreadPool.take_trace records; ``wall``: its seconds)."""
+    batches = sorted((r for r in records if r[1] == -1), key=lambda r: r[2])
+    calls = [r for r in records if r[1] >= 0]
+    lines = [f"launch {wall * 1e3:.2f} ms, {len(batches)} batch(es)"]
+    for _, _, opened, closed in batches:
+        inside = [r for r in calls if opened <= r[2] <= closed]
+        line = f"  batch {closed - opened:.2f} ms:"
+        for thread in sorted({r[0] for r in inside}):
+            mine = [r for r in inside if r[0] == thread]
+            line += (f" thread {thread} starts +{min(r[2] for r in mine) - opened:.2f} ms, {len(mine)} calls "
+                     f"busy {sum(r[3] - r[2] for r in mine):.2f} ms;")
+        fastest = min((r[3] - r[2] for r in inside), default=0.0)
+        lines.append(line + f" fastest call {fastest:.2f} ms")
+    return lines
+
+
+def _traced(backend, program, pool, rounds: int = 3) -> list[str]:
+    """Trace ``rounds`` launches on ``pool``'s threads; the timeline of the fastest."""
+    pool.set_tracing(True)
+    try:
+        best = None
+        for _ in range(rounds):
+            start = time.perf_counter()
+            backend.execute_program(program, LaunchConfig())
+            wall = time.perf_counter() - start
+            records = pool.take_trace()
+            if best is None or wall < best[0]:
+                best = (wall, records)
+    finally:
+        pool.set_tracing(False)
+    return timeline(best[1], best[0])
+
+
+def measure(new_backend, threads: int, repeats: int, trace: bool = False) -> dict[str, dict]:
     """Each workload on a 1-thread and a ``threads``-thread backend made by ``new_backend(threads=...)``,
     launched in turn: best and median seconds per thread count, the digests of their outputs, and the chunks
-    worker threads ran. Runs natively and inside Pyodide alike (standard library and atlas_web only)."""
+    worker threads ran; with ``trace`` in the browser, the timeline of traced launches on the threads too.
+    Runs natively and inside Pyodide alike (standard library and atlas_web only)."""
     import array
+    try:
+        from wasm_backend.runners.js_threads import shared_pool
+    except ImportError:  # natively: no Web Workers to trace
+        shared_pool = None
     results: dict[str, dict] = {}
     for name, (text, n) in WORKLOADS.items():
         pattern = array.array("f", [((k * 7919) % 2000) / 100 - 10 for k in range(2000)])
@@ -57,6 +101,8 @@ def measure(new_backend, threads: int, repeats: int) -> dict[str, dict]:
                 backend.execute_program(program, LaunchConfig())
                 times.append(time.perf_counter() - start)
         entry = {}
+        if trace and shared_pool is not None and threads > 1:
+            entry["timeline"] = _traced(runs[threads][0], program, shared_pool(threads))
         for count, (backend, handles, times) in runs.items():
             digest = hashlib.sha256(bytes(backend.copy_from_buffer(handles[2]))).hexdigest()[:16]
             info = backend.device_info()
@@ -68,13 +114,13 @@ def measure(new_backend, threads: int, repeats: int) -> dict[str, dict]:
     return results
 
 
-def _in_browser(page, threads: int, repeats: int) -> dict:
+def _in_browser(page, threads: int, repeats: int, trace: bool) -> dict:
     source = Path(__file__).read_text(encoding="utf-8")
     code = (f"import types, json\n"
             f"bench = types.ModuleType('browser_threads')\n"
             f"exec(compile({source!r}, 'browser_threads.py', 'exec'), bench.__dict__)\n"
             f"from wasm_backend import WasmBackend\n"
-            f"json.dumps(bench.measure(WasmBackend, {threads}, {repeats}))\n")
+            f"json.dumps(bench.measure(WasmBackend, {threads}, {repeats}, {trace}))\n")
     return json.loads(page.evaluate("async (code) => await window.atlasWeb.pyodide.runPythonAsync(code)", code))
 
 
@@ -82,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="threads of the second backend (default 2)")
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds after the first launch (default 7)")
+    parser.add_argument("--timeline", action="store_true", help="trace launches on the page's threads too")
     options = parser.parse_args(argv)
     import tempfile
 
@@ -93,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.browser_vs_native import _open_demo
 
     root = Path(__file__).resolve().parents[1]
+    load_before = os.getloadavg()[0]
     native = measure(WasmBackend, options.threads, options.repeats)
     with tempfile.TemporaryDirectory() as scratch:
         site = Path(scratch) / "site"
@@ -104,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 page, _ = _open_demo(context, server.url + "index.html")
                 agent = page.evaluate("navigator.userAgent")
-                browser = _in_browser(page, options.threads, options.repeats)
+                browser = _in_browser(page, options.threads, options.repeats, options.timeline)
             finally:
                 context.close()
     n = str(options.threads)
+    print(f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
     print(f"WasmBackend, 1 vs {n} threads, best (median) of {options.repeats} interleaved launches; "
           f"Chromium {agent.split('Chrome/')[-1].split(' ')[0]} (Web Workers) and natively (wasmtime)")
     print(f"{'workload':<22}{'browser 1':>18}{'browser ' + n:>18}{'speed-up':>10}{'native 1':>18}{'native ' + n:>18}"
@@ -122,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                          f"{one['best'] / many['best']:>9.2f}x")
         same = len({side[k]["digest"] for side in (there, here) for k in ("1", n)}) == 1
         print(f"{name:<22}{cells[0]}{cells[1]}  {'yes' if same else 'NO'}")
+    for name in WORKLOADS:
+        for line in browser[name].get("timeline", []):
+            print(f"{name}: {line}")
     many = browser[next(iter(WORKLOADS))][n]
     print(f"browser: {many['threads']} threads, {many['worker_chunks']} chunks on workers"
           + (f" ({many['reason']})" if many["reason"] else ""))

@@ -60,3 +60,38 @@ def test_wasm_threads_in_the_page_are_bit_identical_to_one_thread(backends_page)
     assert one["threads"] == 1
     assert two["dispatches"] >= 3 and two["worker_chunks"] > 0, two
     assert two["digests"] == one["digests"]
+
+
+TRACE_CODE = """
+from atlas_web import LaunchConfig, Program, Type
+from wasm_backend import WasmBackend
+from wasm_backend.runners.js_threads import shared_pool
+
+N = 1 << 22
+backend = WasmBackend(threads=2)
+for _ in range(3):
+    backend.allocate_typed(N, Type.F32)
+program = Program.from_text(f"pmap2.add.f32 [buf4 + 0], [buf2 + 0], [buf3 + 0], {N}\\nexit\\n")
+backend.execute_program(program, LaunchConfig())
+pool = shared_pool(2)
+pool.set_tracing(True)
+backend.execute_program(program, LaunchConfig())
+traced = pool.take_trace()
+pool.set_tracing(False)
+backend.execute_program(program, LaunchConfig())
+result = {"traced": traced, "after": pool.take_trace()}
+backend.close()
+"""
+
+
+def test_a_traced_batch_records_each_call_once_inside_the_batch(backends_page):
+    outcome = run_python(backends_page, TRACE_CODE)
+    batches = [r for r in outcome["traced"] if r[1] == -1]
+    calls = sorted((r for r in outcome["traced"] if r[1] >= 0), key=lambda r: r[1])
+    assert len(batches) == 1 and batches[0][0] == 0
+    _, _, opened, closed = batches[0]
+    assert [r[1] for r in calls] == list(range(len(calls))) and len(calls) >= 2
+    # a worker's clock (timeOrigin + now) may stand a little apart from the calling thread's
+    slack = {0: 0.0, 1: 1.0}
+    assert all(r[0] in slack and opened - slack[r[0]] <= r[2] <= r[3] <= closed + slack[r[0]] for r in calls), outcome
+    assert outcome["after"] == []  # tracing off: nothing recorded

@@ -32,6 +32,9 @@ lowest call index that failed with the exception's name and message in its own s
 control block, and ``run`` returns the lowest over all threads as ``(index, name, message)`` (None
 when every call ran), the failure one thread calling in order meets first. A worker that cannot
 instantiate the module stops the batch too, reported with index -2 (JsRunner raises WasmInterfaceError).
+Profiling: ``set_tracing(True)`` makes every thread record when it ran each call (and the calling thread
+each batch) in the control block, read with ``take_trace`` (benchmarks/browser_threads.py --timeline).
+
 Nothing is copied: the workers read and write the caller's memory. Imports ``pyodide``: use it only
 in Pyodide.
 """
@@ -50,14 +53,23 @@ MAX_THREADS = 8
 #: the shared control block: Int32 words, then the export's name, the failure messages and the arguments
 _LAYOUT = {
     "NEXT": 0, "STOP": 1, "ENTRY": 2, "WORKER_CALLS": 3, "GEN": 4, "COUNT": 5, "PARAMS": 6, "MODULE": 7,
-    "MEMORY": 8, "NAME_LENGTH": 9, "I64_MASK": 10, "MAIL": 11,
+    "MEMORY": 8, "NAME_LENGTH": 9, "I64_MASK": 10, "MAIL": 11, "TRACE": 12, "TRACE_COUNT": 13,
     "FAIL": 16, "ACK": 32,                                      # one word per slot (16 slots) each
     "NAME_BYTES": 256, "MESSAGES": 320, "MESSAGE_BYTES": 480, "SLOTS": 16,
     "ARGS": 320 + 16 * 480, "MAX_ARGS": 1 << 16,                # Float64 arguments of the calls
+    "TRACE_RECORDS": 4096,                                      # then Float64 trace records, 4 words each
 }
 
 _COMMON = "const L = " + str(_LAYOUT).replace("'", '"') + r""";
 const SEALED = 1 << 30;
+const TRACE_AT = L.ARGS + 8 * L.MAX_ARGS;
+// a trace record: (thread slot, call index or -1 for a batch, start, end), times in ms since the epoch
+// (performance.timeOrigin + now: comparable across threads)
+function now() { return performance.timeOrigin + performance.now(); }
+function trace(buffer, slot, index, start, end) {
+  const k = Atomics.add(new Int32Array(buffer), L.TRACE_COUNT, 1);
+  if (k < L.TRACE_RECORDS) new Float64Array(buffer, TRACE_AT + 32 * k, 4).set([slot, index, start, end]);
+}
 function recordFailure(buffer, slot, index, error) {
   const control = new Int32Array(buffer);
   if (control[L.FAIL + slot] === -1 || (index >= 0 && index < control[L.FAIL + slot])) {
@@ -105,6 +117,7 @@ function work() {
     return true;
   }
   const count = control[L.COUNT], params = control[L.PARAMS], mask = control[L.I64_MASK];
+  const tracing = control[L.TRACE] !== 0;
   const call = new Array(params);
   for (;;) {
     if (Atomics.load(control, L.STOP)) break;
@@ -115,7 +128,9 @@ function work() {
       call[p] = (mask >> p) & 1 ? BigInt(value) : value;
     }
     try {
+      const start = tracing ? now() : 0;
       fn(...call);
+      if (tracing) trace(buffer, slot, i, start, now());
       Atomics.add(control, L.WORKER_CALLS, 1);
     } catch (error) {
       recordFailure(buffer, slot, i, error);
@@ -179,7 +194,7 @@ self.onmessage = ({ data }) => {
 #: the calling thread's side: make the workers, run a batch, wait, report the first failure
 _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
   const url = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
-  const buffer = new SharedArrayBuffer(L.ARGS + 8 * L.MAX_ARGS);
+  const buffer = new SharedArrayBuffer(TRACE_AT + 32 * L.TRACE_RECORDS);
   const control = new Int32Array(buffer), args = new Float64Array(buffer, L.ARGS, L.MAX_ARGS);
   control[L.ENTRY] = SEALED;
   const workers = [], started = [];
@@ -247,6 +262,7 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
     new Uint8Array(buffer, L.NAME_BYTES, 64).set(bytes.subarray(0, 64));
     control[L.NAME_LENGTH] = Math.min(64, bytes.length);
     for (let s = 0; s < L.SLOTS; s++) control[L.FAIL + s] = -1;
+    const tracing = control[L.TRACE] !== 0, opened = tracing ? now() : 0;
     Atomics.store(control, L.ENTRY, 0);           // open: workers may enter from now on
     Atomics.add(control, L.GEN, 1);
     Atomics.notify(control, L.GEN);
@@ -255,7 +271,9 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
       const i = Atomics.add(control, L.NEXT, 1);
       if (i >= count) break;
       try {
+        const start = tracing ? now() : 0;
         fn(...items[i]);
+        if (tracing) trace(buffer, 0, i, start, now());
       } catch (error) {
         recordFailure(buffer, 0, i, error);
         break;
@@ -267,6 +285,7 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
       Atomics.wait(control, L.ENTRY, word);
       word = Atomics.load(control, L.ENTRY);
     }
+    if (tracing) trace(buffer, 0, -1, opened, now());
     pool.workerCalls += control[L.WORKER_CALLS];
     for (let s = 0; s <= workers.length; s++) {
       const index = control[L.FAIL + s];
@@ -281,6 +300,12 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
   const pool = {
     ready,
     workerCalls: 0,
+    setTracing(on) { control[L.TRACE] = on ? 1 : 0; control[L.TRACE_COUNT] = 0; },
+    takeTrace() {
+      const k = Math.min(control[L.TRACE_COUNT], L.TRACE_RECORDS);
+      control[L.TRACE_COUNT] = 0;
+      return Array.from(new Float64Array(buffer, TRACE_AT, 4 * k));
+    },
     forget() { for (const entry of workers) { entry.worker.postMessage({ forget: true }); entry.memoryId = 0; } },
     run(module, memory, exports, name, items, mask) {
       const ids = send(module, memory);
@@ -358,6 +383,18 @@ class JsThreadPool:
             return None
         index, name, message = failed.to_py()
         return int(index), str(name), str(message)
+
+    def set_tracing(self, on: bool) -> None:
+        """Record (or stop recording) when each call of the following batches ran on which thread (a profiling
+        aid: two clock readings per call; see take_trace). Clears the records."""
+        self._pool.setTracing(bool(on))
+
+    def take_trace(self) -> list[tuple[int, int, float, float]]:
+        """The records since set_tracing or the last take_trace, and clears them: ``(thread, call index,
+        start ms, end ms)``, thread 0 the calling thread, index -1 a whole batch (opened until every worker
+        left); times in ms since the epoch, comparable across threads. At most 4096 records are kept."""
+        flat = self._pool.takeTrace().to_py()
+        return [(int(flat[k]), int(flat[k + 1]), flat[k + 2], flat[k + 3]) for k in range(0, len(flat), 4)]
 
     def forget(self) -> None:
         """Drop the workers' instances (a closed runner's memory must not stay alive in them)."""
