@@ -212,25 +212,27 @@ class Array:
         return getitem(self, key)
 
     # ---- reductions (atlas_web/numpy/reductions.py) ------------------------------------------------
-    def sum(self, axis=None, keepdims=False, dtype=None):
+    # ``out`` is NumPy's parameter (np.sum(a) passes out=None to a.sum: Dask's reductions of atlas chunks do);
+    # only None is taken: an atlas array is a new array, never written into another (ArrayError otherwise)
+    def sum(self, axis=None, keepdims=False, dtype=None, out=None):
         from .reductions import sum as f
-        return f(self, axis, keepdims=keepdims, dtype=dtype)
+        return f(self, axis, keepdims=keepdims, dtype=dtype) if _no_out("sum", out) else None
 
-    def prod(self, axis=None, keepdims=False, dtype=None):
+    def prod(self, axis=None, keepdims=False, dtype=None, out=None):
         from .reductions import prod as f
-        return f(self, axis, keepdims=keepdims, dtype=dtype)
+        return f(self, axis, keepdims=keepdims, dtype=dtype) if _no_out("prod", out) else None
 
-    def max(self, axis=None, keepdims=False):
+    def max(self, axis=None, keepdims=False, out=None):
         from .reductions import max as f
-        return f(self, axis, keepdims=keepdims)
+        return f(self, axis, keepdims=keepdims) if _no_out("max", out) else None
 
-    def min(self, axis=None, keepdims=False):
+    def min(self, axis=None, keepdims=False, out=None):
         from .reductions import min as f
-        return f(self, axis, keepdims=keepdims)
+        return f(self, axis, keepdims=keepdims) if _no_out("min", out) else None
 
-    def mean(self, axis=None, keepdims=False, dtype=None):
+    def mean(self, axis=None, keepdims=False, dtype=None, out=None):
         from .reductions import mean as f
-        return f(self, axis, keepdims=keepdims, dtype=dtype)
+        return f(self, axis, keepdims=keepdims, dtype=dtype) if _no_out("mean", out) else None
 
     def var(self, axis=None, keepdims=False, ddof=0):
         from .reductions import var as f
@@ -243,6 +245,14 @@ class Array:
     def argmin(self, axis=None, keepdims=False):
         from .reductions import argmin as f
         return f(self, axis, keepdims=keepdims)
+
+
+def _no_out(method: str, out: Any) -> bool:
+    """True for ``out=None``; raises ArrayError naming ``method`` for anything else."""
+    if out is not None:
+        raise ArrayError(f"Array.{method}: out= is not supported (atlas arrays are never written into); got "
+                         f"{type(out).__name__}")
+    return True
 
 
 # the operators' module imports this one: bound on first use of atlas_web.numpy (its __init__ imports both)

@@ -19,6 +19,7 @@ import atlas_web.numpy as anp
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramError, TrapCode
 from atlas_web.distributed import DataParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded
 from atlas_web.distributed.dask_arrays import map_blocks
+from atlas_web.distributed.dask_chunks import to_atlas, to_numpy
 from atlas_web.distributed.dask_cluster import DistributedExecutor, Payload, WorkerLost   # the test extra's dask
 from atlas_web.distributed.dask_launch import Resident, drop_resident
 from atlas_web.isa import GEMM, AllGather, AllReduce, Address, ReduceOperation, Type
@@ -202,3 +203,21 @@ def test_replicated_buffers_stay_resident_on_the_workers(cluster, monkeypatch):
     sent.clear()
     assert gemm(cluster, weights) == gemm(local, local_weights)
     assert sent == [(0, False), (1, False), (0, True), (1, True)]   # answered missing, sent again
+
+
+def test_atlas_arrays_as_dask_chunks_on_the_cluster(cluster):
+    x = np.random.default_rng(8).standard_normal(8_000).astype(np.float32)
+    chunks = to_atlas(da.from_array(x, chunks=2_000), backend="wasm")
+    block = cluster.client.compute(chunks.blocks[1]).result(timeout=60)      # an atlas chunk, sent as bytes
+    assert isinstance(block, anp.Array) and np.asarray(block.to_host()).tobytes() == x[2_000:4_000].tobytes()
+    y = map_blocks(_shifted_relu, chunks, atlas_chunks=True)   # runs on the atlas chunks, the result stays atlas
+    want = np.maximum(x * np.float32(2.0) - np.float32(0.5), np.float32(0))
+    whole = cluster.client.compute(y).result(timeout=60)       # joined by anp.concatenate (concatenate_lookup)
+    assert isinstance(whole, anp.Array) and np.asarray(whole.to_host()).tobytes() == want.tobytes()
+    total = cluster.client.compute(y.sum()).result(timeout=60)     # per-chunk sums and their sum, on the workers
+    assert isinstance(total, anp.Array)
+    assert float(total.to_host()) == pytest.approx(float(want.astype(np.float64).sum()), rel=1e-5)
+    top = cluster.client.compute((y + 1.0).max()).result(timeout=60)
+    assert float(top.to_host()) == float(want.max() + np.float32(1))
+    back = cluster.client.compute(to_numpy(y)).result(timeout=60)
+    assert isinstance(back, np.ndarray) and back.tobytes() == want.tobytes()
