@@ -8,6 +8,7 @@ best available backend, made on first use. Standard library only.
 from __future__ import annotations
 
 import atexit
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -21,9 +22,33 @@ from .codegen import Kernel, generate
 __all__ = ["default_device", "set_default_device", "as_device", "DeviceBuffer", "launch", "kernel_for",
            "cached_kernels", "TRACES"]
 
-#: the traces being recorded, innermost last (atlas_web/numpy/jit.py): while one is, ``launch`` records
-#: its launch there instead of running it
-TRACES: list = []
+class _ThreadTraces(threading.local):
+    """The traces a thread is recording, innermost last, used as a list (``if TRACES``, ``TRACES[-1]``,
+    ``append``, ``pop``): one stack per thread, so that a thread's eager operations are never recorded into
+    another thread's trace (two threads tracing at once gave programs computing nothing)."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+    def __bool__(self) -> bool:
+        return bool(self.stack)
+
+    def __len__(self) -> int:
+        return len(self.stack)
+
+    def __getitem__(self, index: int):
+        return self.stack[index]
+
+    def append(self, trace) -> None:
+        self.stack.append(trace)
+
+    def pop(self):
+        return self.stack.pop()
+
+
+#: the traces being recorded on this thread, innermost last (atlas_web/numpy/jit.py): while one is,
+#: ``launch`` records its launch there instead of running it
+TRACES = _ThreadTraces()
 
 _default: Backend | None = None
 #: backends this module started (the default and those named by string): closed at exit
