@@ -66,7 +66,7 @@ done:
 OVERHEAD_LAUNCHES = 200
 
 
-def _inputs(n: int) -> tuple[array.array, array.array]:
+def program_inputs(n: int) -> tuple[array.array, array.array]:
     """Two f32 arrays of ``n`` values in [-10, 10) (a repeated pattern: cheap to build under Pyodide)."""
     pattern_a = array.array("f", [((k * 7919) % 2000) / 100 - 10 for k in range(2000)])
     pattern_b = array.array("f", [((k * 104729) % 2000) / 200 - 5 for k in range(2000)])
@@ -101,7 +101,7 @@ def measure_programs(new_backend: Callable[[], Any], n: int, repeats: int) -> di
     """The PROGRAMS over ``n`` elements (any n >= 1) and the host overhead, each on a fresh backend: first and best
     launch times and a digest of the output (the f32 sums' bytes: pmap2.add.f32's and lane.add.f32's agree)."""
     results: dict[str, dict] = {}
-    a, b = _inputs(n)
+    a, b = program_inputs(n)
     config = LaunchConfig.linear(n)
     for name, (_, text_of) in PROGRAMS.items():
         program = Program.from_text(text_of(n))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from atlas_web.registry import get_backend
-from benchmarks.browser_vs_native import PROGRAMS, _inputs, measure_programs
+from benchmarks.browser_vs_native import PROGRAMS, measure_programs, program_inputs
 
 
 @pytest.mark.parametrize("backend", ["cpu", "wasm"])
@@ -18,6 +18,6 @@ from benchmarks.browser_vs_native import PROGRAMS, _inputs, measure_programs
 def test_every_program_runs_at_any_size(backend, n):
     results = measure_programs(lambda: get_backend(backend), n, repeats=1)
     assert set(results) == {*PROGRAMS, "launch.overhead"}
-    a, b = (np.frombuffer(bytes(x), dtype=np.float32) for x in _inputs(n))
+    a, b = (np.frombuffer(bytes(x), dtype=np.float32) for x in program_inputs(n))
     sum_digest = hashlib.sha256((a + b).astype(np.float32).tobytes()).hexdigest()[:16]
     assert results["lane.add.f32"]["digest"] == results["pmap2.add.f32"]["digest"] == sum_digest
