@@ -38,7 +38,7 @@ from .math_seam import math_function_for
 from .rules import cooperative_rule
 
 __all__ = ["FFT_TYPES", "BLOCK", "fft_scratch_bytes", "twiddle_split", "twiddle_bytes", "twiddle_table", "emit_transform",
-           "scale_function", "push_product"]
+           "scale_function", "push_product", "round16"]
 
 I32, F64, V128 = ValType.I32, ValType.F64, ValType.V128
 FFT_TYPES = frozenset({Type.F32, Type.F64})
@@ -70,7 +70,8 @@ def twiddle_split(n: int) -> tuple[int, int]:
     return low, half // low
 
 
-def _round16(value: int) -> int:
+def round16(value: int) -> int:
+    """``value`` (bytes) rounded up to a multiple of 16 (the alignment of the scratch regions)."""
     return -(-value // 16) * 16
 
 
@@ -78,7 +79,7 @@ def twiddle_bytes(ty: Type, n: int) -> int:
     """The scratch of a size-n transform's twiddles (n a power of two, at least 2): the table (n/2 complex values
     of ty), then T1 and T2 (binary64 complex)."""
     low, high = twiddle_split(n)
-    return _round16(n * ty.size_bytes()) + 16 * (low + high)
+    return round16(n * ty.size_bytes()) + 16 * (low + high)
 
 
 def fft_scratch_bytes(instr) -> int:
@@ -429,7 +430,7 @@ def twiddle_table(cc: CoopContext, ty: Type, n: int, inverse: bool, tw: int) -> 
     low, _ = twiddle_split(n)
     cc.launch_base()
     e.i32(cc.launch.coop_scratch).op("i32.add").set(tw)
-    table = _round16(n * ty.size_bytes())
+    table = round16(n * ty.size_bytes())
     e.get(tw).get(tw).i32(table).op("i32.add").get(tw).i32(table + 16 * low).op("i32.add")
     e.call(_twiddles(cc.m, f"fft_{cc.index}_twiddles", ty, n, inverse))
     return twiddle_bytes(ty, n)

@@ -28,7 +28,7 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import CoopContext
-from .coop_fft import _round16, emit_transform, push_product, twiddle_bytes, twiddle_table
+from .coop_fft import emit_transform, round16, push_product, twiddle_bytes, twiddle_table
 from .coop_gemm_kernel import cached_function
 from .math_seam import math_function_for
 
@@ -45,7 +45,7 @@ def bluestein_size(n: int) -> int:
 def bluestein_scratch_bytes(ty: Type, n: int) -> int:
     """m's twiddles, the chirp (n complex values of ty), then B and the work area (m complex values each)."""
     m, csize = bluestein_size(n), 2 * ty.size_bytes()
-    return twiddle_bytes(ty, m) + _round16(n * csize) + 2 * m * csize
+    return twiddle_bytes(ty, m) + round16(n * csize) + 2 * m * csize
 
 
 def _conj(ty: Type, factor: float = 1.0) -> bytes:
@@ -169,7 +169,7 @@ def emit_bluestein(cc: CoopContext, checked: dict) -> None:
     tw, chirp, bhat, work, item, end_item, src, dst, x, pad = (cc.local(I32) for _ in range(10))
     table = twiddle_table(cc, ty, size, False, tw)
     e.get(tw).i32(table).op("i32.add").tee(chirp).call(_chirp(m, f"fft_{cc.index}_chirp", ty, n, inverse))
-    e.get(chirp).i32(_round16(n * csize)).op("i32.add").tee(bhat).i32(size * csize).op("i32.add").set(work)
+    e.get(chirp).i32(round16(n * csize)).op("i32.add").tee(bhat).i32(size * csize).op("i32.add").set(work)
     e.get(bhat).get(chirp).i32(n).i32(size).call(_padded_conjugate(m, ty))
     emit_transform(cc, ty, size, tw, bhat, bhat)
     e.get(work).i32(n * csize).op("i32.add").set(pad)
