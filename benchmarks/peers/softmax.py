@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from atlas_web.isa import Address, Softmax  # noqa: E402
 from wasm_backend.lowering.coop_softmax import build_softmax_driver, softmax_scratch  # noqa: E402
 from webgpu_backend.wgsl.emitter import ShaderFeatures  # noqa: E402
-from webgpu_backend.wgsl.kernels.softmax import SoftmaxSpec  # noqa: E402
+from webgpu_backend.wgsl.kernels.softmax import SoftmaxKernel  # noqa: E402
 from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 from wasm_backend.lowering.module_context import ModuleContext  # noqa: E402
 
@@ -71,7 +71,8 @@ def atlas_module(rows: int, n: int) -> tuple[bytes, int]:
 def atlas_shader(rows: int, n: int) -> dict:
     """atlas-web's webgpu Softmax shader for rows x n f32 (input in its own binding, unguarded), as
     peers/conv.py's GPU_SIDE_JS takes it: WGSL, launch record, rt size, workgroups, bindings."""
-    code = SoftmaxSpec(rows, n, log=False, reads="ro", guarded=False).source(ShaderFeatures())
+    instr = Softmax(output=Address.BufferOffset(1), input=Address.BufferOffset(2), n=n, rows=rows)
+    code = SoftmaxKernel().spec(instr, guarded=False).source(ShaderFeatures())
     return {"code": code, "launch": list(pack_launch(step=0, resume=1)), "rt_bytes": 4 * (REACHED + MAX_STEPS),
             "groups": [min(rows, 65535), 1, 1], "bindings": [0, 1, 3, 4]}
 

@@ -1,8 +1,9 @@
 """The WGSL Softmax/LogSoftmax kernel on cases the conformance suite's layout does not reach: in place, the input
 in the output's buffer at another offset (read through the output's binding), row lengths around the workgroup's
-width, many rows per workgroup dispatch, NaN/+inf/-inf in a later stride of a row (and a row of -inf only), subnormal logits (a
-device may flush them in comparisons: the kernel orders bits); F16 and BF16 rows in place and at odd half-word
-offsets (two rows' elements share a word: each half written by atomic and/or); each within the contract's bound of NumPy (tests/conformance/softmax_cases)."""
+width (and one row past LONG_ROW: a wider workgroup), many rows per workgroup dispatch, NaN/+inf/-inf in a later
+stride of a row (and a row of -inf only), subnormal logits (a device may flush them in comparisons: the kernel
+orders bits); F16 and BF16 rows in place and at odd half-word offsets (two rows' elements share a word: each half
+written by atomic and/or); each within the contract's bound of NumPy (tests/conformance/softmax_cases)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import Address, LogSoftmax, Softmax, Type
-from webgpu_backend.wgsl.kernels.softmax import WORKGROUP
+from webgpu_backend.wgsl.kernels.softmax import LONG_ROW, LONG_WORKGROUP, WORKGROUP
 
 from tests.conformance.matrix_cases import decode_array, encode_array
 from tests.conformance.softmax_cases import SoftmaxCase, compare
@@ -49,7 +50,8 @@ def _logits(rows: int, n: int, seed: int = 5) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
-@pytest.mark.parametrize("rows, n", [(3, WORKGROUP - 1), (2, WORKGROUP), (2, WORKGROUP + 1), (300, 5), (1, 1031)])
+@pytest.mark.parametrize("rows, n", [(3, WORKGROUP - 1), (2, WORKGROUP), (2, WORKGROUP + 1), (300, 5), (1, 1031),
+                                     (1, LONG_ROW + LONG_WORKGROUP + 3)])
 def test_rows_around_the_workgroup_in_place(webgpu, name, rows, n):
     x = _logits(rows, n)
     got = _run(webgpu, name, x.reshape(-1), 0, 0, rows, n)
@@ -69,9 +71,9 @@ def test_input_in_the_outputs_buffer_at_another_offset(webgpu, name):
 @pytest.mark.parametrize("special", [math.nan, math.inf, -math.inf])
 @pytest.mark.parametrize("name", ["Softmax", "LogSoftmax"])
 def test_specials_past_the_first_stride(webgpu, name, special):
-    rows, n = 3, 2 * WORKGROUP + 9
+    rows, n = 3, 2 * LONG_WORKGROUP + 9
     x = _logits(rows, n)
-    x[1, WORKGROUP + 7] = special
+    x[1, LONG_WORKGROUP + 7] = special
     x[2, :] = -math.inf if special == -math.inf else x[2, :]
     got = _run(webgpu, name, x.reshape(-1), 0, 0, rows, n)
     _check(name, x, got)
@@ -105,7 +107,7 @@ def _halves(ty: Type, x: np.ndarray) -> np.ndarray:
 def test_half_rows_sharing_words_in_place(webgpu, name, ty, start):
     rows, n = 9, WORKGROUP + 3          # odd n: every other row starts in the previous row's last word
     x = _halves(ty, _logits(rows, n) / 3)
-    x[4, 65] = math.nan
+    x[4, n - 2] = math.nan
     words = np.concatenate([[7.0] * start, x.reshape(-1), [5.0]])
     got = _run(webgpu, name, words, start, start, rows, n, ty)
     _check(name, x, got[start:start + rows * n], ty)

@@ -3,20 +3,30 @@ in f32, each output rounded once to nearest even (conv2d.ROUNDING) and stored in
 and/or: a row's last word may be the next row's first, written by another workgroup): one workgroup per row,
 workgroup reductions.
 
-Each workgroup (WORKGROUP invocations) takes one row (a grid-stride loop over rows only where there are more rows
-than the device's workgroups per dimension: SwiftShader and llvmpipe run barriers inside a loop slowly); each
-invocation takes the row's elements ``li, li + WORKGROUP, ...`` in three passes, as docs/semantics.md (Softmax
-kernels) says:
+Each workgroup takes one row (a grid-stride loop over rows only where there are more rows than the device's
+workgroups per dimension: SwiftShader and llvmpipe run barriers inside a loop slowly), as docs/semantics.md
+(Softmax kernels) says:
 
 1. the maximum m over the finite elements, compared as ordered integer keys of their bits (``float_key``: WGSL
    lets a device assume there are no NaNs or infinities and flush subnormals in comparisons); a NaN or +inf
-   takes the key BAD above every finite one, -inf the key NONE below (branch-free selects); a tree reduction
-   in workgroup memory, read back uniformly;
+   takes the key BAD above every finite one, -inf the key NONE below (branch-free selects);
 2. a row with a NaN or +inf, or without a finite element (only -inf), is written NaN (bits); otherwise
    ``exp(x - m)`` by ``exp_nonpositive`` (XNNPACK's rr2-p5, 3.1 u, as the wasm kernel's; 0 for -inf and below
-   f32's normal range) is summed per invocation and by a tree;
-3. Softmax: ``output = exp(x - m) * (1/s)`` (the exponential computed again, as in pass 2: no store and
-   reload); LogSoftmax: ``output = (x - m) - log(s)`` (``log_f32``; a -inf element gives -inf, as bits).
+   f32's normal range) is summed, per invocation in element order, then over the invocations in their order;
+3. Softmax: ``output = exp(x - m) * (1/s)``; LogSoftmax: ``output = (x - m) - log(s)`` (``log_f32``; a -inf
+   element gives -inf, as bits).
+
+Each workgroup reduction (max, sum) costs two barriers: every invocation's partial into workgroup memory, one
+barrier, invocation 0 folds them in order, a uniform load (``_reduce``; SwiftShader and llvmpipe switch
+through every invocation at each barrier, so a halving tree's log2(WG) barriers cost more than the fold).
+
+A workgroup has WORKGROUP (16) invocations (LONG_WORKGROUP past LONG_ROW elements), each walking the row's
+elements ``li, li + WG, ...`` three times (pass 3 computes each exponential again rather than store and reload
+it). In one headless Chromium page (SwiftShader) 2.2-5.4x TF.js webgpu's tf.softmax at 256 x 1024 and
+1024 x 1024 (benchmarks/peers/softmax.py --webgpu), where 64 invocations with halving trees measured
+0.77-0.87x. Holding each invocation's elements in registers (the code unrolled) measured 3.8-3.9x there but
+took 14 s to compile on llvmpipe at 1024 elements (a private array: 2.4-2.8x, 5.6 s); 16 invocations compile in
+3 s there and run a 1024 x 1024 launch in 148 ms against 136 ms with 64.
 
 Each element is read and written by one invocation, so the output may be the input itself; an input in the
 output's buffer at another offset is read through the output's binding (``binding.shared_sources``; a partial
@@ -40,12 +50,17 @@ from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
 from .conv2d import KINDS, element_reader, element_writer
 
-__all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP"]
+__all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP", "LONG_ROW",
+           "LONG_WORKGROUP"]
 
 #: the types the kernel computes
 SOFTMAX_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
-#: invocations per workgroup (a power of two: the tree reductions halve it)
-WORKGROUP = 64
+#: invocations per workgroup (few: SwiftShader and llvmpipe switch through every invocation at each barrier)
+WORKGROUP = 16
+#: rows longer than this take LONG_WORKGROUP invocations (llvmpipe's loop limit, 60,000 iterations per
+#: invocation, then allows rows of 3.84M elements instead of 960K)
+LONG_ROW = 1 << 19
+LONG_WORKGROUP = 64
 _NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
 #: exp_nonpositive's polynomial (x^5 first) and cutoff, as WGSL literals (XNNPACK's f32 rr2-p5, as coop_softmax)
 _P = tuple(repr(float.fromhex(c)) for c in ("0x1.0F9F9Cp-7", "0x1.573A1Ap-5", "0x1.555A80p-3", "0x1.FFFDC6p-2",
@@ -69,6 +84,8 @@ class SoftmaxSpec:
     looped: bool = False
     #: the element type: "f32", or "f16" / "bf16" (read into f32, computed in f32, each output rounded once)
     kind: str = "f32"
+    #: invocations per workgroup (``workgroup_size``)
+    workgroup: int = WORKGROUP
 
     def source(self, features: ShaderFeatures) -> str:
         return softmax_source(self, features)
@@ -84,12 +101,12 @@ def softmax_source(spec: SoftmaxSpec, features: ShaderFeatures) -> str:
     """The WGSL of ``spec``'s shader. Raises UnsupportedOperation for a row longer than the engine's loop limit
     allows one invocation to walk."""
     name = "LogSoftmax" if spec.log else "Softmax"
-    if features.loop_limit and -(-spec.n // WORKGROUP) > features.loop_limit:
+    if features.loop_limit and -(-spec.n // spec.workgroup) > features.loop_limit:
         ty = next(t for t, kind in KINDS.items() if kind == spec.kind)
         raise unsupported(name, ty, f"a row of {spec.n} elements takes more than the engine's "
-                          f"{features.loop_limit} loop iterations per invocation ({WORKGROUP} per workgroup)")
+                          f"{features.loop_limit} loop iterations per invocation ({spec.workgroup} per workgroup)")
     helpers = HelperSet()
-    for helper in ("float_key", "opaque_f32", "log_f32"):
+    for helper in ("float_key", "log_f32"):
         helpers.require(helper)
     halves = spec.kind != "f32"
     lines = [features.enable_directives + launch_struct(),
@@ -107,18 +124,19 @@ def softmax_source(spec: SoftmaxSpec, features: ShaderFeatures) -> str:
 const REACHED: u32 = {REACHED}u;
 const N: u32 = {spec.n}u;
 const ROWS: u32 = {spec.rows}u;
-const WG: u32 = {WORKGROUP}u;
-var<workgroup> keys: array<i32, {WORKGROUP}>;
+const WG: u32 = {spec.workgroup}u;
 const BAD: i32 = 0x7fffffff;
 const NONE: i32 = -0x7fffffff - 1;
-var<workgroup> sums: array<f32, {WORKGROUP}>;
+var<workgroup> keys: array<i32, {spec.workgroup}>;
+var<workgroup> sums: array<f32, {spec.workgroup}>;
 var<workgroup> go: u32;
 
 // exp(d) for d <= 0 or -inf (the row's maximum is finite): XNNPACK's rr2-p5 (Cody-Waite by ln2 in two parts, a
 // degree-5 polynomial, 2^n from the magic-number sum's bits; 3.1 u), 0 below -87.34 where it leaves the normal
-// range (the contract lets it flush); the magic sum passes opaque_f32 so the compiler cannot cancel it
-fn exp_nonpositive(d: f32) -> f32 {{
-    let t = opaque_f32(d * 1.44269502162933349609375 + 12582912.0 + 127.0);
+// range (the contract lets it flush); the magic sum's bits pass an xor with ``zero`` (launch.zero, read once per
+// invocation: opaque_f32 without a load per element) so the compiler cannot cancel the sum
+fn exp_nonpositive(d: f32, zero: u32) -> f32 {{
+    let t = bitcast<f32>(bitcast<u32>(d * 1.44269502162933349609375 + 12582912.0 + 127.0) ^ zero);
     let scale = bitcast<f32>(bitcast<u32>(t) << 23u);
     let n = t - (12582912.0 + 127.0);
     let r = n * -0.693145751953125 + d + n * -1.428606765330187e-06;
@@ -126,61 +144,69 @@ fn exp_nonpositive(d: f32) -> f32 {{
     return select(0.0, (r * scale) * p + scale, d >= {_CUTOFF});
 }}
 
+// the ordering key of an element's bits: a finite element's float_key, BAD for a NaN or +inf (above every finite
+// key), NONE for -inf (below every finite key)
+fn element_key(bits: u32) -> i32 {{
+    let bad = (bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u;
+    let finite = (bits & 0x7f800000u) != 0x7f800000u;
+    return select(select(NONE, BAD, bad), float_key(bitcast<f32>(bits)), finite);
+}}
+
 // the f32 whose float_key is k (k of a finite value; -0 comes back as +0)
 fn key_value(k: i32) -> f32 {{
     return bitcast<f32>(select(u32(k), u32(-k) | 0x80000000u, k < 0));
 }}
 
-@compute @workgroup_size({WORKGROUP})
+@compute @workgroup_size({spec.workgroup})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
     let li = lid.x;
     if (li == 0u) {{ go = select(0u, 1u, {guard}); }}
     if (workgroupUniformLoad(&go) == 0u) {{ return; }}
     if (li == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}
+    let zero = launch.zero;
     {_rows_header(spec)} {{
         let at = row * N;
-        // 1: the largest key: a finite element's float_key, BAD for a NaN or +inf (above every finite key), NONE
-        // for -inf (below every finite key)
-        var key = NONE;
-        for (var i = li; i < N; i = i + WG) {{
-            let bits = ld(at + i);
-            let bad = (bits & 0x7fffffffu) > 0x7f800000u || bits == 0x{_PLUS_INF_BITS:08x}u;
-            let finite = (bits & 0x7f800000u) != 0x7f800000u;
-            key = max(key, select(select(NONE, BAD, bad), float_key(bitcast<f32>(bits)), finite));
-        }}
-        keys[li] = key;
-        workgroupBarrier();
-        for (var width = WG / 2u; width > 0u; width = width / 2u) {{
-            if (li < width) {{ keys[li] = max(keys[li], keys[li + width]); }}
-            workgroupBarrier();
-        }}
-        let row_key = workgroupUniformLoad(&keys[0]);
-        let m = key_value(row_key);
-        if (row_key == BAD || row_key == NONE) {{
-            for (var i = li; i < N; i = i + WG) {{ st(at + i, 0x{_NAN_BITS:08x}u); }}
-        }} else {{
-        // 2: exp(x - m), summed (Softmax: stored)
-        var total = 0.0;
-        for (var i = li; i < N; i = i + WG) {{
-            let bits = ld(at + i);
-            let e = exp_nonpositive(bitcast<f32>(bits) - m);
-            total = total + e;
-        }}
-        sums[li] = total;
-        workgroupBarrier();
-        for (var width = WG / 2u; width > 0u; width = width / 2u) {{
-            if (li < width) {{ sums[li] = sums[li] + sums[li + width]; }}
-            workgroupBarrier();
-        }}
-        let s = workgroupUniformLoad(&sums[0]);
-        // 3: scale (Softmax) or shift (LogSoftmax)
-{_finish(spec)}
-        }}
+{_body(spec)}
 {"        workgroupBarrier();" if spec.looped else ""}
     }}
 }}""")
     return "\n".join(lines)
+
+
+def _reduce(array: str, value: str, op: str, result: str) -> str:
+    """WGSL: ``let result`` := op over every invocation's ``value`` (op: "max" or "+"): each invocation's value
+    into workgroup ``array``, one barrier, invocation 0 folds them in invocation order, read back uniformly (two
+    barriers in all: SwiftShader and llvmpipe switch through every invocation at each barrier, so a halving tree's
+    log2(WG) barriers cost more than WG - 1 operations in one invocation)."""
+    fold = "max(acc, {0}[j])" if op == "max" else "acc + {0}[j]"
+    return f"""        {array}[li] = {value};
+        workgroupBarrier();
+        if (li == 0u) {{
+            var acc = {array}[0];
+            for (var j = 1u; j < WG; j = j + 1u) {{ acc = {fold.format(array)}; }}
+            {array}[0] = acc;
+        }}
+        let {result} = workgroupUniformLoad(&{array}[0]);"""
+
+
+def _body(spec: SoftmaxSpec) -> str:
+    """A row's three passes: each invocation walks its elements li, li + WG, ... (``at``: the row's first)."""
+    return f"""        // 1: the largest key
+        var key = NONE;
+        for (var i = li; i < N; i = i + WG) {{ key = max(key, element_key(ld(at + i))); }}
+{_reduce("keys", "key", "max", "row_key")}
+        let m = key_value(row_key);
+        if (row_key == BAD || row_key == NONE) {{
+            for (var i = li; i < N; i = i + WG) {{ st(at + i, 0x{_NAN_BITS:08x}u); }}
+        }} else {{
+        // 2: exp(x - m), summed
+        var total = 0.0;
+        for (var i = li; i < N; i = i + WG) {{ total = total + exp_nonpositive(bitcast<f32>(ld(at + i)) - m, zero); }}
+{_reduce("sums", "total", "+", "s")}
+        // 3: scale (Softmax) or shift (LogSoftmax)
+{_finish(spec)}
+        }}"""
 
 
 def _rows_header(spec: SoftmaxSpec) -> str:
@@ -219,7 +245,7 @@ def _finish(spec: SoftmaxSpec) -> str:
         }}"""
     return f"""        let scale = 1.0 / s;
         for (var i = li; i < N; i = i + WG) {{
-            st(at + i, bitcast<u32>(exp_nonpositive(bitcast<f32>(ld(at + i)) - m) * scale));
+            st(at + i, bitcast<u32>(exp_nonpositive(bitcast<f32>(ld(at + i)) - m, zero) * scale));
         }}"""
 
 
@@ -235,7 +261,7 @@ class SoftmaxKernel(Kernel):
 
     def spec(self, instr, reads: str = "ro", guarded: bool = True, max_groups: int = 65535) -> SoftmaxSpec:
         return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded, looped=instr.rows > max_groups,
-                           kind=KINDS[instr.ty])
+                           kind=KINDS[instr.ty], workgroup=LONG_WORKGROUP if instr.n > LONG_ROW else WORKGROUP)
 
     def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
         spec = self.spec(instr, shared_sources(operands)[0], max_groups=device.max_groups)
