@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from atlas_web.cache import ProgramCache
+from atlas_web.errors import ExecutionFailed
 from atlas_web.isa.addresses import Address
 from atlas_web.launch import LaunchConfig
 from atlas_web.lowering import plan_program
@@ -22,6 +23,7 @@ from .wgsl.stage_shader import shared_backup_words, wide_register_file_base
 from .wgsl.lane_state import LaneStateLayout
 from .wgsl.runtime_layout import RuntimeLayout
 from .wgsl.kernels import KERNELS, Kernel
+from .state_windows import StateWindows, plan_state_windows
 from .wgsl.support import check_program
 
 __all__ = ["CompiledProgram", "CooperativePlan", "compile_program"]
@@ -75,29 +77,51 @@ class CompiledProgram:
     def runtime_layout(self, config: LaunchConfig, may_trap: bool) -> RuntimeLayout:
         return RuntimeLayout(self.state.uniform_total, config.total_threads, may_trap, config.block_lanes)
 
-    def stage_shaders(self, config: LaunchConfig, features: ShaderFeatures, chunks: int) -> tuple[StageShader, ...]:
-        """The stage shaders for one launch shape (cached). Raises UnsupportedOperation or ProgramError."""
+    def stage_shaders(self, config: LaunchConfig, features: ShaderFeatures, chunks: int,
+                      windows: StateWindows | None = None) -> tuple[StageShader, ...]:
+        """The stage shaders for one launch shape (cached), lane state over ``windows`` when given. Raises
+        UnsupportedOperation, ProgramError, or ExecutionFailed (a register the windows cannot hold)."""
         last = self._shaders.last   # a repeated launch: the same config and features objects
-        if last is not None and last[0][0] is config and last[0][1] is features and last[0][2] == chunks:
+        if (last is not None and last[0][0] is config and last[0][1] is features and last[0][2] == chunks
+                and last[0][3] == windows):
             return last[1]
 
         def build() -> tuple[StageShader, ...]:
             runtime = self.runtime_layout(config, True)
             return tuple(build_stage_shader(self.plan, stage, config, features, chunks, self.state, runtime,
-                                            self.multi_stage, self.presets) for stage in self.plan.stages)
+                                            self.multi_stage, self.presets, windows) for stage in self.plan.stages)
 
-        shaders = self._shaders.get_or_build((config, features, chunks), build)
-        self._shaders.remember((config, features, chunks), shaders)
+        shaders = self._shaders.get_or_build((config, features, chunks, windows), build)
+        self._shaders.remember((config, features, chunks, windows), shaders)
         return shaders
+
+    def state_windows(self, config: LaunchConfig, binding_limit: int, alignment: int) -> StateWindows | None:
+        """Windows for the lane state of a launch of ``config`` when its slots exceed ``binding_limit`` bytes
+        and can be split (state_windows' docstring says which can); None otherwise (one binding, refused
+        by the launcher if it is too large)."""
+        if not self.multi_stage or 4 * self.state.total_slots * config.total_threads <= binding_limit:
+            return None
+        if self.state.wide_slots or self.state.wide_register_slots or shared_backup_words(
+                self.plan, self.state, config, self.multi_stage)[1]:
+            return None
+        return plan_state_windows(self.state.total_slots, config.total_threads, binding_limit, alignment)
 
     def shared_backup(self, config: LaunchConfig) -> tuple[int, int]:
         """(byte offset, bytes) of the blocks' shared-memory copies in the state buffer ((0, 0): none)."""
         first, words = shared_backup_words(self.plan, self.state, config, self.multi_stage)
         return 4 * first, 4 * words
 
-    def state_layout(self, config: LaunchConfig, shaders) -> tuple[int, int, int]:
+    def state_layout(self, config: LaunchConfig, shaders, windows: StateWindows | None = None
+                     ) -> tuple[int, int, int]:
         """(bytes of the state buffer, byte offset and byte size of the wide register file) one
-        launch of ``config`` needs with the stage ``shaders``."""
+        launch of ``config`` needs with the stage ``shaders`` (and its lane state over ``windows``)."""
+        if windows is not None:
+            if any(s.wide_slots for s in shaders):
+                raise ExecutionFailed(
+                    f"the launch of {config.total_threads:,} lanes needs wide (over 64-bit) register scratch and its "
+                    "lane state exceeds one storage binding (maxStorageBufferBindingSize): the scratch cannot be "
+                    "split over bindings; use fewer lanes")
+            return windows.total_bytes, windows.total_bytes, 0
         base = wide_register_file_base(self.plan, self.state, config, self.multi_stage)
         wide = max((s.wide_slots for s in shaders), default=0) * config.total_threads
         if not self.multi_stage and not wide:

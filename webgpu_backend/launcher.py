@@ -33,6 +33,7 @@ from atlas_web.launch import LaunchConfig
 from atlas_web.trap_report import program_trap
 
 from .compiler import CompiledProgram, CooperativePlan
+from .state_windows import FIRST_WINDOW_BINDING, StateWindows
 from atlas_web.isa.extents import array_operands
 
 from .host_steps import binding_roles, kernel_operands
@@ -135,22 +136,29 @@ class Launcher:
         self._retired: list = []
 
     # ---- scratch buffers -----------------------------------------------------------------------
-    def _ensure(self, name: str, size: int, lanes: int | None = None) -> None:
-        """Grow scratch buffer ``name`` to ``size`` bytes. Raises ExecutionFailed past the binding limit,
-        saying what it holds and, for a per-lane buffer of a launch of ``lanes`` lanes, about how many
-        lanes of this program fit."""
+    def _ensure(self, name: str, size: int, lanes: int | None = None, windowed: bool = False) -> None:
+        """Grow scratch buffer ``name`` to ``size`` bytes. Raises ExecutionFailed past the binding limit
+        (``windowed``: the buffer is bound in windows, past the buffer limit), saying what it holds and,
+        for a per-lane buffer of a launch of ``lanes`` lanes, about how many lanes of this program fit."""
         buffer = getattr(self, name)
         if buffer.size >= size:
             return
         limit = self.driver.limit("maxStorageBufferBindingSize")
-        if size > limit:
+        if windowed:
+            limit = self.driver.limit("maxBufferSize")
+            if size > limit:
+                raise ExecutionFailed(f"the launch of {lanes:,} lanes needs {size:,} bytes of "
+                                      f"{_SCRATCH_WHAT.get(name, name)}; this device's buffers hold at most "
+                                      f"{limit:,} bytes (maxBufferSize); about {lanes * limit // size:,} lanes fit")
+        elif size > limit:
             fit = (f"; about {lanes * limit // size:,} lanes of this program fit" if lanes else
                    " (split the instruction's batch over several launches)" if name == "work" else " (use fewer lanes)")
             raise ExecutionFailed(f"the launch{f' of {lanes:,} lanes' if lanes else ''} needs {size:,} bytes of "
                                   f"{_SCRATCH_WHAT.get(name, name + ' scratch')} in one binding; this device binds at "
                                   f"most {limit:,} bytes (maxStorageBufferBindingSize){fit}")
         self._retired.append(buffer)     # destroyed once the commands naming it are submitted
-        setattr(self, name, self.driver.create_buffer(max(size, 2 * buffer.size), _STORAGE))
+        # doubled for the next growth, but never past what one binding (or the buffer limit) allows
+        setattr(self, name, self.driver.create_buffer(max(size, min(2 * buffer.size, limit)), _STORAGE))
         self.generation += 1
 
     def _destroy_retired(self) -> None:
@@ -200,22 +208,44 @@ class Launcher:
         return {"launcher_pipelines": len(self._pipelines), "records": len(self._records),
                 **self.driver.cache_sizes}
 
-    def _stage_layout(self) -> dict[int, str]:
+    def _stage_layout(self, windows: StateWindows | None) -> dict[int, str]:
         layout = {0: "read-only-storage", 1: "storage", 2: "read-only-storage", 3: "storage"}
         for k in range(len(self.memory.chunks)):
             layout[FIRST_CHUNK_BINDING + k] = "storage"
+        for j in range(1, windows.count if windows else 1):
+            layout[FIRST_WINDOW_BINDING + j - 1] = "storage"
         return layout
 
-    def _stage_command(self, compiled: CompiledProgram, config: LaunchConfig, stage: int, slot: int) -> DispatchCommand:
+    def _state_windows(self, compiled: CompiledProgram, config: LaunchConfig) -> StateWindows | None:
+        """The windows of a launch's lane state (None: one binding). Raises ExecutionFailed when the
+        windows need more storage bindings than a shader stage may have."""
+        windows = compiled.state_windows(config, self.driver.limit("maxStorageBufferBindingSize"), self.bind_alignment)
+        if windows is not None:
+            most = self.driver.limit("maxStorageBuffersPerShaderStage")
+            if 4 + len(self.memory.chunks) + windows.count - 1 > most:
+                raise ExecutionFailed(
+                    f"the launch of {config.total_threads:,} lanes keeps its lane state in {windows.count} storage "
+                    f"bindings; with {len(self.memory.chunks)} memory chunk(s) a stage would need "
+                    f"{4 + len(self.memory.chunks) + windows.count - 1}, this device allows {most} "
+                    "(maxStorageBuffersPerShaderStage); use fewer lanes")
+        return windows
+
+    def _stage_command(self, compiled: CompiledProgram, config: LaunchConfig, stage: int, slot: int,
+                       windows: StateWindows | None = None) -> DispatchCommand:
         chunks = len(self.memory.chunks)
-        shader = compiled.stage_shaders(config, self.features, chunks)[stage]
-        key = ("stage", compiled.digest, config, chunks, stage, self.features)
-        pipeline = self._pipeline(key, shader.source, self._stage_layout())
+        shader = compiled.stage_shaders(config, self.features, chunks, windows)[stage]
+        key = ("stage", compiled.digest, config, chunks, stage, self.features, windows)
+        pipeline = self._pipeline(key, shader.source, self._stage_layout(windows))
         buffers = self.memory.chunk_buffers()
+        limit = self.driver.limit("maxStorageBufferBindingSize")
+        # a state buffer grown for windows by an earlier launch is bound only as far as one binding may reach
+        state = self.state if self.state.size <= limit else BufferBinding(self.state, 0, limit - limit % 4)
         bindings = {0: BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES), 1: self.rt,
-                    2: self.memory.device_table, 3: self.state}
+                    2: self.memory.device_table, 3: state}
         for k, buffer in enumerate(buffers):
             bindings[FIRST_CHUNK_BINDING + k] = buffer
+        for j, (offset, size) in enumerate(windows.ranges() if windows else ()):
+            bindings[3 if j == 0 else FIRST_WINDOW_BINDING + j - 1] = BufferBinding(self.state, offset, size)
         return DispatchCommand(pipeline, bindings, split_workgroups(config.num_blocks, self.max_groups))
 
     def _kernel_commands(self, dispatches, step: CooperativePlan, operands: dict,
@@ -302,14 +332,15 @@ class Launcher:
     def _procedure(self, compiled: CompiledProgram, config: LaunchConfig, presets: dict, budget: int,
                    io: _Recorder):
         plan = compiled.plan
-        shaders = compiled.stage_shaders(config, self.features, len(self.memory.chunks))
+        windows = self._state_windows(compiled, config)
+        shaders = compiled.stage_shaders(config, self.features, len(self.memory.chunks), windows)
         may_trap = (any(s.may_trap for s in shaders)
                     or any(step.kernel.traps_on_device for step in compiled.steps.values()))
         resonance = any(s.uses_resonance for s in shaders)
         runtime = compiled.runtime_layout(config, may_trap)
         self._ensure("rt", 4 * runtime.words, config.total_threads if may_trap else None)
-        state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders)
-        self._ensure("state", state_bytes, config.total_threads)
+        state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders, windows)
+        self._ensure("state", state_bytes, config.total_threads, windowed=windows is not None)
         if wide_bytes:
             io.clear(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)
@@ -357,11 +388,13 @@ class Launcher:
             # no first stage starts the lanes: their state (the flags word too: an earlier launch may have
             # left "ended" there) and the blocks' shared-memory copies start at zero
             backup, backup_bytes = compiled.shared_backup(config)
-            io.clear(self.state, 0, max(4 * compiled.state.total_slots * config.total_threads, backup + backup_bytes))
+            slots_bytes = windows.total_bytes if windows else 4 * compiled.state.total_slots * config.total_threads
+            io.clear(self.state, 0, max(slots_bytes, backup + backup_bytes))
         while True:
             passing = compiled.passes_to.get(stage.id)
             if passing is None and stage.id not in compiled.empty_stages:
-                add({"expect": expect}, lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot)])
+                add({"expect": expect},
+                    lambda slot, s=stage.id: [self._stage_command(compiled, config, s, slot, windows)])
             exits = stage.cooperative_exits if passing is None else (passing,)
             if not exits:
                 break
@@ -383,7 +416,7 @@ class Launcher:
                 if trapped != NO_TRAP or reached == 0:
                     break
                 step = compiled.steps[passing if passing is not None else reached - 1]
-            lane0 = (yield from self._lane_zero(compiled, config, step)) if step.host else None
+            lane0 = (yield from self._lane_zero(compiled, config, step, windows)) if step.host else None
             stage = plan.stage_entered_at(step.resume)
             if step.kernel.host:
                 io.replayable = False
@@ -454,7 +487,8 @@ class Launcher:
             out[role] = (copy, byte - start)
         return out, commands
 
-    def _lane_zero(self, compiled: CompiledProgram, config: LaunchConfig, step: CooperativePlan):
+    def _lane_zero(self, compiled: CompiledProgram, config: LaunchConfig, step: CooperativePlan,
+                   windows: StateWindows | None = None):
         """Lane 0's values of the registers ``step`` reads (path -> tuple of u32 words), read from lane state."""
         values = {}
         for path, vreg in step.reads.items():
@@ -464,7 +498,8 @@ class Launcher:
                 continue
             words = []
             for k in range(vreg_words(vreg)):
-                data = yield _Read(self.state, 4 * (slot + k) * config.total_threads, 4)
+                byte = windows.slot_byte(slot + k) if windows else 4 * (slot + k) * config.total_threads
+                data = yield _Read(self.state, byte, 4)
                 words.append(struct.unpack("<I", bytes(data))[0])
             values[path] = tuple(words)
         return values

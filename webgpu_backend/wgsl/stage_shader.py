@@ -6,6 +6,8 @@ Bindings (group 0)::
     1  rt      storage      runtime words (trap record, steps reached, uniforms, ResAccum, trap info)
     2  dtable  storage, ro  the device handle table
     3  state   storage      lane state (multi-stage programs; a placeholder otherwise)
+    64 …       storage      state1, state2, ...: more windows of lane state (state_windows), only for
+                            a launch whose slots exceed one binding
     4 …        storage      chunk k (mem<k>): array<u32>, or array<atomic<u32>> when 8/16-bit
                             stores exist (then every access is atomic: WebGPU forbids a second,
                             aliasing binding of a buffer next to a writable one)
@@ -27,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from atlas_web.errors import ExecutionFailed
 from atlas_web.isa.registers import SpecialRegister
 from atlas_web.launch import LaunchConfig
 from atlas_web.lowering.stages import ResumeKind
@@ -38,6 +41,7 @@ from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
 from .runtime_layout import GUARD_WGSL, NO_TRAP, launch_struct, RuntimeLayout
 from .segments import NO_LABEL, render_segment
+from ..state_windows import FIRST_WINDOW_BINDING, StateWindows
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
            "wide_register_file_base", "shared_backup_words"]
@@ -127,8 +131,9 @@ def _shared_accessors(atomic: bool) -> str:
 class _StageBuilder:
     def __init__(self, plan, stage, config: LaunchConfig, features: ShaderFeatures, chunks: int,
                  state: LaneStateLayout, runtime: RuntimeLayout, multi_stage: bool,
-                 presets: dict[int, object]) -> None:
+                 presets: dict[int, object], windows: StateWindows | None = None) -> None:
         self.plan, self.stage, self.config = plan, stage, config
+        self.windows = windows
         self.features, self.chunks, self.state, self.runtime = features, chunks, state, runtime
         self.multi_stage = multi_stage
         self.presets = presets
@@ -144,7 +149,17 @@ class _StageBuilder:
 
     # ---- lane state I/O -------------------------------------------------------------------------
     def state_word(self, slot: int):
-        return lambda k: f"state[({slot}u + {_k(k)}) * {self.lanes}u + lane_id]"
+        if self.windows is None:
+            return lambda k: f"state[({slot}u + {_k(k)}) * {self.lanes}u + lane_id]"
+
+        def windowed(k):
+            if isinstance(k, str):  # a register of more than four words, addressed in a loop
+                raise ExecutionFailed(
+                    f"the launch of {self.lanes:,} lanes keeps a register of more than four words between stages "
+                    "and its lane state exceeds one storage binding (maxStorageBufferBindingSize): such "
+                    "registers cannot be split over bindings; use fewer lanes")
+            return self.windows.word(slot + k)
+        return windowed
 
     def reload(self, w: CodeWriter, vregs, uniform_key) -> None:
         for vreg in vregs:
@@ -203,6 +218,9 @@ class _StageBuilder:
         for k in range(self.chunks):
             lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + k}) var<storage, read_write> "
                          f"mem{k}: array<{element}>;")
+        for j in range(1, self.windows.count if self.windows else 1):
+            lines.append(f"@group(0) @binding({FIRST_WINDOW_BINDING + j - 1}) var<storage, read_write> "
+                         f"{StateWindows.name(j)}: array<u32>;")
         return "\n".join(lines)
 
     def constants(self) -> str:
@@ -459,9 +477,12 @@ def _hidden_zero(vreg) -> str:
 
 def build_stage_shader(plan, stage, config: LaunchConfig, features: ShaderFeatures, chunks: int,
                        state: LaneStateLayout, runtime: RuntimeLayout, multi_stage: bool,
-                       presets: dict[int, object]) -> StageShader:
-    """The WGSL of ``stage`` of ``plan`` for launch shape ``config`` over ``chunks`` memory chunks.
+                       presets: dict[int, object], windows: StateWindows | None = None) -> StageShader:
+    """The WGSL of ``stage`` of ``plan`` for launch shape ``config`` over ``chunks`` memory chunks, its lane
+    state in one binding or over ``windows``.
 
-    Raises UnsupportedOperation (an instruction or type without a rule) or ProgramError.
+    Raises UnsupportedOperation (an instruction or type without a rule), ProgramError, or ExecutionFailed
+    (windowed lane state with a register the windows cannot hold).
     """
-    return _StageBuilder(plan, stage, config, features, chunks, state, runtime, multi_stage, presets).build()
+    return _StageBuilder(plan, stage, config, features, chunks, state, runtime, multi_stage, presets,
+                         windows).build()
