@@ -55,3 +55,30 @@ def test_bad_input_and_unknown_actions_are_answers_not_exceptions():
     assert "unknown action 'nope'" in asyncio.run(ctl.handle("nope", {}))["internal_error"]
     broken = asyncio.run(ctl.handle("run", {"size": "4"}))  # a request missing its fields is a bug: shown
     assert broken["internal_error"].startswith("internal error: KeyError")
+
+
+def test_transformer_answers_the_numpy_models_tokens_and_its_speed():
+    from atlas_web.kernels.transformer import TransformerConfig, init_weights
+    from atlas_web.registry import get_backend
+    from tests.kernels.numpy_transformer import NumpyTransformer
+    from webdemo.transformer import DEMO_PROMPT, TransformerDemo
+
+    config = TransformerConfig(vocab=300, d_model=64, layers=2, heads=4, kv_heads=2, intermediate=128, max_seq=16)
+    events = []
+    demo = TransformerDemo(config=config, seed=3)
+    ctl = controller.Controller(events.append, session.DemoSession(choices=("auto", "cpu")), demo)
+    try:
+        answer = asyncio.run(ctl.handle("transformer", {"backend": "auto", "tokens": "5"}))
+        with get_backend("cpu") as cpu:
+            weights = {k: v.to_host() for k, v in init_weights(config, 3, cpu).items()}
+        expected, gaps = NumpyTransformer(config, weights).generate(list(DEMO_PROMPT), 5)
+        assert min(gaps) > 1e-3 and answer["tokens"] == expected and answer["backend"] == "cpu"
+        assert answer["tokens_per_second"] > 0 and answer["first_seconds"] > 0 and "tokens/s" in answer["message"]
+        assert [e["text"] for e in events if e["event"] == "progress"] == ["generating 5 tokens on cpu…"]
+        json.dumps(answer)
+        assert "between 1 and 14" in asyncio.run(ctl.handle("transformer", {"backend": "cpu", "tokens": "15"}))[
+            "input_error"]
+        assert "not a whole number" in asyncio.run(ctl.handle("transformer", {"backend": "cpu", "tokens": "x"}))[
+            "input_error"]
+    finally:
+        demo.close()

@@ -19,13 +19,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
+from atlas_web.errors import ArrayError
+
+from .choices import resolve_choice
 from .runs import RunResult
 from .session import DEFAULT_SIZE, DemoSession, RunOutcome, parse_size
+from .transformer import TransformerDemo, max_new_tokens
 
 __all__ = ["Controller", "ACTIONS", "EVENTS", "run_row", "outcome_answer"]
 
 #: the requests the page sends (Controller.handle's ``action``)
-ACTIONS: tuple[str, ...] = ("program_text", "run", "run_all")
+ACTIONS: tuple[str, ...] = ("program_text", "run", "run_all", "transformer")
 #: the events the worker posts (``event`` of each message)
 EVENTS: tuple[str, ...] = ("examples", "checks", "choices", "progress", "row", "charts")
 
@@ -60,11 +64,14 @@ def outcome_answer(outcome: RunOutcome) -> dict[str, Any]:
 class Controller:
     """The page's Python side: a DemoSession, answering the page's requests and posting events."""
 
-    def __init__(self, post: Callable[[dict], None], session: DemoSession | None = None) -> None:
+    def __init__(self, post: Callable[[dict], None], session: DemoSession | None = None,
+                 transformer: TransformerDemo | None = None) -> None:
         self.post = post
         self.session = session if session is not None else DemoSession()
+        self.transformer = transformer if transformer is not None else TransformerDemo()
         self._handlers: dict[str, Callable[[dict], Awaitable[dict]]] = {
-            "program_text": self._program_text, "run": self._run, "run_all": self._run_all}
+            "program_text": self._program_text, "run": self._run, "run_all": self._run_all,
+            "transformer": self._transformer}
 
     # ---- start ---------------------------------------------------------------------------------------------
     def first_result(self) -> None:
@@ -142,3 +149,24 @@ class Controller:
         self.post({"event": "progress", "target": "run-all", "text": f"running every example at size {size}…"})
         results = await self.session.run_all(size, shown)
         return {"rows": len(results), "charts": self._charts()}
+
+    async def _transformer(self, args: dict) -> dict:
+        """The transformer example on the chosen backend: its new tokens and timings (webdemo.transformer)."""
+        limit = max_new_tokens(self.transformer.config)
+        try:
+            count = int(str(args["tokens"]).strip())
+        except ValueError:
+            return {"input_error": f"new tokens: {args['tokens']!r} is not a whole number between 1 and {limit}"}
+        choice = resolve_choice(args["backend"], self.session.choices())
+        if not choice.available:
+            return {"input_error": f"the {choice.name} backend is not available: {choice.explanation}"}
+        self.post({"event": "progress", "target": "transformer",
+                   "text": f"generating {count} tokens on {choice.name}…"})
+        try:
+            run = await self.transformer.run(choice.name, count)
+        except ArrayError as exc:
+            return {"input_error": str(exc)}
+        return {"backend": run.backend, "tokens": run.tokens, "tokens_per_second": run.tokens_per_second,
+                "first_seconds": run.first_seconds, "warm_seconds": run.warm_seconds,
+                "message": f"{len(run.tokens)} tokens on {run.backend}: {run.tokens_per_second:.1f} tokens/s "
+                           f"(warm; first run {run.first_seconds:.2f} s with the weights and compiles)"}

@@ -10,7 +10,7 @@ const pending = new Map();
 let nextId = 0;
 let loadedText = null;   // the program text last loaded from an example (an edit makes the textarea differ)
 let loading = Promise.resolve();
-const counts = { runs: 0, allRuns: 0, loads: 0 };
+const counts = { runs: 0, allRuns: 0, loads: 0, transformerRuns: 0 };
 
 function mark(name) {
   timings[name] = Math.round(performance.now() - started);
@@ -124,7 +124,8 @@ const events = {
     status.dataset.state = "probed";
   },
   progress(event) {
-    $(event.target === "run" ? "run-progress" : "all-progress-text").textContent = event.text;
+    const target = { run: "run-progress", transformer: "transformer-progress" }[event.target] || "all-progress-text";
+    $(target).textContent = event.text;
   },
   row(event) {
     const result = event.row;
@@ -276,7 +277,37 @@ async function runAll() {
   }
 }
 
+async function generateTokens() {
+  const result = $("transformer-result");
+  const tokens = $("transformer-tokens");
+  $("transformer-run").disabled = true;
+  result.textContent = "generating…";
+  result.dataset.state = "running";
+  try {
+    const answer = await ask("transformer", { backend: $("backend").value, tokens: $("transformer-count").value });
+    if (answer.input_error || answer.internal_error) {
+      result.textContent = answer.input_error || answer.internal_error;
+      result.dataset.state = answer.input_error ? "input error" : "internal error";
+      return;
+    }
+    result.textContent = answer.message;
+    result.dataset.state = "done";
+    Object.assign(result.dataset, { backend: answer.backend, tokensPerSecond: String(answer.tokens_per_second) });
+    tokens.textContent = answer.tokens.join(" ");
+    tokens.dataset.tokens = JSON.stringify(answer.tokens);
+    tokens.hidden = false;
+  } catch (error) {
+    result.textContent = `internal error: ${error.message}`;
+    result.dataset.state = "internal error";
+  } finally {
+    $("transformer-progress").textContent = "";
+    result.dataset.runs = String(++counts.transformerRuns);   // tests wait for this count
+    $("transformer-run").disabled = false;
+  }
+}
+
 $("example").addEventListener("change", () => loadProgram(false));
+$("transformer-run").addEventListener("click", generateTokens);
 $("size").addEventListener("change", () => loadProgram(true));
 $("run").addEventListener("click", run);
 $("run-all").addEventListener("click", runAll);

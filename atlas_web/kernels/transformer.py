@@ -136,16 +136,35 @@ class Transformer:
         self.position = pos + 1
         return kb.matmul_vec(w["head"], x)
 
-    def generate(self, prompt: list[int], new_tokens: int) -> list[int]:
-        """Greedy decoding from position 0: the prompt fed token by token, then ``new_tokens`` tokens,
-        each the first index of the largest logit (the argmax on the device). Returns the new tokens."""
+    def _prompt(self, prompt: list[int], new_tokens: int) -> None:
+        """Check that ``prompt`` and ``new_tokens`` fit from position 0; feed all but the prompt's last token."""
         self.reset()
         if not prompt:
             raise ArrayError("Transformer.generate: the prompt is empty")
+        if new_tokens < 0 or len(prompt) - 1 + new_tokens > self.config.max_seq:
+            raise ArrayError(f"Transformer.generate: a prompt of {len(prompt)} and {new_tokens} new tokens need "
+                             f"{len(prompt) - 1 + new_tokens} positions, past max_seq {self.config.max_seq}")
         for token in prompt[:-1]:
             self.step(token)
+
+    def generate(self, prompt: list[int], new_tokens: int) -> list[int]:
+        """Greedy decoding from position 0: the prompt fed token by token, then ``new_tokens`` tokens,
+        each the first index of the largest logit (the argmax on the device). Returns the new tokens.
+        Raises ArrayError for an empty prompt or more positions than max_seq."""
+        self._prompt(prompt, new_tokens)
         out, token = [], prompt[-1]
         for _ in range(new_tokens):
             token = int(anp.argmax(self.step(token)).item())
+            out.append(token)
+        return out
+
+    async def generate_async(self, prompt: list[int], new_tokens: int) -> list[int]:
+        """``generate`` reading each chosen token with ``to_host_async`` (in the browser a WebGPU read must be
+        awaited; the event loop runs between tokens)."""
+        self._prompt(prompt, new_tokens)
+        out, token = [], prompt[-1]
+        for _ in range(new_tokens):
+            chosen = await anp.argmax(self.step(token)).reshape(1).to_host_async()   # NumPy or array.array
+            token = int(chosen[0])
             out.append(token)
         return out
