@@ -3,6 +3,10 @@
 Local devices (MultiDeviceExecutor over wasm backends in this process):
   - AllReduce (sum, f32) of ``--n`` elements over 2 devices, against NumPy's ``a + b`` on the same arrays;
   - a data-parallel map (y = x * x, one lane per element, Sharded) on 1 and 2 devices, against NumPy ``x * x``.
+Parallel local devices (``--only parallel``): a compute-bound per-lane loop (``--loop`` FMAs per lane, ``--n``
+lanes) on 1 wasm device, on 2 wasm devices one after the other (``parallel=False``) and on 2 at once (one thread
+per device), each backend single-threaded (``WasmBackend(threads=1)``); with the process's CPU time over the wall
+time (the cores it got), since on a loaded machine a thread may wait for a core.
 A Dask LocalCluster of 1 and then 2 worker processes on 127.0.0.1 (one wasm backend per worker):
   - the overhead of one task (a Backend call that does nothing: ``buffer_size``) round trip;
   - the same data-parallel map through ``execute_cluster`` (includes the copies to and from the workers);
@@ -68,6 +72,72 @@ def local(n: int, repeats: int) -> None:
               f"(ratio to NumPy x * x {best[name] / best['numpy map']:.1f})")
 
 
+#: y[lane] = x[lane] after ``k`` rounds of y = y * 0.5 + 0.25 (FMA): compute-bound, one load and one store per lane
+LOOP_PROGRAM = """
+    cvt.u64.u32 r20, r255
+    mov_imm.u64 r21, 4
+    mul.u64 r20, r20, r21
+    add.u64 r10, r0, r20
+    add.u64 r11, r1, r20
+    ldg.f32 r12, [r10+0]
+    mov_imm.f32 r13, 0.5
+    mov_imm.f32 r14, 0.25
+    mov_imm.u32 r15, {k}
+top:
+    fma.f32 r12, r12, r13, r14
+    loop r15, @top
+    stg.f32 [r11+0], r12
+    exit
+"""
+
+
+def _cores_for_two_threads() -> float:
+    """Process CPU time over wall time while 2 threads hash 64 MB each (hashlib releases the GIL): how many cores
+    this machine gives 2 threads now, the ceiling of any speed-up of 2 devices at once."""
+    import hashlib
+    import threading
+    data = bytes(64 << 20)
+    threads = [threading.Thread(target=lambda: hashlib.sha256(data).digest()) for _ in range(2)]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return (time.process_time() - cpu) / (time.perf_counter() - wall)
+
+
+def parallel_local(n: int, k: int, repeats: int) -> None:
+    from wasm_backend import WasmBackend
+    x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+    program = Program.from_text(LOOP_PROGRAM.format(k=k))
+    executors = {"1 device": MultiDeviceExecutor([WasmBackend(threads=1)]),
+                 "2 devices, one after the other": MultiDeviceExecutor([WasmBackend(threads=1) for _ in range(2)],
+                                                                       parallel=False),
+                 "2 devices at once": MultiDeviceExecutor([WasmBackend(threads=1) for _ in range(2)])}
+    actions, outputs, cpu = {}, {}, {}
+    for name, ex in executors.items():
+        xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(n, Type.F32, Sharded())
+        strategy = DataParallel(LaunchConfig(grid=(n // BLOCK, 1, 1), block=(BLOCK, 1, 1)), pointers={X: xs, Y: ys})
+        outputs[name] = ys
+
+        def action(ex=ex, strategy=strategy, name=name):
+            start = time.process_time()
+            ex.execute_distributed(program, strategy)
+            cpu[name] = time.process_time() - start
+        actions[name] = action
+    best = best_of(actions, repeats)
+    first = outputs["1 device"].read()
+    assert all(out.read() == first for out in outputs.values()), "the device splits disagree"
+    print(f"parallel local devices: {n} lanes x {k} FMAs (f32), wasm threads=1, os.cpu_count() {os.cpu_count()}, "
+          f"load average {os.getloadavg()[0]:.1f}; cores 2 threads get here doing GIL-free work (hashlib): "
+          f"{_cores_for_two_threads():.2f}")
+    for name, seconds in best.items():
+        print(f"  {name:31}: {seconds * 1e3:8.1f} ms  (speed-up over 1 device {best['1 device'] / seconds:.2f}; "
+              f"cores used in the last run {cpu[name] / seconds:.2f})")
+    for ex in executors.values():
+        ex.close()
+
+
 def cluster(n: int, gemm: int, repeats: int) -> None:
     from atlas_web.distributed.dask_cluster import DistributedExecutor
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
@@ -114,12 +184,18 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1 << 20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gemm", type=int, default=512, help="M = N = K of the sharded GEMM (even)")
+    parser.add_argument("--loop", type=int, default=2000, help="FMAs per lane of the parallel-devices program")
+    parser.add_argument("--only", choices=("local", "parallel", "cluster"), help="run one section")
     args = parser.parse_args()
     if args.n % BLOCK:
         parser.error(f"--n must be a multiple of {BLOCK}")
     start = time.perf_counter()
-    local(args.n, args.repeats)
-    cluster(args.n, args.gemm, args.repeats)
+    if args.only in (None, "local"):
+        local(args.n, args.repeats)
+    if args.only in (None, "parallel"):
+        parallel_local(args.n, args.loop, args.repeats)
+    if args.only in (None, "cluster"):
+        cluster(args.n, args.gemm, args.repeats)
     print(f"(whole run {time.perf_counter() - start:.0f} s)")
 
 

@@ -22,6 +22,7 @@ from ..program import Program
 from . import collectives
 from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
 from .collectives import Placement, collective_arrays, collective_results
+from .device_threads import DeviceThreads
 from .layouts import DataParallel, Replicated, Sharded, Tiled, element_runs
 from .mesh import check_mesh, split_grid
 from .program_split import device_launch, split_at_collectives
@@ -54,28 +55,33 @@ def run_placed(backend, program: Program, launch: LaunchConfig | None, registers
             backend.free_buffer(handle)
 
 
-def _ran(backend, args):
-    """Run a launch now; the wait that re-raises its trap (a local device's ``start_program``)."""
-    try:
-        backend.execute_program_with_params(*args)
-    except AtlasTrap as trap:
-        caught = trap
-
-        def wait():
-            raise caught
-        return wait
-    return lambda: None
-
-
 class MultiDeviceExecutor:
     """Runs programs over ``backends`` (rank 0, 1, ... in the order given; at least one). The executor does not
-    own them: closing them is the caller's. Raises ProgramError for an empty list."""
+    own them: closing them is the caller's. ``parallel``: the devices' launches run at once, one thread per
+    device (``device_threads``; False: one after another on the calling thread). ``close()`` stops those
+    threads. Raises ProgramError for an empty list."""
 
-    def __init__(self, backends: Sequence[Any]) -> None:
+    def __init__(self, backends: Sequence[Any], *, parallel: bool = True) -> None:
         self.devices = tuple(backends)
         if not self.devices:
             raise ProgramError("a MultiDeviceExecutor needs at least one backend")
+        self.parallel = parallel
         self._buffers: dict[int, DistributedBuffer] = {}
+        self._threads = DeviceThreads()
+
+    def run_jobs(self, jobs) -> list:
+        """(device, job) pairs run at once, one thread per local device (``DeviceThreads.run``)."""
+        return self._threads.run(jobs, self.parallel)
+
+    def close(self) -> None:
+        """Stop the device threads (the backends stay the caller's)."""
+        self._threads.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # ---- buffers -------------------------------------------------------------------------------------------
     def array(self, data: Any, ty: Type, layout: Replicated | Sharded | Tiled = Replicated()) -> DistributedBuffer:
@@ -169,12 +175,16 @@ class MultiDeviceExecutor:
         """A launch without collectives: ``run_placed`` on every device (started on all before any wait)."""
         config = strategy.config
         pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
-        waits = []
+        jobs = []
         for part, backend in zip(parts, self.devices):
             buffers = [(buffer.handle, shard_bytes(buffer, runs[part.rank][buffer.handle])) for buffer in used]
             args = (program, part.launch(config), strategy.presets(part), pointers, buffers)
-            waits.append(lambda b=backend, a=args: run_placed(b, *a))
-        outcomes = [wait() for wait in waits]
+            jobs.append((backend, lambda b=backend, a=args: run_placed(b, *a)))
+        outcomes = []
+        for ok, value in self.run_jobs(jobs):
+            if not ok:
+                raise value
+            outcomes.append(value)
         traps = [(part.global_lane(config, trap.lane), part.rank, trap)
                  for part, (trap, _) in zip(parts, outcomes) if trap is not None]
         if traps:
@@ -214,7 +224,7 @@ class MultiDeviceExecutor:
 
     def _run_segment(self, segment, strategy: DataParallel, parts, placed) -> None:
         config = strategy.config
-        traps, pending = [], []
+        traps, pending, jobs = [], [], []
         pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
         for part, backend in zip(parts, self.devices):
             launch = part.launch(config)
@@ -222,14 +232,17 @@ class MultiDeviceExecutor:
                 continue
             args = device_launch(segment.program, placed[part.rank], launch, strategy.presets(part), pointers)
             start = getattr(backend, "start_program", None)   # a remote device: every launch starts, then all wait
-            pending.append((part, start(*args) if start else _ran(backend, args)))
-        for part, wait in pending:
-            try:
-                wait()
-            except AtlasTrap as trap:
-                lane = part.global_lane(config, trap.lane)
-                traps.append((lane, part.rank, AtlasTrap(trap.code, trap.instruction_index + segment.start, lane,
-                                                         trap.detail, trap.record)))
+            pending.append(part)
+            jobs.append((backend, start(*args) if start else (lambda b=backend, a=args:
+                                                               b.execute_program_with_params(*a))))
+        for part, (ok, error) in zip(pending, self.run_jobs(jobs)):
+            if ok:
+                continue
+            if not isinstance(error, AtlasTrap):
+                raise error
+            lane = part.global_lane(config, error.lane)
+            traps.append((lane, part.rank, AtlasTrap(error.code, error.instruction_index + segment.start, lane,
+                                                     error.detail, error.record)))
         if traps:
             raise min(traps, key=lambda t: (t[0], t[1]))[2]
 

@@ -5,7 +5,8 @@ handle or through pointer registers. ``ModelParallel(stages)`` runs the stages i
 buffers it names copied there whole and back after it (so stage s + 1 sees what stage s wrote, wherever each
 ran). ``PipelineParallel(stages, micro_batches)`` splits every Sharded buffer into ``micro_batches`` equal
 contiguous pieces and runs stage s on piece m at tick m + s (a wavefront: the launches of one tick are started
-on their devices before any is waited for, so remote devices overlap); Replicated buffers are the weights, read
+on their devices before any is waited for, so remote devices overlap, and local devices run them at once, one
+thread each: ``device_threads``); Replicated buffers are the weights, read
 only (a stage that writes one raises ExecutionFailed). Both work on copies: the DistributedBuffers change only
 when every stage finished; a trap (the first in stage order; in a pipeline, in (tick, micro-batch) order) is
 raised with the stage's instruction index and lane and changes nothing. Collectives belong to DataParallel: a
@@ -124,8 +125,11 @@ def run_stages(executor, strategy: ModelParallel | PipelineParallel | Hybrid) ->
         started = [_start(executor, stages[s], device, named[s], work, piece, pieces, pipeline)
                    for piece, device, s in jobs]
         try:
-            for wait, finish in started:
-                wait()
+            outcomes = executor.run_jobs([(executor.devices[device], wait)
+                                          for (_, device, _), (wait, _) in zip(jobs, started)])
+            for (ok, error), (_, finish) in zip(outcomes, started):
+                if not ok:
+                    raise error
                 finish(keep=True)
         finally:
             for _, finish in started:   # after a trap or a refusal: free what is left, keep nothing

@@ -1,0 +1,80 @@
+"""Local devices run their launches at once (one thread per device): two devices' launches meet at a barrier
+inside them (bounded: a launch that waited alone would break it), with the results equal to NumPy; with
+parallel=False they run one after the other (the barrier breaks); DeviceThreads keeps one device's jobs in
+order and raises a KeyboardInterrupt of the calling thread only after the other devices finished."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from atlas_web import LaunchConfig
+from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Sharded
+from atlas_web.distributed.device_threads import DeviceThreads
+from atlas_web.isa import Type
+
+from .helpers import X, Y, square_program, start
+
+
+class _Meeting:
+    """A backend whose launches wait (at most 10 s) at a barrier shared with the other devices' launches."""
+
+    def __init__(self, backend, barrier: threading.Barrier, seen: list) -> None:
+        self._backend, self._barrier, self._seen = backend, barrier, seen
+
+    def execute_program_with_params(self, program, params):
+        self._seen.append(threading.current_thread().name)
+        self._barrier.wait(timeout=10)
+        return self._backend.execute_program_with_params(program, params)
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+
+def _run(names, parallel: bool):
+    barrier, seen = threading.Barrier(len(names) if parallel else 1), []
+    devices = [_Meeting(backend, barrier, seen) for backend in start(names)]
+    x = np.random.default_rng(2).standard_normal(8 * len(names)).astype(np.float32)
+    with MultiDeviceExecutor(devices, parallel=parallel) as ex:
+        xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
+        ex.execute_distributed(square_program(Type.F32), DataParallel(
+            LaunchConfig(grid=(2 * len(names), 1, 1), block=(4, 1, 1)), pointers={X: xs, Y: ys}))
+        return ys.read() == (x * x).tobytes(), seen
+
+
+@pytest.mark.parametrize("names", [("wasm", "wasm"), ("wasm", "cpu", "wasm")], ids="+".join)
+def test_local_devices_launch_at_once(names):
+    equal, seen = _run(names, parallel=True)
+    assert equal
+    assert threading.current_thread().name in seen and len(set(seen)) == len(names)   # rank 0 on this thread
+
+
+def test_parallel_false_runs_the_devices_one_after_another_here():
+    equal, seen = _run(("wasm", "cpu"), parallel=False)
+    assert equal and seen == [threading.current_thread().name] * 2
+
+
+def test_jobs_of_one_device_keep_their_order_and_an_interrupt_waits_for_the_others():
+    threads, order, other_done = DeviceThreads(), [], threading.Event()
+    a, b = object(), object()
+    try:
+        out = threads.run([(a, lambda: order.append(1) or 1), (b, lambda: 2), (a, lambda: order.append(3) or 3)])
+        assert out == [(True, 1), (True, 2), (True, 3)] and order == [1, 3]
+        release = threading.Event()
+
+        def slow():
+            release.wait(timeout=10)
+            other_done.set()
+
+        def interrupted():
+            release.set()
+            raise KeyboardInterrupt
+        with pytest.raises(KeyboardInterrupt):
+            threads.run([(a, interrupted), (b, slow)])
+        assert other_done.is_set()
+        failed = threads.run([(a, lambda: 1 / 0), (b, lambda: "ok")])
+        assert isinstance(failed[0][1], ZeroDivisionError) and failed[1] == (True, "ok")
+    finally:
+        threads.close()
