@@ -22,7 +22,7 @@ from ..launch import LaunchConfig
 from ..program import Program
 
 __all__ = ["Placement", "all_reduce", "all_gather", "broadcast", "reduce_scatter", "fold_parts", "COMBINE",
-           "collective_arrays", "collective_results"]
+           "collective_arrays", "collective_results", "group_size"]
 
 #: reduction -> the element-wise operation that folds two devices' values
 COMBINE = {ReduceOperation.Sum: BinaryMapOperation.Add, ReduceOperation.Product: BinaryMapOperation.Mul,
@@ -125,9 +125,17 @@ def broadcast(places: Sequence[Placement], n: int, ty: Type, root: int) -> None:
     _write_all(places, _read(places[root], nbytes))
 
 
+def group_size(instr, devices: int) -> int:
+    """The size of collective ``instr``'s groups under an executor of ``devices`` devices (its ``devices``
+    operand; 0: all of them). The groups are consecutive ranks: on a mesh (mx, my, mz), a group of mx devices is
+    a row (one y, z)."""
+    return instr.devices or devices
+
+
 def collective_arrays(instr, devices: int) -> tuple[tuple[str, int], tuple[str, int]]:
     """A collective instruction's (input operand, bytes each device contributes) and (output operand, bytes
-    written on each device) in a group of ``devices``."""
+    written on each device) under an executor of ``devices`` devices (its groups: ``group_size``)."""
+    devices = group_size(instr, devices)
     nbytes, name = instr.n * instr.ty.size_bytes(), instr.INFO.name
     if name == "AllGather":
         return ("input", nbytes), ("output", nbytes * devices)
@@ -138,7 +146,14 @@ def collective_arrays(instr, devices: int) -> tuple[tuple[str, int], tuple[str, 
 
 def collective_results(instr, parts: Sequence[bytes], backend) -> list[bytes]:
     """What each device's output array of collective ``instr`` holds after it, from every device's input bytes
-    ``parts`` (rank order); reductions folded on ``backend`` (``fold_parts``). Raises as ``fold_parts``."""
+    ``parts`` (rank order), group by group (``group_size``: consecutive ranks); reductions folded on ``backend``
+    (``fold_parts``), left to right in rank order within the group. Raises as ``fold_parts``."""
+    size = group_size(instr, len(parts))
+    return [result for first in range(0, len(parts), size)
+            for result in _group_results(instr, parts[first:first + size], backend)]
+
+
+def _group_results(instr, parts: Sequence[bytes], backend) -> list[bytes]:
     name, devices = instr.INFO.name, len(parts)
     if name == "AllGather":
         return [b"".join(parts)] * devices

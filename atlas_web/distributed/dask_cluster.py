@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import AtlasTrap, ExecutionFailed, ProgramError
 from . import dask_launch
+from .collectives import group_size
 from .executor import MultiDeviceExecutor, shard_bytes
 from .layouts import Replicated
 
@@ -270,7 +271,8 @@ class DistributedExecutor(MultiDeviceExecutor):
                 reads = writes = None
                 if segment.collective is not None:
                     reads = dask_launch.collective_io(segment.collective, k)[0]
-                    if segment.collective.INFO.name == "Broadcast" and part.rank != segment.collective.root:
+                    instr = segment.collective
+                    if instr.INFO.name == "Broadcast" and part.rank % group_size(instr, k) != instr.root:
                         reads = None    # only the root's bytes are needed
                 if number:
                     writes = dask_launch.collective_io(segments[number - 1].collective, k)[1]

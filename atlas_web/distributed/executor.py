@@ -21,7 +21,7 @@ from ..launch import LaunchConfig
 from ..program import Program
 from . import collectives
 from .buffers import FIRST_LOGICAL_HANDLE, DistributedBuffer
-from .collectives import Placement, collective_arrays, collective_results
+from .collectives import Placement, collective_arrays, collective_results, group_size
 from .device_threads import DeviceThreads
 from .layouts import DataParallel, Replicated, Sharded, Tiled, element_runs
 from .mesh import check_mesh, split_grid
@@ -255,12 +255,13 @@ class MultiDeviceExecutor:
             if instr is None:
                 continue
             k = len(self.devices)
-            if instr.devices not in (0, k):
-                raise ProgramError(f"the collective is for a group of {instr.devices} devices; this executor has "
-                                   f"{k}", index=index, text=str(instr))
-            if instr.INFO.name == "Broadcast" and not 0 <= instr.root < k:
-                raise ProgramError(f"Broadcast root {instr.root} is not a device of the group of {k}", index=index,
+            if instr.devices > k or k % group_size(instr, k):
+                raise ProgramError(f"the collective is for a group of {instr.devices} devices; this executor's {k} "
+                                   "do not split into groups of that size (consecutive ranks)", index=index,
                                    text=str(instr))
+            if instr.INFO.name == "Broadcast" and not 0 <= instr.root < group_size(instr, k):
+                raise ProgramError(f"Broadcast root {instr.root} is not a device of the group of "
+                                   f"{group_size(instr, k)}", index=index, text=str(instr))
             for operand, nbytes in collective_arrays(instr, k):
                 address = getattr(instr, operand)
                 if not isinstance(address, Address.BufferOffset) or address.handle not in sizes:

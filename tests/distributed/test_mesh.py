@@ -10,7 +10,8 @@ import pytest
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramError, TrapCode
 from atlas_web.distributed import (DataParallel, Hybrid, MultiDeviceExecutor, Sharded, Tiled)
 from atlas_web.distributed.mesh import lane_runs, position_runs, split_grid
-from atlas_web.isa import ADD, CVT, LDG, MUL, STG, Address, AllReduce, ReduceOperation, Register, Type
+from atlas_web.isa import (ADD, CVT, LDG, MUL, STG, Address, AllGather, AllReduce, Broadcast, ReduceOperation,
+                           ReduceScatter, Register, Type)
 from atlas_web.isa.registers import SpecialRegister as S
 
 from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
@@ -172,3 +173,33 @@ def test_hybrid_trap_and_refusals():
         ex.execute_distributed(None, Hybrid(stages, 1, replicas=4))
     with pytest.raises(ProgramError, match="replicas"):
         Hybrid(stages, 1, replicas=0)
+
+
+def test_collectives_within_the_rows_of_a_2d_mesh():
+    config = LaunchConfig(grid=(2, 2, 1), block=(4, 1, 1))      # one block per device; rows: ranks {0, 1}, {2, 3}
+    x = np.random.default_rng(9).standard_normal(config.total_threads).astype(np.float32)
+    ex = MultiDeviceExecutor(start(("cpu", "wasm", "wasm", "cpu")))
+    xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
+    gathered = ex.empty(2 * x.size, Type.F32, Sharded(chunk=2))    # each device: its row's 2 x 4 squares
+    scattered = ex.empty(x.size, Type.F32, Sharded())
+    f32 = Type.F32
+    program = square_program(f32, AllGather(output=Address.BufferOffset(gathered.handle),
+                                            input=Address.BufferOffset(ys.handle), n=4, devices=2, ty=f32),
+                             ReduceScatter(output=Address.BufferOffset(scattered.handle),
+                                           input=Address.BufferOffset(gathered.handle), n=4, devices=2,
+                                           reduction=ReduceOperation.Sum, ty=f32),
+                             AllReduce(buffer=Address.BufferOffset(ys.handle), n=4, reduction=ReduceOperation.Max,
+                                       devices=2, ty=f32),
+                             Broadcast(buffer=Address.BufferOffset(xs.handle), n=4, root=1, devices=2, ty=f32))
+    ex.execute_distributed(program, DataParallel(config, pointers={X: xs, Y: ys}, mesh=(2, 2)))
+    squares = (x * x).reshape(2, 2, 4)                             # row, rank within the row, element
+    rows = squares.reshape(2, 8)
+    assert gathered.read() == np.repeat(rows, 2, axis=0).tobytes()
+    summed = (rows + rows).astype(np.float32)                      # both devices of a row gathered the same
+    assert scattered.read() == summed.tobytes()
+    assert ys.read() == np.repeat(np.maximum(squares[:, 0], squares[:, 1]), 2, axis=0).tobytes()
+    assert xs.read() == np.repeat(x.reshape(2, 2, 4)[:, 1], 2, axis=0).tobytes()
+    with pytest.raises(ProgramError, match="group of 3"):
+        ex.execute_distributed(Program([AllReduce(buffer=Address.BufferOffset(ys.handle), n=4, devices=3,
+                                                  reduction=ReduceOperation.Sum)], {}),
+                               DataParallel(config, mesh=(2, 2)))
