@@ -51,28 +51,65 @@ SLOW_LAUNCH_SECONDS = 10.0
 LARGE_TIME_LIMIT = 120.0
 
 
+#: seconds until the timer tries again when it expired inside a finalizer (where a raise would be lost)
+RETRY_SECONDS = 0.02
+
+
 class _TimeLimit(BaseException):
-    """Raised into a run that passed its time limit (by the SIGALRM handler of ``_deadline``); a
-    BaseException, like KeyboardInterrupt, so that no ``except Exception`` on the way turns it into an
-    error row."""
+    """Raised into a run that passed its time limit (by ``_Deadline.check`` between launches, or by the
+    SIGALRM handler of ``_deadline`` inside one); a BaseException, like KeyboardInterrupt, so that no
+    ``except Exception`` on the way turns it into an error row."""
+
+
+class _Deadline:
+    """The time limit of one backend's run of one example: ``check()`` raises _TimeLimit once it has passed
+    (called between launches: before each launch and before reading the outputs)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.ends = None if seconds is None else time.monotonic() + seconds
+        self.expired = False
+
+    def check(self) -> None:
+        """Raise _TimeLimit when the limit has passed."""
+        if self.expired or (self.ends is not None and time.monotonic() >= self.ends):
+            self.expired = True
+            raise _TimeLimit()
+
+
+def _in_finalizer(frame) -> bool:
+    """Whether ``frame`` runs inside a ``__del__`` (a garbage collection, wgpu's GPUObjectBase among them):
+    an exception raised there is reported as ignored and lost."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager
 def _deadline(seconds: float | None):
-    """Raise _TimeLimit in the block after ``seconds`` (None: no limit). A timer signal interrupts Python
-    code and the webgpu backend's waits; a wasm call is stopped when it returns. Only on the main thread
-    of a platform with setitimer; elsewhere the block runs unlimited."""
+    """The block's _Deadline of ``seconds`` (None: no limit). The limit is checked between launches
+    (``check``); a single launch longer than the limit (the reference's collatz at 10M lanes: minutes) is
+    stopped by a timer signal whose handler raises _TimeLimit in Python code, in the webgpu backend's waits
+    and (its epoch callback delivers it) in a wasm call, but never inside a finalizer: there it tries again
+    RETRY_SECONDS later. The timer only on the main thread of a platform with setitimer; elsewhere only the
+    checks between launches stop the block."""
+    deadline = _Deadline(seconds)
     if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
+        yield deadline
         return
 
-    def expired(_signum, _frame):
+    def expired(_signum, frame):
+        deadline.expired = True
+        if _in_finalizer(frame):
+            signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
+            return
         raise _TimeLimit()
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield deadline
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -97,10 +134,13 @@ def _read_outputs(example: examples.Example, backend, handles) -> dict[str, obje
             for output in example.outputs}
 
 
-def _timed_launch(example: examples.Example, backend, program, handles) -> float:
+def _timed_launch(example: examples.Example, backend, program, handles, deadline: _Deadline | None = None) -> float:
     """Seconds from the launch to its finished outputs: one element of the first output is read back
     (webgpu returns from a launch that cannot trap once it is submitted; without the read its time went
-    to the next launch: relu_chain at 10M lanes showed 0.19 s cold and 28.7 s cached on lavapipe)."""
+    to the next launch: relu_chain at 10M lanes showed 0.19 s cold and 28.7 s cached on lavapipe).
+    Raises _TimeLimit instead of launching once ``deadline`` has passed."""
+    if deadline is not None:
+        deadline.check()
     first = example.outputs[0].buffer
     start = time.perf_counter()
     backend.execute_program(program, example.config)
@@ -110,22 +150,25 @@ def _timed_launch(example: examples.Example, backend, program, handles) -> float
 
 def _run_one(example: examples.Example, backend_name: str, expected: dict, time_limit: float | None = None) -> DemoRow:
     try:
-        with _deadline(time_limit):
-            return _run_checked(example, backend_name, expected)
+        with _deadline(time_limit) as deadline:
+            return _run_checked(example, backend_name, expected, deadline)
     except _TimeLimit:
         return DemoRow(example.name, backend_name, CHECK_STOPPED,
                        f"stopped after {time_limit:g} s (--time-limit; the run was not finished, nothing was found wrong)")
 
 
-def _run_checked(example: examples.Example, backend_name: str, expected: dict) -> DemoRow:
+def _run_checked(example: examples.Example, backend_name: str, expected: dict,
+                 deadline: _Deadline | None = None) -> DemoRow:
     try:
         program = example.program_object()
         with get_backend(backend_name) as backend:
             handles = examples.allocate_buffers(example, backend)
-            cold = _timed_launch(example, backend, program, handles)
+            cold = _timed_launch(example, backend, program, handles, deadline)
             cached = None
             if cold <= SLOW_LAUNCH_SECONDS:  # a slow launch is not run twice (the reference at 10M lanes)
-                cached = _timed_launch(example, backend, program, handles)
+                cached = _timed_launch(example, backend, program, handles, deadline)
+            if deadline is not None:
+                deadline.check()
             actual = _read_outputs(example, backend, handles)
     except UnsupportedOperation as exc:
         return DemoRow(example.name, backend_name, CHECK_UNSUPPORTED, str(exc))
