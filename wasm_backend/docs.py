@@ -62,17 +62,19 @@ def backend_documentation() -> BackendDocumentation:
         "then the squared deviations, 8 elements a step in f64x2 accumulators), so no finite F32/F16/BF16 row "
         "over- or underflows; F64 is binary64 throughout, as the reference. An F32 LayerNorm/RMSNorm row whose "
         "statistics keep every step normal in f32 is normalized in f32x4 (four roundings); other rows, GroupNorm "
-        "and BatchNorm in f64x2 in the reference's order, rounded once (BatchNorm: the reference's bits). One "
-        "thread. Measured over the conformance cases (benchmarks/norms_accuracy.py): at most 0.07-0.22 of the "
+        "and BatchNorm in f64x2 in the reference's order, rounded once (BatchNorm: the reference's bits). "
+        "Natively, 2**20 elements or more in several statistics groups split the groups over the threads "
+        "(`env.parallel_gemm`, as Softmax), bit-identical to one thread. Measured over the conformance cases (benchmarks/norms_accuracy.py): at most 0.07-0.22 of the "
         "conformance allowance (2 x the contract's bound + 1 ulp) for F32 and F64, 0.5 for F16/BF16 (their final "
         "rounding).",
         "TensorContract (F32, F64) is one GEMM (`coop_contract`): each operand is read in place where its stored "
         "axis order is the GEMM's layout or its transpose (trans flags; axes of size 1 ignored), else copied "
         "into that order in per-launch scratch first (loops generated from the shapes, contiguous runs by "
-        "`memory.copy`), then GEMM's kernel (or GEMV's) on one thread.",
+        "`memory.copy`), then GEMM's kernel (or GEMV's); 2**24 multiply-adds or more split its rows over the "
+        "threads as GEMM's (the copies made once), bit-identical to one thread.",
         "LayerScale runs its own kernel (`coop_layer_scale`: f32x4/f64x2 products row by row; F16/BF16 in f32, "
         "where the product is exact, rounded once): the reference's bits, without the default expansion's one "
-        "ParallelMapBinary step per row.",
+        "ParallelMapBinary step per row; natively from 2**21 elements its rows split over the threads.",
         "Softmax and LogSoftmax (`coop_softmax`) run three SIMD passes per row (max in four v128 accumulators; "
         "exp(x - m) summed in four, Softmax storing it; then times 1/s, or (x - m) - log(s)); F32's exp is "
         "XNNPACK's rr2-p5 for arguments <= 0 (3.1 u, results below f32's smallest normal flushed to 0), F64's the "
@@ -84,7 +86,9 @@ def backend_documentation() -> BackendDocumentation:
         "Conv2D (F32, F64; F16/BF16 computed in f32 and rounded once; `coop_conv`) is im2col chunks of whole "
         "output rows (about 512 columns, padding written as zeros that take part in the products) in per-launch "
         "scratch, each multiplied by GEMM's kernel straight into the NCHW output (the bias filled first, then "
-        "added to), per batch item and group, one thread. "
+        "added to), per batch item and group; natively, from 2**24 multiply-adds, each group's output channels "
+        "split over the threads in whole register tiles (each thread builds its own im2col chunks), "
+        "bit-identical to one thread. "
         "Measured (F32, 1x64x20x20 and 2x8x12x13 5x5 against binary64): at most 2.6 u * sum|input * kernel|, "
         "the contract's bound being (K + 2) u times it.",
         "FFT (F32, F64; `coop_fft`) is radix-2 on SIMD128: bit reversal (swaps in place), twiddles per launch from "
@@ -109,7 +113,9 @@ def backend_documentation() -> BackendDocumentation:
         "hidden blocks skipped); FlashAttention runs block_size x block_size tiles with an online softmax, its "
         "scratch set by block_size and head_dim only (48.8 KiB at block 64, head_dim 64, against Attention's "
         "272.8 KiB at kv_len 512 and NumPy's 8 MiB of scores for 8 heads). F16/BF16 compute in f32 (Q and K "
-        "converted by GEMM's packing, values and output rows through the scratch). One thread. Measured over "
+        "converted by GEMM's packing, values and output rows through the scratch). Natively, from 2**24 "
+        "multiply-adds over several heads, ranges of heads run on the threads, each with its own scratch, "
+        "bit-identical to one thread. Measured over "
         "the conformance cases: at most 0.02-0.03 of the conformance allowance (2 x the contract's bound + 1 "
         "ulp) for Attention/FlashAttention F32 and F64, 0.08 for RoPE, 0.5 for F16/BF16 (their final "
         "rounding); benchmarks/attention.py (1x8x512x64 f32 against binary64): max |error| 4.1e-7 (causal "

@@ -84,7 +84,7 @@ def atlas_webgpu(*shape: int) -> dict:
 
 def atlas_module(*shape: int) -> tuple[bytes, int]:
     """(module bytes, scratch bytes) of atlas-web's Conv2D driver, exported as ``conv`` with the parameters
-    (output, input, kernel, bias, scratch, first item, end item)."""
+    (output, input, kernel, bias, scratch, first item, end item, first channel, end channel)."""
     instr = _instr(*shape)
     m = ModuleContext("atlas_conv")
     build_conv_driver(m, "conv", instr, export=True)
@@ -161,7 +161,7 @@ async function runBench(config) {
   const {instance} = await WebAssembly.instantiate(bytes, {env: {memory}});
   new Float32Array(memory.buffer).set(x, at[1] / 4);
   new Float32Array(memory.buffer).set(wt, kAt / 4);
-  const atlas = () => instance.exports.conv(at[0], at[1], kAt, 0, s, 0, b);
+  const atlas = () => instance.exports.conv(at[0], at[1], kAt, 0, s, 0, b, 0, f);
   const tx = tf.tensor4d(xNHWC, [b, h, w, c]), tw = tf.tensor4d(wHWIO, [k, k, c, f]);
   const session = await ort.InferenceSession.create(new Uint8Array(await (await fetch('conv.onnx')).arrayBuffer()),
                                                     {executionProviders: ['wasm']});

@@ -23,6 +23,10 @@ F16 and BF16 compute in f32: the GEMM's packing converts Q and K (exactly), each
 into the scratch before its P V, and each query block's output rows are accumulated in the scratch and rounded
 once to the type at the end of the block.
 
+The heads (item * heads + head) are the units of a driver (``coop_gemm.threaded_units``): natively, when the
+scores and P V take at least PARALLEL_GEMM_THRESHOLD multiply-adds, ranges of heads run on the host's threads
+through ``env.parallel_gemm``, each with scratch of its own, each head by the same code: the bits of one thread.
+
 Hidden keys (causal) are never weighted: their scores are computed with the block's but not read, and their
 values are not read. Every sum is in the type (f32, f64) in some order, one or two roundings per product: within
 the contract's bound (docs/semantics.md, Attention kernels), which covers the tiles and the online rescaling.
@@ -36,14 +40,17 @@ from atlas_web.isa.extents import array_operands
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_attention_rows import axpy_rows, online_row, scale_row
 from .coop_context import COOP_OK, CoopContext
+from .coop_gemm import THREADED_ROWS, threaded_units, unit_block_bytes, units_parallel
 from .coop_gemm_kernel import ELEMENTS, GemmShape, build_gemm_driver, scratch_bytes
 from .coop_ops import load_scalar, store_scalar
 from .coop_softmax import softmax_row
 from .rules import cooperative_rule
 
-__all__ = ["ATTENTION_TYPES", "attention_tiles", "attention_scratch_bytes", "ROW_BLOCK", "KEY_BLOCK"]
+__all__ = ["ATTENTION_TYPES", "attention_tiles", "attention_scratch_bytes", "attention_parallel",
+           "attention_launch_scratch", "ROW_BLOCK", "KEY_BLOCK"]
 
 I32 = ValType.I32
 ATTENTION_TYPES = frozenset({Type.F16, Type.BF16, Type.F32, Type.F64})
@@ -141,7 +148,8 @@ def attention_scratch_bytes(instr) -> int:
 class _Kernel:
     """The emitter of one instruction's function (see the module docstring)."""
 
-    def __init__(self, cc: CoopContext, pointers: dict) -> None:
+    def __init__(self, cc, pointers: dict) -> None:
+        """``cc``: the DriverContext of the driver being written; ``pointers``: the locals of the arrays."""
         self.cc, self.e, self.m, self.instr = cc, cc.e, cc.m, cc.instr
         self.p = pointers
         self.batch, self.heads, self.seq, self.dim, self.kv_heads, self.kv, self.slots = _shape(cc.instr)
@@ -160,15 +168,15 @@ class _Kernel:
     def __getattr__(self, name: str) -> int:
         return self.__dict__["locals"][name]
 
-    def run(self) -> None:
-        cc, e = self.cc, self.e
+    def run(self, scratch: int, lo: int, hi: int) -> None:
+        """The heads (item * heads + head) ``lo .. hi`` with ``scratch`` (attention_scratch_bytes): i32 locals."""
+        e = self.e
         states, outputs, values, gemm, _ = _layout(self.instr)
-        cc.launch_base()
-        e.i32(cc.launch.coop_scratch).op("i32.add").tee(self.scratch).i32(states).op("i32.add").set(self.states)
+        e.get(scratch).tee(self.scratch).i32(states).op("i32.add").set(self.states)
         for local, offset in ((self.acc, outputs), (self.vals, values), (self.gscratch, gemm)):
             e.get(self.scratch).i32(offset).op("i32.add").set(local)
-        e.i32(0).set(self.bh)
-        e.i32(self.batch * self.heads).set(self.bh_end)
+        e.get(lo).set(self.bh)
+        e.get(hi).set(self.bh_end)
         e.while_below(self.bh, self.bh_end, 1, self.head, labels=("heads_done", "heads"))
 
     def head(self) -> None:
@@ -413,15 +421,31 @@ class _Kernel:
         self.finish_block()
 
 
+def attention_parallel(instr) -> tuple[str, int, int] | None:
+    """``("rows", batch * heads, 1)``: ranges of heads over the threads when the scores and P V take at least
+    PARALLEL_GEMM_THRESHOLD multiply-adds in all (as a GEMM), else None."""
+    batch, heads, seq, dim, _, kv, _ = _shape(instr)
+    return units_parallel(batch * heads, 2 * batch * heads * seq * kv * dim, PARALLEL_GEMM_THRESHOLD)
+
+
+def attention_launch_scratch(instr) -> int:
+    """Per-launch scratch: the driver's parameter block, then one thread's attention_scratch_bytes."""
+    return unit_block_bytes(len(array_operands(instr))) + attention_scratch_bytes(instr)
+
+
 def _build(cc: CoopContext) -> None:
     instr = cc.instr
     pointers = {array.name[0] if array.name != "output" else "o": cc.array(array.name, array.ty, array.elements)
                 for array in array_operands(instr)}
     batch, heads, seq, dim, _, _, _ = _shape(instr)
-    if batch * heads * seq * dim:
-        _Kernel(cc, pointers).run()
-    cc.e.i32(COOP_OK)
+    if batch * heads * seq * dim == 0:
+        cc.e.i32(COOP_OK)
+        return
+    threaded = "parallel_gemm" in cc.m.imports and attention_parallel(instr) is not None
+    threaded_units(cc, pointers, batch * heads, threaded,
+                   lambda ctx, arrays, scratch, lo, hi: _Kernel(ctx, arrays).run(scratch, lo, hi))
 
 
 for _name in ("Attention", "FlashAttention"):
-    cooperative_rule(_name, ATTENTION_TYPES, scratch=attention_scratch_bytes)(_build)
+    cooperative_rule(_name, ATTENTION_TYPES, scratch=attention_launch_scratch)(_build)
+    THREADED_ROWS[_name] = (attention_parallel, attention_scratch_bytes)

@@ -10,8 +10,9 @@ user's buffer, sized at compile time). The output is the GEMM's C (m x n, packed
 accumulation (``relaxed_madd``, blocked; the GEMV kernel where m or n is 1) and k == 0 are GEMM's.
 
 The step checks output, a and b over their extents in operand order (as the reference) before anything is
-written; an empty output reads and writes nothing more. One thread (the host's ``parallel_gemm`` runs only
-GEMM rows).
+written; an empty output reads and writes nothing more. Natively a product of at least PARALLEL_GEMM_THRESHOLD
+multiply-adds runs its rows on the host's threads through ``env.parallel_gemm`` (``coop_gemm.THREADED_ROWS``: the
+copies made once, each thread with packing scratch of its own), bit for bit as on one thread.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from atlas_web.isa.extents import array_operands
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm import build_driver, driver_outputs, driver_scratch_bytes
+from .coop_gemm import (
+    THREADED_ROWS, build_driver, call_driver, driver_outputs, driver_scratch_bytes, gemm_kernel_name,
+)
 from .coop_gemm_kernel import GemmShape
 from .rules import cooperative_rule
 
-__all__ = ["CONTRACT_TYPES", "contract_gemm_shape", "contract_scratch_bytes", "copy_loops"]
+__all__ = ["CONTRACT_TYPES", "contract_gemm_shape", "contract_scratch_bytes", "copy_loops", "contract_parallel",
+           "contract_thread_scratch"]
 
 I32 = ValType.I32
 CONTRACT_TYPES = frozenset({Type.F32, Type.F64})
@@ -133,7 +138,26 @@ def _build(cc: CoopContext) -> None:
         e.get(cursor).set(start)
         _emit_copy(cc, checked[name], cursor, copy_loops(tensor, layout, element), element)
         e.get(start).i32(_round16(size(tensor) * element)).op("i32.add").set(cursor)
-    driver = build_driver(cc.m, f"tcontract_kernel_{cc.index}", shape, False)
-    e.get(operands["a"]).get(operands["b"]).get(checked["output"]).get(scratch).i32(0)
-    e.i32(driver_outputs(shape)[0]).call(driver)
-    e.i32(COOP_OK)
+    threaded = "parallel_gemm" in cc.m.imports and contract_parallel(instr) is not None
+    driver = build_driver(cc.m, gemm_kernel_name(cc.index) if threaded else f"tcontract_kernel_{cc.index}", shape,
+                          threaded)
+    call_driver(cc, driver, (operands["a"], operands["b"], checked["output"]), scratch, driver_outputs(shape)[0],
+                threaded)
+
+
+def contract_parallel(instr) -> tuple[str, int, int] | None:
+    """``("rows", outputs, step)``: the GEMM's rows (GEMV: outputs) over the threads when the product has at least
+    PARALLEL_GEMM_THRESHOLD multiply-adds, as GEMM's; else None."""
+    shape = contract_gemm_shape(instr)
+    outputs, step = driver_outputs(shape)
+    if shape.m * shape.n * shape.k >= PARALLEL_GEMM_THRESHOLD and outputs > step:
+        return "rows", outputs, step
+    return None
+
+
+def contract_thread_scratch(instr) -> int:
+    """Scratch bytes per thread: the GEMM driver's packing scratch (the copies of A and B are shared)."""
+    return driver_scratch_bytes(contract_gemm_shape(instr))
+
+
+THREADED_ROWS["TensorContract"] = (contract_parallel, contract_thread_scratch)

@@ -16,7 +16,10 @@ with stride_w 1 the valid run is one ``memory.copy``). The chunk's product is th
 output rows are first filled with bias[o] and the GEMM adds to them (beta 1), else beta 0 (the output is not
 read). So each output is a sum of products in some order plus the bias, one or two roundings per product
 (the GEMM's), within the contract's bound; the padding's zeros take part in the products (0 * inf = NaN, as
-the reference). One thread.
+the reference). Natively, from PARALLEL_GEMM_THRESHOLD multiply-adds, each group's output channels are cut in whole
+register tiles over the host's threads (``coop_gemm.threaded_units``, ``env.parallel_gemm``): each thread builds
+the im2col chunks in scratch of its own and multiplies its channels' rows, the same code per output: the bits of
+one thread.
 
 F16 and BF16 compute in f32: im2col converts the input (exactly) into f32 columns, the kernel is converted once per
 launch into scratch, the GEMM writes a group's output rows in f32 into scratch (the bias converted in first), and
@@ -29,12 +32,18 @@ from atlas_web.isa.extents import array_operands, conv_out
 from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import ELEMENTS, GemmShape, cached_function, build_gemm_driver, scratch_bytes
+from .coop_gemm import THREADED_ROWS, threaded_units, unit_block_bytes
+from .coop_gemm_kernel import (
+    ELEMENTS, TILINGS, GemmShape, build_gemm_driver, cached_function, row_step, scratch_bytes,
+)
+from .coop_gemm_vector import gemv_plan
 from .coop_ops import load_scalar, store_scalar
 from .rules import cooperative_rule
 
-__all__ = ["CONV_TYPES", "CHUNK_COLUMNS", "ConvShape", "conv_scratch_bytes", "build_conv_driver"]
+__all__ = ["CONV_TYPES", "CHUNK_COLUMNS", "ConvShape", "conv_scratch_bytes", "build_conv_driver", "conv_parallel",
+           "conv_launch_scratch"]
 
 I32 = ValType.I32
 CONV_TYPES = frozenset({Type.F16, Type.BF16, Type.F32, Type.F64})
@@ -168,14 +177,14 @@ def _copy_run(m, e, s: ConvShape, out: int, line: int, xoff: int, jlo: int, jhi:
     e.while_below(j, end, 1, one, labels=("run_done", "run"))
 
 
-def _fill_bias(m, e, fb, s: ConvShape, out: int, bias: int) -> None:
-    """output rows (cout_g of oh*ow values of the compute type from ``out``) := bias[o] of each row (``bias``: the
-    group's first, of the stored type)."""
+def _fill_bias(m, e, fb, s: ConvShape, out: int, bias: int, lo: int, hi: int) -> None:
+    """output rows lo .. hi (of cout_g rows of oh*ow values of the compute type from ``out``, which is advanced)
+    := bias[o] of each row (``bias``: the group's first, of the stored type)."""
     scalar = ELEMENTS[s.ty].scalar
-    o, end_o, i, end_i = (fb.add_local(I32) for _ in range(4))
+    o, i, end_i = (fb.add_local(I32) for _ in range(3))
     v = fb.add_local(ELEMENTS[s.ty].valtype)
-    e.i32(0).set(o)
-    e.i32(s.cout_g).set(end_o)
+    e.get(lo).set(o)
+    e.get(out).get(lo).i32(s.oh * s.ow * s.size).op("i32.mul").op("i32.add").set(out)
     e.i32(s.oh * s.ow).set(end_i)
 
     def one_channel() -> None:
@@ -190,27 +199,28 @@ def _fill_bias(m, e, fb, s: ConvShape, out: int, bias: int) -> None:
         e.while_below(i, end_i, 1, one, labels=("bias_done", "bias"))
         e.get(out).i32(s.oh * s.ow * s.size).op("i32.add").set(out)
 
-    e.while_below(o, end_o, 1, one_channel, labels=("bias_channels_done", "bias_channels"))
+    e.while_below(o, hi, 1, one_channel, labels=("bias_channels_done", "bias_channels"))
 
 
 def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
-    """Define ``name(output, input, kernel, bias, scratch, lo, hi)``: Conv2D ``instr`` over items lo .. hi (item
-    = b*groups + g; byte addresses of the arrays' element 0 and of ``conv_scratch_bytes(instr)`` bytes of 16-byte
-    aligned scratch; ``bias`` unused without has_bias). Returns its function index (``export``: exported)."""
+    """Define ``name(output, input, kernel, bias, scratch, first, end, lo, hi)``: Conv2D ``instr`` over items first ..
+    end (item = b*groups + g), each item's output channels lo .. hi of its group (0 .. out_channels/groups: all;
+    byte addresses of the arrays' element 0 and of ``conv_scratch_bytes(instr)`` bytes of 16-byte aligned scratch;
+    ``bias`` unused without has_bias). Returns its function index (``export``: exported)."""
     s = ConvShape(instr)
     im2col = _im2col(m, f"{name}_im2col", s)
     full = build_gemm_driver(m, f"{name}_gemm", s.gemm(s.chunk_rows))
     tail = build_gemm_driver(m, f"{name}_gemm_tail", s.gemm(s.tail_rows)) if s.tail_rows else None
 
     def build(fb, e) -> None:
-        output, input_, kernel, bias_base, scratch, item, end_item = range(7)
+        output, input_, kernel, bias_base, scratch, item, end_item, lo, hi = range(9)
         cols, gemm_scratch, src, a, out, t, rows, end_t, out_rows, bias = (fb.add_local(I32) for _ in range(10))
         kernel32, rows32 = fb.add_local(I32), fb.add_local(I32)
         e.get(scratch).tee(cols).i32(s.cols_bytes).op("i32.add").tee(kernel32).i32(s.kernel_bytes).op("i32.add")
         e.tee(rows32).i32(s.rows_bytes).op("i32.add").set(gemm_scratch)
         e.i32(s.oh).set(end_t)
         if s.half:   # the kernel in f32, once
-            _convert(m, e, fb, s, kernel, kernel32, s.cout * s.k, to_compute=True)
+            _convert(m, e, fb, s, kernel, kernel32, lambda: e.i32(s.cout * s.k), to_compute=True)
 
         def one_item() -> None:   # item = b*groups + g: the input, kernel rows, output rows and bias of group g of b
             g = lambda: e.get(item).i32(s.groups).op("i32.rem_u")   # noqa: E731
@@ -227,12 +237,12 @@ def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
                 g()
                 e.i32(s.cout_g * s.store).op("i32.mul").op("i32.add").set(bias)
                 e.get(out).set(out_rows)
-                _fill_bias(m, e, fb, s, out_rows, bias)
+                _fill_bias(m, e, fb, s, out_rows, bias, lo, hi)
             e.i32(0).set(t)
 
             def gemm(driver: int) -> None:
                 e.get(a).get(cols).get(out).get(t).i32(s.ow * s.size).op("i32.mul").op("i32.add")
-                e.get(gemm_scratch).i32(0).i32(s.cout_g).call(driver)
+                e.get(gemm_scratch).get(lo).get(hi).call(driver)
 
             def one_chunk() -> None:
                 e.get(end_t).get(t).op("i32.sub").set(rows)
@@ -250,22 +260,26 @@ def build_conv_driver(m, name: str, instr, *, export: bool = False) -> int:
                     gemm(tail)
 
             e.while_below(t, end_t, s.chunk_rows, one_chunk, labels=("chunks_done", "chunks"))
-            if s.half:
-                e.get(output).get(item).i32(s.cout_g * s.oh * s.ow * s.store).op("i32.mul").op("i32.add").set(out_rows)
-                _convert(m, e, fb, s, rows32, out_rows, s.cout_g * s.oh * s.ow, to_compute=False)
+            if s.half:   # rows lo .. hi of the group's f32 rows, rounded into the output
+                e.get(output).get(item).i32(s.cout_g * s.oh * s.ow * s.store).op("i32.mul").op("i32.add")
+                e.get(lo).i32(s.oh * s.ow * s.store).op("i32.mul").op("i32.add").set(out_rows)
+                e.get(rows32).get(lo).i32(s.oh * s.ow * 4).op("i32.mul").op("i32.add").set(out)
+                _convert(m, e, fb, s, out, out_rows,
+                         lambda: e.get(hi).get(lo).op("i32.sub").i32(s.oh * s.ow).op("i32.mul"), to_compute=False)
 
         e.while_below(item, end_item, 1, one_item, labels=("items_done", "items"))
 
-    return cached_function(m, name, (I32,) * 7, build, export=export)
+    return cached_function(m, name, (I32,) * 9, build, export=export)
 
 
-def _convert(m, e, fb, s: ConvShape, src: int, dst: int, count: int, *, to_compute: bool) -> None:
-    """``count`` values from local address ``src`` to ``dst``: stored type (F16/BF16) to f32 (exact), or f32
-    rounded once to the stored type."""
+def _convert(m, e, fb, s: ConvShape, src: int, dst: int, count, *, to_compute: bool) -> None:
+    """``count()`` (it pushes the number) values from local address ``src`` to ``dst``: stored type (F16/BF16) to
+    f32 (exact), or f32 rounded once to the stored type."""
     i, end = fb.add_local(I32), fb.add_local(I32)
     value = fb.add_local(ValType.F32)
     e.i32(0).set(i)
-    e.i32(count).set(end)
+    count()
+    e.set(end)
 
     def one() -> None:
         if to_compute:
@@ -281,18 +295,44 @@ def _convert(m, e, fb, s: ConvShape, src: int, dst: int, count: int, *, to_compu
     e.while_below(i, end, 1, one, labels=("convert_done", "convert"))
 
 
-@cooperative_rule("Conv2D", CONV_TYPES, scratch=conv_scratch_bytes)
+def conv_parallel(instr) -> tuple[str, int, int] | None:
+    """``("rows", out_channels/groups, step)``: each group's output channels over the threads in whole register tiles
+    of GEMM's kernel (every thread builds the im2col chunks it multiplies), when the products take at least
+    PARALLEL_GEMM_THRESHOLD multiply-adds and a group has more channels than a tile (not the GEMV kernel of one
+    channel a group); else None."""
+    s = ConvShape(instr)
+    shape = s.gemm(s.chunk_rows)
+    step = row_step(TILINGS[s.ty])
+    work = s.batch * s.cout * s.oh * s.ow * s.k
+    if gemv_plan(shape) is not None or s.cout_g <= step or work < PARALLEL_GEMM_THRESHOLD:
+        return None
+    return "rows", s.cout_g, step
+
+
+def conv_launch_scratch(instr) -> int:
+    """Per-launch scratch: the driver's parameter block, then one thread's conv_scratch_bytes."""
+    return unit_block_bytes(len(array_operands(instr))) + conv_scratch_bytes(instr)
+
+
+@cooperative_rule("Conv2D", CONV_TYPES, scratch=conv_launch_scratch)
 def _build(cc: CoopContext) -> None:
-    instr, e = cc.instr, cc.e
+    instr = cc.instr
     s = ConvShape(instr)
     # checked in operand order (output, input, kernel, bias), as the reference checks them: the first bad one traps
     checked = {array.name: cc.array(array.name, array.ty, array.elements) for array in array_operands(instr)}
     if s.batch * s.cout * s.oh * s.ow == 0:
-        e.i32(COOP_OK)
+        cc.e.i32(COOP_OK)
         return
     driver = build_conv_driver(cc.m, f"conv_{cc.index}", instr)
-    for name in ("output", "input", "kernel", "bias"):
-        e.get(checked[name])
-    cc.launch_base()
-    e.i32(cc.launch.coop_scratch).op("i32.add").i32(0).i32(s.batch * s.groups).call(driver)
-    e.i32(COOP_OK)
+    threaded = "parallel_gemm" in cc.m.imports and conv_parallel(instr) is not None
+
+    def rows(ctx, pointers: dict, scratch: int, lo: int, hi: int) -> None:
+        e = ctx.e
+        for name in ("output", "input", "kernel", "bias"):
+            e.get(pointers[name])
+        e.get(scratch).i32(0).i32(s.batch * s.groups).get(lo).get(hi).call(driver)
+
+    threaded_units(cc, checked, s.cout_g, threaded, rows)
+
+
+THREADED_ROWS["Conv2D"] = (conv_parallel, conv_scratch_bytes)

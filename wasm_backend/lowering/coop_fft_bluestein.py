@@ -50,7 +50,9 @@ def bluestein_scratch_bytes(ty: Type, n: int) -> int:
 
 def _conj(ty: Type, factor: float = 1.0) -> bytes:
     """(f, -f) per complex lane pair of ty."""
-    return struct.pack("<4f", factor, -factor, factor, -factor) if ty is Type.F32 else struct.pack("<2d", factor, -factor)
+    if ty is Type.F32:
+        return struct.pack("<4f", factor, -factor, factor, -factor)
+    return struct.pack("<2d", factor, -factor)
 
 
 def _chirp(m, name: str, ty: Type, n: int, inverse: bool) -> int:
@@ -94,7 +96,9 @@ def _padded_conjugate(m, ty: Type) -> int:
     j < n (size a power of two: the scaling is exact)."""
     f32 = ty is Type.F32
     csize = 2 * ty.size_bytes()
-    load, store = (("v128.load64_zero", 0), ("v128.store64_lane", 0, 0)) if f32 else (("v128.load", 0), ("v128.store", 0))
+    load, store = ("v128.load64_zero", 0), ("v128.store64_lane", 0, 0)
+    if not f32:
+        load, store = ("v128.load", 0), ("v128.store", 0)
     mul = "f32x4.mul" if f32 else "f64x2.mul"
 
     def build(fb, e) -> None:

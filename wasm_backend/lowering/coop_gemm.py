@@ -38,7 +38,8 @@ from .rules import cooperative_rule
 
 __all__ = ["GEMM_TYPES", "GEMM_ROWS", "THREADED_ROWS", "gemm_shape", "gemm_kernel_name", "parallel_gemm_wanted",
            "gemm_parallel", "gemm_scratch_bytes", "threaded_gemm", "build_driver", "driver_outputs",
-           "driver_scratch_bytes"]
+           "driver_scratch_bytes", "call_driver", "DriverContext", "threaded_units", "unit_block_bytes",
+           "units_parallel"]
 
 I32 = ValType.I32
 #: the element types the kernel computes
@@ -201,6 +202,70 @@ def _build(cc: CoopContext) -> None:
             e.i32(COOP_OK).op("return")
     e.get(a).get(b).get(c).get(scratch).i32(0).i32(items).call(all_items)
     e.i32(COOP_OK)
+
+
+def call_driver(cc: CoopContext, driver: int, operands: tuple[int, int, int], scratch: int, count: int,
+                threaded: bool) -> None:
+    """Emit the run of ``driver(a, b, c, scratch, lo, hi)`` over ``0 .. count`` and COOP_OK: when ``threaded`` (the
+    module imports ``env.parallel_gemm`` and the driver is exported as ``gemm_kernel_<index>``) through the host,
+    which runs ranges of it on its threads (each range with scratch of its own), else, or when the host had no
+    scratch for them, in one call with ``scratch``. ``operands`` and ``scratch``: i32 locals."""
+    e = cc.e
+    a, b, c = operands
+    if threaded:
+        e.i32(cc.index).get(a).get(b).get(c).call(cc.m.host("parallel_gemm")).op("i32.eqz")
+        with e.if_():
+            e.i32(COOP_OK).op("return")
+    e.get(a).get(b).get(c).get(scratch).i32(0).i32(count).call(driver)
+    e.i32(COOP_OK)
+
+
+class DriverContext:
+    """What a kernel emitter takes from a CoopContext (``m``, ``e``, ``instr``, ``index``, ``local``), for the body
+    of a driver function ``fb`` instead of the cooperative function."""
+
+    def __init__(self, cc: CoopContext, fb, e) -> None:
+        self.m, self.e, self.instr, self.index, self.fb = cc.m, e, cc.instr, cc.index, fb
+
+    def local(self, valtype: ValType, name: str | None = None) -> int:
+        return self.fb.add_local(valtype, name)
+
+
+def unit_block_bytes(count: int) -> int:
+    """The bytes of the parameter block of ``threaded_units`` for ``count`` arrays (16-byte multiple)."""
+    return -(-4 * count // 16) * 16
+
+
+def threaded_units(cc: CoopContext, arrays: dict[str, int], count: int, threaded: bool, emit) -> None:
+    """Emit a kernel that runs over ``count`` independent units (rows, heads) as the driver
+    ``gemm_kernel_<index>(block, 0, 0, scratch, lo, hi)`` run by ``call_driver``: the addresses of ``arrays``
+    (name -> i32 local of the cooperative function, checked) are stored in a parameter block at the start of the
+    per-launch scratch (``unit_block_bytes`` of them; the one-thread run's scratch follows it), the driver loads
+    them into locals of its own and ``emit(ctx, pointers, scratch, lo, hi)`` writes its body (a DriverContext,
+    name -> local, and the i32 locals of its scratch and unit range). Every unit is computed by the same code on
+    any thread, so the bits do not depend on the thread count."""
+    m, e = cc.m, cc.e
+    names = list(arrays)
+    fb, body = m.define(gemm_kernel_name(cc.index), (I32,) * 6, (), export=threaded)
+    block, _, _, scratch, lo, hi = range(6)
+    pointers = {}
+    for k, name in enumerate(names):
+        pointers[name] = fb.add_local(I32)
+        body.get(block).op("i32.load", 4 * k).set(pointers[name])
+    emit(DriverContext(cc, fb, body), pointers, scratch, lo, hi)
+    params, zero, own = cc.local(I32), cc.local(I32), cc.local(I32)
+    cc.launch_base()
+    e.i32(cc.launch.coop_scratch).op("i32.add").set(params)
+    for k, name in enumerate(names):
+        e.get(params).get(arrays[name]).op("i32.store", 4 * k)
+    e.get(params).i32(unit_block_bytes(len(names))).op("i32.add").set(own)
+    e.i32(0).set(zero)
+    call_driver(cc, fb.index, (params, zero, zero), own, count, threaded)
+
+
+def units_parallel(units: int, work: int, threshold: int) -> tuple[str, int, int] | None:
+    """``("rows", units, 1)`` when there are several units and ``work`` reaches ``threshold``, else None."""
+    return ("rows", units, 1) if units > 1 and work >= threshold else None
 
 
 #: the rows this kernel runs (each may call ``env.parallel_gemm``) -> the types (of the row) it compiles for

@@ -5,7 +5,9 @@
 ``layer_scale_<ty>(out, x, scale, n)`` runs per row: F32 four elements a step (``f32x4.mul``), F64 two
 (``f64x2.mul``), then one by one; F16/BF16 one by one in f32, where the product of two halves is exact, rounded
 once to the type. Every product is the type's one rounding of the exact product: the reference's bits. Element
-``i`` is read before it is written, so the output may be the input.
+``i`` is read before it is written, so the output may be the input. Natively, from
+PARALLEL_MAP_THRESHOLDS["arithmetic"] elements, ranges of rows run on the host's threads
+(``coop_gemm.threaded_units``), the same bits.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from atlas_web.isa.extents import array_operands
 from atlas_web.isa.types import FLOAT_TYPES, Type
 
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_MAP_THRESHOLDS
 from .coop_context import COOP_OK, CoopContext
+from .coop_gemm import THREADED_ROWS, threaded_units, unit_block_bytes, units_parallel
 from .coop_gemm_kernel import cached_function
 from .coop_norm_kernel import advance
 from .coop_ops import load_scalar, store_scalar
 from .rules import cooperative_rule
 from .typemap import type_info
 
-__all__ = ["LAYER_SCALE_TYPES"]
+__all__ = ["LAYER_SCALE_TYPES", "layer_scale_parallel", "layer_scale_scratch"]
 
 I32 = ValType.I32
 LAYER_SCALE_TYPES = frozenset(FLOAT_TYPES)
@@ -62,22 +66,43 @@ def _row_function(m, ty: Type) -> int:
     return cached_function(m, f"layer_scale_{ty.name.lower()}", (I32,) * 4, build)
 
 
-@cooperative_rule("LayerScale", LAYER_SCALE_TYPES)
+def layer_scale_parallel(instr) -> tuple[str, int, int] | None:
+    """``("rows", rows, 1)``: ranges of rows over the threads from PARALLEL_MAP_THRESHOLDS["arithmetic"] elements (a
+    product an element, as a ParallelMapBinary), else None."""
+    return units_parallel(instr.rows, instr.rows * instr.n, PARALLEL_MAP_THRESHOLDS["arithmetic"])
+
+
+def layer_scale_scratch(instr) -> int:
+    """Per-launch scratch: the driver's parameter block (the rows need none)."""
+    return unit_block_bytes(len(array_operands(instr))) + 16
+
+
+@cooperative_rule("LayerScale", LAYER_SCALE_TYPES, scratch=layer_scale_scratch)
 def _build(cc: CoopContext) -> None:
-    instr, e = cc.instr, cc.e
+    instr = cc.instr
     arrays = {a.name: cc.array(a.name, a.ty, a.elements) for a in array_operands(instr)}
-    if instr.rows and instr.n:
-        row_bytes = instr.n * instr.ty.size_bytes()
-        function = _row_function(cc.m, instr.ty)
-        out, x, r, rows = (cc.local(I32) for _ in range(4))
-        e.get(arrays["output"]).set(out)
-        e.get(arrays["input"]).set(x)
-        e.i32(0).set(r)
-        e.i32(instr.rows).set(rows)
+    if not (instr.rows and instr.n):
+        cc.e.i32(COOP_OK)
+        return
+    threaded = "parallel_gemm" in cc.m.imports and layer_scale_parallel(instr) is not None
+    threaded_units(cc, arrays, instr.rows, threaded, _rows)
 
-        def row() -> None:
-            e.get(out).get(x).get(arrays["scale"]).i32(instr.n).call(function)
-            advance(e, (out, x), row_bytes)
 
-        e.while_below(r, rows, 1, row, labels=("rows_done", "rows"))
-    e.i32(COOP_OK)
+def _rows(ctx, arrays: dict, _scratch: int, lo: int, hi: int) -> None:
+    """The driver's body: rows lo .. hi, ``layer_scale_<ty>`` each."""
+    instr, e = ctx.instr, ctx.e
+    row_bytes = instr.n * instr.ty.size_bytes()
+    function = _row_function(ctx.m, instr.ty)
+    out, x, r = (ctx.local(I32) for _ in range(3))
+    for pointer, base in ((out, "output"), (x, "input")):
+        e.get(arrays[base]).get(lo).i32(row_bytes).op("i32.mul").op("i32.add").set(pointer)
+    e.get(lo).set(r)
+
+    def row() -> None:
+        e.get(out).get(x).get(arrays["scale"]).i32(instr.n).call(function)
+        advance(e, (out, x), row_bytes)
+
+    e.while_below(r, hi, 1, row, labels=("rows_done", "rows"))
+
+
+THREADED_ROWS["LayerScale"] = (layer_scale_parallel, lambda instr: 16)

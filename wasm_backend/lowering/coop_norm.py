@@ -13,7 +13,10 @@ at once when the output is empty, then walks the statistics groups (compile-time
   ``mu = mean[c]`` (no statistics).
 
 All in binary64, in the reference's order (docs/semantics.md, Normalization kernels; ``coop_norm_kernel``
-says why that keeps every finite F32, F16 and BF16 row in range).
+says why that keeps every finite F32, F16 and BF16 row in range). The groups are the units of a driver
+(``coop_gemm.threaded_units``): natively a launch of at least PARALLEL_MAP_THRESHOLDS["math library"] elements runs
+ranges of groups on the host's threads through ``env.parallel_gemm``, each group by the same code: the bits of one
+thread.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from atlas_web.isa.extents import array_operands
 from atlas_web.isa.types import FLOAT_TYPES, Type
 
 from ..encoding.types import ValType
+from ..thread_policy import PARALLEL_MAP_THRESHOLDS
 from .coop_context import COOP_OK, CoopContext
+from .coop_gemm import THREADED_ROWS, threaded_units, unit_block_bytes, units_parallel
 from .coop_norm_kernel import advance, affine_f32_function, affine_function, reduce_function
 from .coop_ops import load_scalar
 from .rules import cooperative_rule
 
-__all__ = ["NORM_TYPES"]
+__all__ = ["NORM_TYPES", "norm_parallel", "norm_scratch"]
 
 I32, F64 = ValType.I32, ValType.F64
 #: every float type of the rows (F32, F16 and BF16 widened to f64)
@@ -35,15 +40,15 @@ NORM_TYPES = frozenset(FLOAT_TYPES)
 
 
 class _Norm:
-    """The cooperative function of one normalization instruction being written."""
+    """The driver of one normalization instruction being written: ``ctx`` its DriverContext, ``arrays`` the
+    locals of the array addresses, ``lo`` and ``hi`` those of its range of statistics groups."""
 
-    def __init__(self, cc: CoopContext) -> None:
-        self.cc, self.e, self.m, self.instr = cc, cc.e, cc.m, cc.instr
-        self.ty = ty = cc.instr.ty
+    def __init__(self, ctx, arrays: dict, lo: int, hi: int) -> None:
+        self.cc, self.e, self.m, self.instr = ctx, ctx.e, ctx.m, ctx.instr
+        self.ty = ty = ctx.instr.ty
         self.size = ty.size_bytes()
-        self.arrays = {a.name: cc.array(a.name, a.ty, a.elements) for a in array_operands(cc.instr)}
-        self.empty = next(a.elements for a in array_operands(cc.instr) if a.name == "output") == 0
-        self.mu, self.v, self.s, self.g, self.b = (cc.local(F64) for _ in range(5))
+        self.arrays, self.lo, self.hi = arrays, lo, hi
+        self.mu, self.v, self.s, self.g, self.b = (ctx.local(F64) for _ in range(5))
 
     def reduce(self, kind: str, x: int, n: int) -> None:
         """Push ``norm_<kind>`` over ``n`` (a constant) elements from local ``x``, with this row's mu."""
@@ -111,26 +116,53 @@ class _Norm:
         if self.ty is not Type.F64:
             e.op("f64.promote_f32")
 
-    def groups(self, count: int, body) -> None:
-        """``body(q, x, out)`` for q in 0..count, with x and out pointers that the body advances."""
+    def groups(self, elements: int, body) -> None:
+        """``body(q, x, out)`` for the driver's groups q in lo..hi of ``elements`` elements each, with x and out
+        pointing at group q's (the body advances them past it)."""
         e = self.e
-        q, end = self.cc.local(I32), self.cc.local(I32)
-        x, out = self.cc.local(I32), self.cc.local(I32)
-        e.get(self.arrays["input"]).set(x)
-        e.get(self.arrays["output"]).set(out)
-        e.i32(0).set(q)
-        e.i32(count).set(end)
-        e.while_below(q, end, 1, lambda: body(q, x, out), labels=("groups_done", "groups"))
+        q, x, out = self.cc.local(I32), self.cc.local(I32), self.cc.local(I32)
+        for pointer, base in ((x, "input"), (out, "output")):
+            e.get(self.arrays[base]).get(self.lo).i32(elements * self.size).op("i32.mul").op("i32.add").set(pointer)
+        e.get(self.lo).set(q)
+        e.while_below(q, self.hi, 1, lambda: body(q, x, out), labels=("groups_done", "groups"))
+
+
+def _group_shape(instr) -> tuple[int, int]:
+    """(statistics groups, elements per group) of a normalization instruction."""
+    name = instr.INFO.name
+    if name in ("LayerNorm", "RMSNorm"):
+        return instr.rows, instr.n
+    if name == "GroupNorm":
+        return instr.batch * instr.groups, instr.channels // instr.groups * instr.spatial
+    return instr.batch * instr.channels, instr.spatial
+
+
+def norm_parallel(instr) -> tuple[str, int, int] | None:
+    """``("rows", groups, 1)``: ranges of statistics groups over the threads when the launch has at least
+    PARALLEL_MAP_THRESHOLDS["math library"] elements (as Softmax), else None."""
+    groups, elements = _group_shape(instr)
+    return units_parallel(groups, groups * elements, PARALLEL_MAP_THRESHOLDS["math library"])
+
+
+def norm_scratch(instr) -> int:
+    """Per-launch scratch: the driver's parameter block (the arrays' addresses); the groups need none."""
+    return unit_block_bytes(len(array_operands(instr))) + 16
 
 
 def _rule(name: str):
     def register(build):
-        @cooperative_rule(name, NORM_TYPES)
+        @cooperative_rule(name, NORM_TYPES, scratch=norm_scratch)
         def run(cc: CoopContext) -> None:
-            norm = _Norm(cc)
-            if not norm.empty:
-                build(norm)
-            cc.e.i32(COOP_OK)
+            instr = cc.instr
+            arrays = {a.name: cc.array(a.name, a.ty, a.elements) for a in array_operands(instr)}
+            if next(a.elements for a in array_operands(instr) if a.name == "output") == 0:
+                cc.e.i32(COOP_OK)
+                return
+            threaded = "parallel_gemm" in cc.m.imports and norm_parallel(instr) is not None
+            threaded_units(cc, arrays, _group_shape(instr)[0], threaded,
+                           lambda ctx, pointers, _scratch, lo, hi: build(_Norm(ctx, pointers, lo, hi)))
+
+        THREADED_ROWS[name] = (norm_parallel, lambda instr: 16)
         return build
     return register
 
@@ -144,7 +176,7 @@ def _layer_norm(norm: _Norm) -> None:
         norm.affine("layer", out, x, n, norm.arrays["gamma"], norm.arrays["beta"])
         advance(norm.e, (x, out), n * norm.size)
 
-    norm.groups(norm.instr.rows, row)
+    norm.groups(n, row)
 
 
 @_rule("RMSNorm")
@@ -156,7 +188,7 @@ def _rms_norm(norm: _Norm) -> None:
         norm.affine("rms", out, x, n, norm.arrays["weight"], None)
         advance(norm.e, (x, out), n * norm.size)
 
-    norm.groups(norm.instr.rows, row)
+    norm.groups(n, row)
 
 
 @_rule("GroupNorm")
@@ -181,7 +213,7 @@ def _group_norm(norm: _Norm) -> None:
 
         e.while_below(channel, last, 1, one_channel, labels=("channels_done", "channels"))
 
-    norm.groups(instr.batch * instr.groups, group)
+    norm.groups(per_group * spatial, group)
 
 
 @_rule("BatchNorm")
@@ -202,4 +234,4 @@ def _batch_norm(norm: _Norm) -> None:
         norm.affine("channel", out, x, instr.spatial, None, None)
         advance(e, (x, out), instr.spatial * norm.size)
 
-    norm.groups(instr.batch * instr.channels, item_channel)
+    norm.groups(instr.spatial, item_channel)

@@ -35,7 +35,7 @@ from atlas_web.isa.types import Type
 from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_MAP_THRESHOLDS
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm import THREADED_ROWS, gemm_kernel_name
+from .coop_gemm import THREADED_ROWS, call_driver, gemm_kernel_name
 from .coop_gemm_kernel import ELEMENTS, Element, cached_function
 from .coop_ops import load_scalar, store_scalar
 from .math_seam import math_function_for
@@ -327,12 +327,9 @@ def _build(cc: CoopContext) -> None:
     scratch = cc.local(I32)
     cc.launch_base()
     e.i32(cc.launch.coop_scratch).op("i32.add").set(scratch)
-    if threaded:
-        e.i32(cc.index).get(src).i32(0).get(dst).call(m.host("parallel_gemm")).op("i32.eqz")
-        with e.if_():
-            e.i32(COOP_OK).op("return")
-    e.get(src).i32(0).get(dst).get(scratch).i32(0).i32(instr.rows).call(driver)
-    e.i32(COOP_OK)
+    zero = cc.local(I32)
+    e.i32(0).set(zero)
+    call_driver(cc, driver, (src, zero, dst), scratch, instr.rows, threaded)
 
 
 for _name in ("Softmax", "LogSoftmax"):
