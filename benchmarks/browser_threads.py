@@ -11,7 +11,8 @@ a first launch that compiles; the best and the median of each are kept, and the 
 
 ``--timeline`` also traces three more launches on the threads in the page (JsThreadPool.set_tracing) and
 prints, for the fastest, each batch: when each thread started its first call after the batch opened, how
-many calls it ran and how long they took, and the fastest call (a chunk without contention).
+many calls it ran and how long they took, the fastest call, and the median call that ran alone against one
+that ran alongside another thread's (on an idle machine: whether the threads compete for memory).
 
 Builds the site into a temporary directory, serves it on 127.0.0.1 and drives Debian's Chromium with the
 flags of the browser tests. The speed-up needs idle cores: on a shared machine compare within one run.
@@ -52,8 +53,21 @@ def timeline(records: list[tuple[int, int, float, float]], wall: float) -> list[
             line += (f" thread {thread} starts +{min(r[2] for r in mine) - opened:.2f} ms, {len(mine)} calls "
                      f"busy {sum(r[3] - r[2] for r in mine):.2f} ms;")
         fastest = min((r[3] - r[2] for r in inside), default=0.0)
-        lines.append(line + f" fastest call {fastest:.2f} ms")
+        line += f" fastest call {fastest:.2f} ms"
+        # a call that ran while another thread ran one, against one that ran alone: on an idle machine a
+        # much slower shared call means the threads compete for memory bandwidth (or a core's SMT sibling)
+        shared = [r[3] - r[2] for r in inside if _overlapped(r, inside)]
+        alone = [r[3] - r[2] for r in inside if not _overlapped(r, inside)]
+        if shared and alone:
+            line += f"; median call alone {statistics.median(alone):.2f} ms, alongside another {statistics.median(shared):.2f} ms"
+        lines.append(line)
     return lines
+
+
+def _overlapped(call: tuple, calls: list) -> bool:
+    """Whether another thread ran a call during most of ``call``."""
+    thread, _, start, end = call
+    return any(r[0] != thread and min(end, r[3]) - max(start, r[2]) > (end - start) / 2 for r in calls)
 
 
 def _traced(backend, program, pool, rounds: int = 3) -> list[str]:
