@@ -40,6 +40,7 @@ from atlas_web.isa.extents import array_operands
 from atlas_web.isa.types import Type
 
 from ..emitter import ShaderFeatures
+from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .conv2d import KINDS, element_reader, element_writer
@@ -49,8 +50,13 @@ __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
 #: the types the kernels compute
 NORM_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
-#: invocations per workgroup: 64, not 256 (llvmpipe runs each barrier as a switch through every invocation)
-WORKGROUP = 64
+#: invocations per workgroup: few (SwiftShader and llvmpipe switch through every invocation at each barrier: in
+#: one Chromium page, SwiftShader, LayerNorm/RMSNorm 256 x 1024 ran 2.2-2.8x TF.js webgpu's composition with 16,
+#: about 1x with 64, benchmarks/peers/nn_webgpu.py); groups longer than LONG_GROUP take LONG_WORKGROUP
+#: (llvmpipe's loop limit, 60,000 iterations per invocation, then allows 3.84M elements instead of 960K)
+WORKGROUP = 16
+LONG_GROUP = 1 << 19
+LONG_WORKGROUP = 64
 #: the launch words holding the arrays' byte offsets, in binding-role order
 _ROLES = ("dst", "src_a", "src_b", "src_c", "src_d", "src_e")
 #: the source arrays of each row, in operand order (after the output)
@@ -78,6 +84,11 @@ class NormSpec:
     bound: bool = False
     #: the element type: "f32", or "f16" / "bf16" (read into f32, computed in f32, each output rounded once)
     kind: str = "f32"
+
+    @property
+    def workgroup(self) -> int:
+        """Invocations per workgroup."""
+        return LONG_WORKGROUP if self.size > LONG_GROUP else WORKGROUP
 
     def source(self, features: ShaderFeatures) -> str:
         return norm_source(self, features)
@@ -146,13 +157,16 @@ def _loaders(spec: NormSpec) -> str:
     return "".join(out)
 
 
-_REDUCTIONS = "\n".join(f"""
+def _reductions(wg: int) -> str:
+    """WGSL ``wg_sum(v, lid)`` and ``wg_max(v, lid)``: every invocation's v folded in order by invocation 0
+    between two barriers, read back uniformly."""
+    return "\n".join(f"""
 fn wg_{kind}(v: f32, lid: u32) -> f32 {{
     red[lid] = v;
     workgroupBarrier();
     if (lid == 0u) {{
         var r = red[0];
-        for (var k = 1u; k < {WORKGROUP}u; k = k + 1u) {{ r = {expr}; }}
+        for (var k = 1u; k < {wg}u; k = k + 1u) {{ r = {expr}; }}
         total = r;
     }}
     return workgroupUniformLoad(&total);
@@ -169,20 +183,21 @@ def _statistics_body(spec: NormSpec) -> str:
         gamma, beta = "ld_gamma(i)", "ld_beta(i)"
     else:
         gamma, beta = "ld_weight(i)", None
+    wg = spec.workgroup
     mean = f"""
         var t = 0.0;
-        for (var i = lid; i < N; i = i + {WORKGROUP}u) {{ t = t + ld_input(base + i) * c; }}
+        for (var i = lid; i < N; i = i + {wg}u) {{ t = t + ld_input(base + i) * c; }}
         let mu = wg_sum(t, lid) / f32(N);
         t = 0.0;
-        for (var i = lid; i < N; i = i + {WORKGROUP}u) {{ let d = ld_input(base + i) * c - mu; t = t + d * d; }}""" \
+        for (var i = lid; i < N; i = i + {wg}u) {{ let d = ld_input(base + i) * c - mu; t = t + d * d; }}""" \
         if centred else f"""
         var t = 0.0;
-        for (var i = lid; i < N; i = i + {WORKGROUP}u) {{ let d = ld_input(base + i) * c; t = t + d * d; }}"""
+        for (var i = lid; i < N; i = i + {wg}u) {{ let d = ld_input(base + i) * c; t = t + d * d; }}"""
     centre = " - mu" if centred else ""
     affine = f"(((ld_input(base + i) * c){centre}) * s) * {gamma}" + (f" + {beta}" if beta else "")
     return f"""
         var a = 0.0;
-        for (var i = lid; i < N; i = i + {WORKGROUP}u) {{
+        for (var i = lid; i < N; i = i + {wg}u) {{
             let v = ld_input(base + i);
             a = max(a, select(inf, abs(v), finite(v)));
         }}
@@ -195,21 +210,27 @@ def _statistics_body(spec: NormSpec) -> str:
         let v = wg_sum(t, lid) / f32(N);
         let tt = eps * c * c;
         let s = select(one / sqrt(eps) / c, one / sqrt(v + tt), finite(tt));
-        for (var i = lid; i < N; i = i + {WORKGROUP}u) {{ st(base + i, {affine}); }}"""
+        for (var i = lid; i < N; i = i + {wg}u) {{ st(base + i, {affine}); }}"""
 
 
 def _batch_body(spec: NormSpec) -> str:
+    wg = spec.workgroup
     return f"""
         let ch = g % {spec.channels}u;
         let m = ld_mean(ch);
         let s = one / sqrt(ld_variance(ch) + eps);
         let gm = ld_gamma(ch);
         let bt = ld_beta(ch);
-        for (var i = lid; i < N; i = i + {WORKGROUP}u) {{ st(base + i, ((ld_input(base + i) - m) * s) * gm + bt); }}"""
+        for (var i = lid; i < N; i = i + {wg}u) {{ st(base + i, ((ld_input(base + i) - m) * s) * gm + bt); }}"""
 
 
 def norm_source(spec: NormSpec, features: ShaderFeatures) -> str:
-    """The WGSL of ``spec``'s shader."""
+    """The WGSL of ``spec``'s shader. Raises UnsupportedOperation for a group longer than the engine's loop limit
+    allows one invocation to walk."""
+    if features.loop_limit and -(-spec.size // spec.workgroup) > features.loop_limit:
+        ty = next(t for t, kind in KINDS.items() if kind == spec.kind)
+        raise unsupported(spec.name, ty, f"a group of {spec.size} elements takes more than the engine's "
+                          f"{features.loop_limit} loop iterations per invocation ({spec.workgroup} per workgroup)")
     guard = GUARD_WGSL if spec.guarded else "true"
     body = _batch_body(spec) if spec.name == "BatchNorm" else _statistics_body(spec)
     return "\n".join([features.enable_directives + launch_struct(),
@@ -219,15 +240,15 @@ def norm_source(spec: NormSpec, features: ShaderFeatures) -> str:
 const REACHED: u32 = {REACHED}u;
 const GROUPS: u32 = {spec.groups}u;
 const N: u32 = {spec.size}u;
-var<workgroup> red: array<f32, {WORKGROUP}>;
+var<workgroup> red: array<f32, {spec.workgroup}>;
 var<workgroup> total: f32;
 var<workgroup> go: u32;
 
 fn finite(v: f32) -> bool {{ return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u; }}
 {_loaders(spec)}
-{_REDUCTIONS}
+{_reductions(spec.workgroup)}
 
-@compute @workgroup_size({WORKGROUP})
+@compute @workgroup_size({spec.workgroup})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
     if (lid == 0u) {{ go = select(0u, 1u, {guard}); }}
