@@ -273,15 +273,19 @@ def _coop_map_kernel(node: CoopMapNode) -> Kernel:
     return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
 
 
-def _gemm_kernel(node: GemmNode) -> Kernel:
+def gemm_text(node: GemmNode, c: str, a: str, b: str) -> str:
+    """The GEMM (BatchedGEMM for a batch) of ``node`` with C, A and B at the pointer registers given."""
     t, m, n, k = node.ty.suffix, node.m, node.n, node.k
     if node.batch == 1:
-        text = f"gemm.{t} [r3 + 0], [r1 + 0], [r2 + 0], {m}, {n}, {k}, 1.0, 0.0, false, false, 0, 0, 0"
-    else:  # leading dimensions and strides 0: packed
-        text = (f"bgemm.{t} [r3 + 0], [r1 + 0], [r2 + 0], {node.batch}, {m}, {n}, {k}, 1.0, 0.0, false, false, "
-                "0, 0, 0, 0, 0, 0")
+        return f"gemm.{t} [{c} + 0], [{a} + 0], [{b} + 0], {m}, {n}, {k}, 1.0, 0.0, false, false, 0, 0, 0"
+    # leading dimensions and strides 0: packed
+    return (f"bgemm.{t} [{c} + 0], [{a} + 0], [{b} + 0], {node.batch}, {m}, {n}, {k}, 1.0, 0.0, false, false, "
+            "0, 0, 0, 0, 0, 0")
+
+
+def _gemm_kernel(node: GemmNode) -> Kernel:
     presets = (("pointer", 0, Type.U64), ("pointer", 1, Type.U64), ("pointer", -1, Type.U64))
-    return Kernel(Program.from_text(text + "\nexit"), LaunchConfig(), presets)
+    return Kernel(Program.from_text(gemm_text(node, "r3", "r1", "r2") + "\nexit"), LaunchConfig(), presets)
 
 
 def _kernel_instruction(node: KernelNode) -> Kernel:

@@ -26,8 +26,9 @@ from typing import Any, Callable
 from ..errors import ArrayError
 from . import codegen_fused  # noqa: F401  (registers the fused nodes' programs)
 from .array import Array
+from .epilogue import fuse_epilogues
 from .fusion import Record, Step, fuse
-from .nodes import FusedMapNode, FusedReduceNode
+from .nodes import FusedMapNode, FusedReduceNode, GemmEpilogueNode
 from .runtime import TRACES, DeviceBuffer, as_device, launch
 
 __all__ = ["jit", "JitFunction"]
@@ -93,6 +94,10 @@ class _Plan:
         for step in steps:
             if isinstance(step.node, (FusedMapNode, FusedReduceNode)):  # outputs follow the leaves
                 written.update(id(v[0]) for v in step.operands[len(step.node.leaves):])
+            elif isinstance(step.node, GemmEpilogueNode):  # C (a leaf of the pass) and the pass's outputs
+                leaves = len(step.node.epilogue.leaves)
+                written.update(id(v[0]) for v in step.operands[2 + leaves:])
+                written.add(id(step.operands[2 + step.node.c_leaf][0]))
         self.steps = [(s.what, s.node, s.fallback, [ref(v) for v in s.operands],
                        None if s.out is None else ref(s.out)) for s in steps]
         self.result = _template(result, ref)
@@ -211,7 +216,7 @@ class JitFunction:
         finally:
             TRACES.pop()
         outputs = [r[1] for r in _outputs(_template(result, lambda v: ("buffer", v[0])), [])]
-        steps = fuse(trace.records, outputs)
+        steps = fuse_epilogues(fuse(trace.records, outputs), device.supports)
         return _Plan(device, steps, placeholders, result)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..isa.types import Type
 
 __all__ = ["Operand", "MapNode", "ReduceNode", "DotNode", "GemmNode", "CoopMapNode", "CoopReduceNode", "Preset",
-           "Leaf", "Term", "FusedMapNode", "FusedReduceNode", "KernelNode"]
+           "Leaf", "Term", "FusedMapNode", "FusedReduceNode", "KernelNode", "GemmEpilogueNode"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,3 +185,15 @@ class FusedReduceNode:
     dtype: Type
     acc: Type
     out: Type
+
+
+@dataclass(frozen=True, slots=True)
+class GemmEpilogueNode:
+    """A GEMM and the elementwise pass that consumes its result, in one program (one launch): the GEMM
+    instruction writes C, then lane ``e`` of ``epilogue`` (a FusedMapNode over C's ``batch*m*n`` elements)
+    evaluates its terms, leaf ``c_leaf`` being C read at element e, and stores its outputs. Launch
+    operands: A, B, then the epilogue's leaves' (C among them, at ``2 + c_leaf``), then its outputs'."""
+
+    gemm: GemmNode
+    epilogue: FusedMapNode
+    c_leaf: int

@@ -11,6 +11,8 @@ import pytest
 import atlas_web.numpy as anp
 from atlas_web import ArrayError
 
+from atlas_web.numpy.codegen_fused import EPILOGUE_LANES
+
 from .helpers import check
 
 RNG = np.random.default_rng(1414)
@@ -127,14 +129,65 @@ def test_comparisons_where_and_integer_types(device):
         same_bits(got, eager)
 
 
+def close64(actual, expected, rtol, atol):
+    """A float32 result against NumPy's float64 formula."""
+    host = actual.to_host()
+    assert host.dtype == np.float32 and host.shape == np.shape(expected)
+    np.testing.assert_allclose(host.astype(np.float64), expected, rtol=rtol, atol=atol)
+
+
 def test_matmul_with_an_elementwise_epilogue(device):
+    """The bias add and the activation run in the GEMM's program (one launch), with eager's bits."""
     def layer(x, w, b):
         return anp.relu(x @ w + b)
-    xs, ws, bs = data((5, 16)), data((16, 7)), data((7,))
-    x, w, b = (anp.array(v, device=device) for v in (xs, ws, bs))
     fast = anp.jit(layer)
-    check(fast(x, w, b), np.maximum(xs @ ws + bs, 0), rtol=1e-5, atol=1e-5)
-    assert kinds(fast, x, w, b)[-1] == "FusedMapNode" and len(kinds(fast, x, w, b)) == 2
+    for m, k, n in ((5, 16, 7), (40, 16, 30)):   # 1,200 elements: lanes loop past EPILOGUE_LANES
+        xs, ws, bs = data((m, k)), data((k, n)), data((n,))
+        x, w, b = (anp.array(v, device=device) for v in (xs, ws, bs))
+        expected = np.maximum(xs.astype(np.float64) @ ws + bs, 0)
+        close64(fast(x, w, b), expected, rtol=1e-5, atol=1e-5)
+        same_bits(fast(x, w, b), layer(x, w, b))
+        assert kinds(fast, x, w, b) == ["GemmEpilogueNode"]
+    assert m * n > EPILOGUE_LANES
+
+
+def test_epilogues_of_batched_and_chained_matmuls(device):
+    """A batched GEMM with a SiLU-gated epilogue, then a second layer reading the first's result: each GEMM
+    takes its own epilogue; values against NumPy (float64) and eager's bits."""
+    def mlp(x, w1, b1, w2):
+        h = x @ w1 + b1
+        h = anp.silu(h) * 0.5
+        return anp.tanh(h @ w2) - 1.0
+    xs, w1s, b1s, w2s = data((3, 4, 8)), data((3, 8, 6)), data((6,)), data((3, 6, 5))
+    args = [anp.array(v, device=device) for v in (xs, w1s, b1s, w2s)]
+    fast = anp.jit(mlp)
+    assert kinds(fast, *args) == ["GemmEpilogueNode", "GemmEpilogueNode"]
+    h = xs.astype(np.float64) @ w1s + b1s
+    h = h / (1 + np.exp(-h)) * 0.5
+    close64(fast(*args), np.tanh(h @ w2s) - 1.0, rtol=1e-5, atol=2e-5)
+    same_bits(fast(*args), mlp(*args))
+
+
+def test_a_matmul_result_read_elsewhere_is_still_stored(device):
+    """C returned and read by a second, later consumer: the epilogue's program still writes C; a reading
+    that is not element for element (a transpose) keeps the GEMM apart."""
+    def both(x, w, b):
+        y = x @ w
+        return anp.maximum(y + b, 0.0), y, anp.sum(y * 2.0)
+
+    def transposed(x, w):
+        y = x @ w
+        return anp.transpose(y) + 1.0
+    xs, ws, bs = data((6, 5)), data((5, 6)), data((6,))
+    x, w, b = (anp.array(v, device=device) for v in (xs, ws, bs))
+    fast = anp.jit(both)
+    assert kinds(fast, x, w, b)[0] == "GemmEpilogueNode"
+    y = xs.astype(np.float64) @ ws
+    for got, want in zip(fast(x, w, b), (np.maximum(y + bs, 0), y, np.sum(y * 2.0))):
+        close64(got, want, rtol=1e-5, atol=1e-4)
+    apart = anp.jit(transposed)
+    assert kinds(apart, x, w) == ["GemmNode", "FusedMapNode"]
+    close64(apart(x, w), y.T + 1.0, rtol=1e-5, atol=1e-5)
 
 
 def test_traced_once_per_signature_then_only_launched(device):
