@@ -2,15 +2,14 @@
 
 Dask is imported only here (``pip install atlas-web[test]`` brings ``dask[distributed]``). Each worker process
 holds one atlas backend of the executor's kind, built on first use and kept (``worker_backend``); a backend
-caches the programs it compiled, so a worker compiles a program once. The executor drives the workers through
-``RemoteBackend``, a proxy with the Backend calls the MultiDeviceExecutor makes (each call one task pinned to its
-worker: stages, the executor's collective methods). A DataParallel launch is one task graph submitted whole
-(``dask_launch``): one task per worker per segment between collectives, one combine task per collective on rank
-0's worker, the collectives' bytes moving worker to worker; Replicated buffers stay resident on the workers
-between launches (sent again only when their bytes changed). Data moves through Dask's own comms (no sockets
-of ours) as ``Payload``s, which Dask sends out of band (a registered serializer, and pickle-5 buffers when nested
-in a task's arguments or result): never copied into a pickle stream. Collectives fold on the client as on local
-devices (atlas_web.distributed.collectives; rank = the worker's place in the sorted address list).
+caches the programs it compiled, so a worker compiles a program once. A DataParallel launch is one task graph
+submitted whole (``dask_launch``): one task per worker per segment between collectives, one combine task per
+collective on rank 0's worker (the collectives' bytes move worker to worker, folded there in rank order);
+Replicated buffers stay resident on the workers between launches (sent again only when their bytes changed). A
+stage's launch (ModelParallel, PipelineParallel, Hybrid) is one task (``RemoteBackend.start_placed``); the
+executor's collective methods make one task per Backend call (``RemoteBackend``). Data moves through Dask's own
+comms (no sockets of ours) as ``Payload``s, which Dask sends out of band (a registered serializer, and pickle-5
+buffers when nested in a task's arguments or result): never copied into a pickle stream.
 
 Faults: a worker that leaves the cluster while a call waits on it makes that call raise WorkerLost naming
 the worker; ``execute_cluster(..., retries=r)`` then runs the whole launch again, up to r times, on the workers
@@ -101,17 +100,41 @@ def _worker_call(name: str, method: str, args: tuple):
     return result
 
 
+def _worker_run_placed(name: str, args: tuple):
+    """Run on a worker: ``program_split.run_placed`` on its backend (a whole stage launch, one task)."""
+    from .program_split import run_placed
+    program, launch, registers, pointers, buffers = args
+    trap, datas = run_placed(worker_backend(name), program, launch, registers, pointers,
+                             [(handle, _unwrapped(data)) for handle, data in buffers])
+    return trap, [Payload(data) for data in datas]
+
+
 class RemoteBackend:
     """The Backend calls a MultiDeviceExecutor makes, run on Dask worker ``address``'s backend ``name``. Each call
     is one task; a worker that leaves the cluster meanwhile raises WorkerLost (an ExecutionFailed) naming it."""
 
     def __init__(self, client, address: str, name: str) -> None:
         self.client, self.address, self.name = client, address, name
+        self.tasks = 0     # tasks this proxy submitted (for tests and benchmarks)
 
     def _start(self, method: str, *args):
+        self.tasks += 1
         future = self.client.submit(_worker_call, self.name, method, args, workers=[self.address],
                                     allow_other_workers=False, pure=False)
         return lambda: self._result(future, method)
+
+    def start_placed(self, program, launch, registers: dict, pointers: dict, buffers: list):
+        """Start ``program_split.run_placed`` on the worker as one task (place, run, read back, free); the
+        returned wait() gives (AtlasTrap or None, bytes per buffer) or raises WorkerLost."""
+        wrapped = (program, launch, registers, pointers, [(handle, Payload(data)) for handle, data in buffers])
+        self.tasks += 1
+        future = self.client.submit(_worker_run_placed, self.name, wrapped, workers=[self.address],
+                                    allow_other_workers=False, pure=False)
+
+        def wait():
+            trap, datas = self._result(future, "a stage's launch")
+            return trap, [bytes(_unwrapped(data)) for data in datas]
+        return wait
 
     def _result(self, future, method: str):
         from distributed import wait

@@ -25,34 +25,10 @@ from .collectives import Placement, collective_arrays, collective_results, group
 from .device_threads import DeviceThreads
 from .layouts import DataParallel, Replicated, Sharded, Tiled, element_runs
 from .mesh import check_mesh, split_grid
-from .program_split import device_launch, split_at_collectives
+from .program_split import device_launch, run_placed, split_at_collectives
 from .stages import Hybrid, ModelParallel, PipelineParallel, run_stages
 
 __all__ = ["MultiDeviceExecutor", "run_placed", "shard_bytes"]
-
-
-def run_placed(backend, program: Program, launch: LaunchConfig | None, registers: dict, pointers: dict,
-               buffers: list) -> tuple[AtlasTrap | None, list[bytes]]:
-    """On ``backend``: allocate and fill one buffer per (logical handle, bytes) of ``buffers``, run ``program``
-    (its BufferOffsets and the ``pointers`` registers, Register -> logical handle, naming them) with ``launch``
-    (None: no blocks here), read every buffer back and free them: (the launch's AtlasTrap or None, the buffers'
-    bytes, empty after a trap). One call where a device is remote (a Dask worker runs it whole)."""
-    placed: dict[int, int] = {}
-    try:
-        for handle, data in buffers:
-            placed[handle] = int(backend.allocate_buffer(max(1, len(data))))
-            if data:
-                backend.copy_to_buffer(placed[handle], data)
-        if launch is not None:
-            try:
-                backend.execute_program_with_params(*device_launch(program, placed, launch, registers, pointers))
-            except AtlasTrap as trap:
-                return trap, []
-        return None, [bytes(backend.copy_from_buffer(placed[handle], bytearray(len(data)))) if data else b""
-                      for handle, data in buffers]
-    finally:
-        for handle in placed.values():
-            backend.free_buffer(handle)
 
 
 class MultiDeviceExecutor:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..errors import ProgramError
+from ..errors import AtlasTrap, ProgramError
 from ..isa.addresses import Address
 from ..isa.registers import Label
 from ..program import Program
 
-__all__ = ["Segment", "split_at_collectives", "with_handles", "program_with_handles", "device_launch", "COLLECTIVES"]
+__all__ = ["Segment", "split_at_collectives", "with_handles", "program_with_handles", "device_launch", "run_placed",
+           "COLLECTIVES"]
 
 COLLECTIVES = frozenset({"AllReduce", "AllGather", "Broadcast", "ReduceScatter"})
 
@@ -88,3 +89,27 @@ def device_launch(program: Program, placed: dict[int, int], launch, registers: d
 def program_with_handles(program: Program, handles: dict[int, int]) -> Program:
     """``program`` naming each device buffer ``handles`` maps its logical handle to."""
     return Program([with_handles(instr, handles) for instr in program.instructions], dict(program.labels))
+
+
+def run_placed(backend, program: Program, launch, registers: dict, pointers: dict,
+               buffers: list) -> tuple[AtlasTrap | None, list[bytes]]:
+    """On ``backend``: allocate and fill one buffer per (logical handle, bytes) of ``buffers``, run ``program``
+    (its BufferOffsets and the ``pointers`` registers, Register -> logical handle, naming them) with ``launch``
+    (None: no blocks here), read every buffer back and free them: (the launch's AtlasTrap or None, the buffers'
+    bytes, empty after a trap). One call where a device is remote (a Dask worker runs it whole)."""
+    placed: dict[int, int] = {}
+    try:
+        for handle, data in buffers:
+            placed[handle] = int(backend.allocate_buffer(max(1, len(data))))
+            if data:
+                backend.copy_to_buffer(placed[handle], data)
+        if launch is not None:
+            try:
+                backend.execute_program_with_params(*device_launch(program, placed, launch, registers, pointers))
+            except AtlasTrap as trap:
+                return trap, []
+        return None, [bytes(backend.copy_from_buffer(placed[handle], bytearray(len(data)))) if data else b""
+                      for handle, data in buffers]
+    finally:
+        for handle in placed.values():
+            backend.free_buffer(handle)

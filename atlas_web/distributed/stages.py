@@ -28,7 +28,7 @@ from ..errors import ExecutionFailed, ProgramError
 from ..launch import LaunchConfig
 from ..program import Program
 from .layouts import Replicated
-from .program_split import COLLECTIVES, device_launch
+from .program_split import COLLECTIVES, run_placed
 
 __all__ = ["Stage", "ModelParallel", "PipelineParallel", "Hybrid", "run_stages"]
 
@@ -122,63 +122,41 @@ def run_stages(executor, strategy: ModelParallel | PipelineParallel | Hybrid) ->
     for tick in range(micro_batches + len(stages) - 1):
         jobs = [(r * micro_batches + m, r * group + stages[tick - m].device, tick - m)
                 for r in range(replicas) for m in range(micro_batches) if 0 <= tick - m < len(stages)]
-        started = [_start(executor, stages[s], device, named[s], work, piece, pieces, pipeline)
+        started = [(executor.devices[device], _start(executor, stages[s], device, named[s], work, piece, pieces))
                    for piece, device, s in jobs]
-        try:
-            outcomes = executor.run_jobs([(executor.devices[device], wait)
-                                          for (_, device, _), (wait, _) in zip(jobs, started)])
-            for (ok, error), (_, finish) in zip(outcomes, started):
-                if not ok:
-                    raise error
-                finish(keep=True)
-        finally:
-            for _, finish in started:   # after a trap or a refusal: free what is left, keep nothing
-                finish(keep=False)
+        results = []
+        for ok, value in executor.run_jobs(started):    # every job of the tick ran: raise the first failure
+            if not ok:
+                raise value
+            trap, datas = value
+            if trap is not None:
+                raise trap
+            results.append(datas)
+        for (piece, device, s), datas in zip(jobs, results):
+            _keep(named[s], datas, work, piece, pieces, pipeline, device)
     for buffers in named:
         for buffer in buffers:
             buffer.data[:] = work[buffer.handle]
 
 
-def _start(executor, stage: Stage, device: int, buffers, work, micro: int, micro_batches: int, pipeline: bool):
-    """Place ``buffers`` (their micro-batch pieces) on device ``device`` and start the stage's launch: (wait,
-    finish); finish(keep) copies the pieces back into ``work`` (keep) and frees the device copies."""
+def _start(executor, stage: Stage, device: int, buffers, work, micro: int, micro_batches: int):
+    """The job running ``stage`` on device ``device`` over ``buffers``' micro-batch pieces: place, run, read back,
+    free (``run_placed``; on a Dask worker one task, started now); the job gives (AtlasTrap or None, bytes per
+    buffer)."""
     backend = executor.devices[device]
-    placed, pieces = {}, {}
-    try:
-        for buffer in buffers:
-            pieces[buffer.handle] = piece = _piece(buffer, micro, micro_batches)
-            data = bytes(work[buffer.handle][piece])
-            placed[buffer.handle] = int(backend.allocate_buffer(max(1, len(data))))
-            if data:
-                backend.copy_to_buffer(placed[buffer.handle], data)
-    except BaseException:
-        for handle in placed.values():
-            backend.free_buffer(handle)
-        raise
+    placed = [(buffer.handle, bytes(work[buffer.handle][_piece(buffer, micro, micro_batches)])) for buffer in buffers]
     pointers = {register: buffer.handle for register, buffer in stage.pointers.items()}
-    args = device_launch(stage.program, placed, stage.config, stage.registers, pointers)
-    start = getattr(backend, "start_program", None)
-    if start is not None:
-        wait = start(*args)
-    else:
-        def wait():
-            backend.execute_program_with_params(*args)
-    done = []
+    args = (stage.program, stage.config, stage.registers, pointers, placed)
+    start = getattr(backend, "start_placed", None)
+    return start(*args) if start is not None else (lambda: run_placed(backend, *args))
 
-    def finish(keep: bool) -> None:
-        if done:
-            return
-        done.append(True)
-        try:
-            for buffer in buffers if keep else ():
-                piece = pieces[buffer.handle]
-                size = piece.stop - piece.start
-                data = bytes(backend.copy_from_buffer(placed[buffer.handle], bytearray(size))) if size else b""
-                if pipeline and isinstance(buffer.layout, Replicated) and data != bytes(work[buffer.handle]):
-                    raise ExecutionFailed(f"{buffer!r} is Replicated (a pipeline's weights, read only) but stage "
-                                          f"on device {device} wrote it: declare it Sharded")
-                work[buffer.handle][piece] = data
-        finally:
-            for handle in placed.values():
-                backend.free_buffer(handle)
-    return wait, finish
+
+def _keep(buffers, datas, work, micro: int, micro_batches: int, pipeline: bool, device: int) -> None:
+    """Write a finished stage's pieces back into ``work``. Raises ExecutionFailed for a pipeline's Replicated
+    buffer (its weights) that the stage changed."""
+    for buffer, data in zip(buffers, datas):
+        piece = _piece(buffer, micro, micro_batches)
+        if pipeline and isinstance(buffer.layout, Replicated) and data != bytes(work[buffer.handle]):
+            raise ExecutionFailed(f"{buffer!r} is Replicated (a pipeline's weights, read only) but stage on device "
+                                  f"{device} wrote it: declare it Sharded")
+        work[buffer.handle][piece] = data

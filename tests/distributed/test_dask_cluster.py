@@ -17,7 +17,8 @@ from distributed.protocol import deserialize, serialize
 import atlas_web.numpy as anp
 
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramError, TrapCode
-from atlas_web.distributed import DataParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded
+from atlas_web.distributed import (DataParallel, Hybrid, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded,
+                                   Stage)
 from atlas_web.distributed.dask_arrays import map_blocks
 from atlas_web.distributed.dask_chunks import to_atlas, to_numpy
 from atlas_web.distributed.dask_cluster import DistributedExecutor, Payload, WorkerLost   # the test extra's dask
@@ -69,10 +70,16 @@ def test_collectives_on_the_cluster_match_local_devices(cluster):
     assert _square_with_collectives(cluster, x) == _square_with_collectives(local, x)
 
 
-def test_pipeline_on_the_cluster_matches_local_devices(cluster):
+def test_pipeline_and_hybrid_on_the_cluster_match_numpy_one_task_per_stage_launch(cluster):
     x = np.arange(1, N + 1, dtype=np.int32)
     stages, out = two_stages(cluster, x, N // 4)
+    before = sum(device.tasks for device in cluster.devices)
     cluster.execute_cluster(None, PipelineParallel(stages, 4))
+    assert out.read() == two_stages_expected(x)
+    assert sum(device.tasks for device in cluster.devices) - before == 2 * 4     # 2 stages x 4 micro-batches
+    single = tuple(Stage(stage.program, stage.config, 0, stage.pointers) for stage in stages)   # a group of 1
+    out.write(bytes(4 * N))
+    cluster.execute_cluster(None, Hybrid(single, micro_batches=2, replicas=2))    # one pipeline per worker
     assert out.read() == two_stages_expected(x)
 
 
