@@ -37,8 +37,9 @@ class DeviceThreads:
 
     def run(self, jobs: Sequence[tuple[Any, Callable[[], Any]]], parallel: bool = True) -> list[tuple[bool, Any]]:
         """Run every job; per job (True, its result) or (False, the exception it raised), in the order given.
-        A KeyboardInterrupt (or other BaseException) of a job on the calling thread stops that thread's
-        remaining jobs and is raised after the other threads finished theirs."""
+        A KeyboardInterrupt (or other BaseException) of a job on the calling thread, or one that lands while
+        it waits for the other threads, stops that thread's remaining jobs and is raised after the other
+        threads finished theirs."""
         groups: dict[int, list[int]] = {}
         for index, (device, _) in enumerate(jobs):
             groups.setdefault(id(device), []).append(index)
@@ -62,7 +63,9 @@ class DeviceThreads:
             for indices in here:
                 run_group(indices)
         finally:
-            wait(futures)
+            interrupt = _wait_all(futures)
+        if interrupt is not None:
+            raise interrupt
         for future in futures:
             future.result()   # run_group catches every Exception: only a BaseException of a thread is left
         return outcomes  # type: ignore[return-value]  # every job ran: an interrupted thread raised above
@@ -73,3 +76,16 @@ class DeviceThreads:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.shutdown(wait=True)
+
+
+def _wait_all(futures) -> BaseException | None:
+    """Wait until every future is done, whatever lands meanwhile; the first exception that interrupted the
+    wait (a Ctrl-C), or None. The other devices' jobs may use buffers the caller frees once it raised."""
+    interrupt = None
+    while True:
+        try:
+            wait(futures)
+            return interrupt
+        except BaseException as exc:  # noqa: BLE001 -- raised by the caller once the jobs are done
+            if interrupt is None:
+                interrupt = exc

@@ -5,7 +5,9 @@ order and raises a KeyboardInterrupt of the calling thread only after the other 
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -76,5 +78,28 @@ def test_jobs_of_one_device_keep_their_order_and_an_interrupt_waits_for_the_othe
         assert other_done.is_set()
         failed = threads.run([(a, lambda: 1 / 0), (b, lambda: "ok")])
         assert isinstance(failed[0][1], ZeroDivisionError) and failed[1] == (True, "ok")
+    finally:
+        threads.close()
+
+
+def test_an_interrupt_while_waiting_for_the_other_devices_is_raised_after_they_finished():
+    """Rank 0's jobs are done and the calling thread waits for another device's job when Ctrl-C lands: the
+    wait goes on until that job finished (it may be using buffers the caller frees once run() raised), then
+    the KeyboardInterrupt is raised."""
+    threads, here_done, other_done = DeviceThreads(), threading.Event(), threading.Event()
+    main = threading.main_thread().ident
+    assert threading.current_thread().ident == main
+
+    def slow():
+        here_done.wait(timeout=10)
+        time.sleep(0.1)      # the calling thread is in its wait by now
+        signal.pthread_kill(main, signal.SIGINT)
+        time.sleep(0.5)      # still running when the interrupt lands
+        other_done.set()
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            threads.run([(object(), here_done.set), (object(), slow)])
+        assert other_done.is_set(), "run() raised the interrupt while another device's job was still running"
     finally:
         threads.close()
