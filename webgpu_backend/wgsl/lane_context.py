@@ -18,6 +18,8 @@ views of memory (sub-word stores), shared memory, the Atlas neighbour table, pha
 
 from __future__ import annotations
 
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from atlas_web.errors import TrapCode
@@ -28,7 +30,15 @@ from .emitter import CodeWriter, ShaderFeatures
 from .library import HelperSet
 from .types import PREDICATE_WGSL, TYPE_MAP, WgslType, wgsl_type
 
-__all__ = ["LaneContext", "ShaderResources", "register_name", "register_wgsl_type", "special_name"]
+__all__ = ["LaneContext", "ShaderResources", "register_name", "register_names", "register_wgsl_type", "special_name"]
+
+
+_REGISTER_NAME = re.compile(r"\b(?:r\d+_[a-z0-9]+|p\d+)\b")
+
+
+def register_names(text: str) -> set[str]:
+    """The register variable names (``r5_f32``, ``p2``) that WGSL ``text`` mentions."""
+    return set(_REGISTER_NAME.findall(text))
 
 
 def register_name(vreg: VirtualRegister) -> str:
@@ -80,6 +90,9 @@ class LaneContext(CodeWriter):
         self._scratch_next = wide_register_slots
         #: the most wide-register-file slots any instruction used (registers and scratch)
         self.wide_slots_used = wide_register_slots
+        #: expression -> the ``let`` holding its value, for this run of straight-line code (see ``known``)
+        self._known: dict[str, str] = {}
+        self._written: dict[int, frozenset[str]] | None = None
 
     # ---- operands ---------------------------------------------------------------------------
     def at(self, index: int) -> None:
@@ -124,17 +137,71 @@ class LaneContext(CodeWriter):
         """The register holding the predicate operand of instruction ``index`` (default: the current one)."""
         return register_name(self.plan.registers.reads[(self.index if index is None else index, "pred")])
 
+    # ---- values reused within straight-line code ----------------------------------------------------
+    def known(self, expr: str, prefix: str = "t") -> str:
+        """A ``let`` holding ``expr``: the one made earlier in this run of straight-line code when no
+        register ``expr`` names was written since (``expr`` must read only registers and read-only data:
+        the handle table, the launch slot), else a fresh one. Every memory access through one pointer
+        register reads the same handle-table entry: a read of a storage buffer at a lane-dependent index
+        is a loop over the SIMD lanes with a branch per lane in llvmpipe, and LLVM's coroutine frame
+        analysis of a compute shader grows with the square of the basic blocks, so each repeat cost
+        compile time that grew with the program's length."""
+        name = self._known.get(expr)
+        if name is None:
+            name = self._known[expr] = self.temp(expr, prefix)
+        return name
+
+    def seen(self, fact: str) -> bool:
+        """Whether ``fact`` (a check's text) was recorded before in this run of straight-line code with
+        nothing it names written since; records it. A repeated check can be left out: where it holds,
+        the first one stopped the lane already (a lane keeps only its first trap)."""
+        if fact in self._known:
+            return True
+        self._known[fact] = ""
+        return False
+
+    def forget(self) -> None:
+        """Forget every ``known`` value (a scope opens or closes: a ``let`` inside it is not visible
+        after it, and a loop body runs again after later writes)."""
+        self._known.clear()
+
+    def written(self, index: int) -> None:
+        """Forget the ``known`` values that read a register instruction ``index`` writes."""
+        if not self._known:
+            return
+        if self._written is None:
+            by_index: dict[int, set[str]] = {}
+            for (at, _path), vreg in self.plan.registers.writes.items():
+                by_index.setdefault(at, set()).add(register_name(vreg))
+            self._written = {at: frozenset(names) for at, names in by_index.items()}
+        names = self._written.get(index)
+        if names:
+            self._known = {expr: name for expr, name in self._known.items()
+                           if names.isdisjoint(register_names(expr))}
+
+    @contextmanager
+    def block(self, head: str):
+        self.forget()
+        try:
+            with super().block(head):
+                yield
+        finally:
+            self.forget()
+
     # ---- traps ------------------------------------------------------------------------------
-    def trap(self, code: TrapCode | int, condition: str, *, operand: str | None = None, position: str | None = None,
+    def trap(self, code: TrapCode | int | str, condition: str, *, operand: str | None = None,
+             position: str | None = None,
              handle: str = "0u", value: str | tuple[str, str] = "0u", extent: str = "0u", limit: str = "0u") -> None:
         """Trap with ``code`` at the current instruction where ``condition`` holds (first trap only),
         recording its numbers (atlas_web.trap_report.TrapRecord; WGSL u32 expressions, evaluated whether
         or not it traps, so they must be safe for any operands: WGSL's arithmetic never faults): ``operand`` names the instruction's operand (None: none), ``value`` is a u32 or
-        its (low, high) words; ``position`` a u32 expression of the operand's position instead of ``operand``."""
+        its (low, high) words; ``position`` a u32 expression of the operand's position instead of ``operand``;
+        ``code`` may be a WGSL u32 expression choosing among codes (one check for several conditions)."""
         self.resources.may_trap = True
+        code = code if isinstance(code, str) else f"{int(code)}u"
         if position is None:
             number = NO_OPERAND if operand is None else operand_position(self.instr, operand.partition(".")[0])
             position = f"{number & 0xFFFFFFFF}u"
         low, high = (value, "0u") if isinstance(value, str) else value
-        self.emit(f"trap_if({condition}, {int(code)}u, {self.index}u, {position}, {handle}, "
+        self.emit(f"trap_if({condition}, {code}, {self.index}u, {position}, {handle}, "
                   f"{low}, {high}, {extent}, {limit});")

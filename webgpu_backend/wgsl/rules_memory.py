@@ -74,24 +74,38 @@ def store_value(ctx, wt: WgslType, prefix: str, byte: str, src: str) -> None:
 
 # ---- global addresses ---------------------------------------------------------------------------
 def _static(ctx: LaneContext, handle: int, offset: int) -> tuple[str, str]:
-    entry = ctx.temp(f"dtable[{int(handle)}u]", "entry")
+    entry = ctx.known(f"dtable[{int(handle)}u]", "entry")
     return f"{entry}.x", ctx.temp(f"{entry}.y + {int(offset)}u", "byte")
 
 
 def _checked(ctx: LaneContext, field: str, handle: str, offset: str, high: str, out_of_range: str, nbytes: int,
              align: int, pool_only: bool = False) -> tuple[str, str]:
     """Check handle, bounds and alignment in that order (a trap records operand ``field``, the handle,
-    the offset with its ``high`` word, ...); (chunk, byte offset) of a valid access."""
-    entry = ctx.temp(f"dtable[min({handle}, launch.table_entries - 1u)]", "entry")
+    the offset with its ``high`` word, ...); (chunk, byte offset) of a valid access. The handle's
+    table entry and its check are made once per run of straight-line code and handle register
+    (``LaneContext.known``/``seen``)."""
+    entry = ctx.known(f"dtable[min({handle}, launch.table_entries - 1u)]", "entry")
     kind_ok = f"{entry}.w == {KIND_POOL}u" if pool_only else f"{entry}.w != {KIND_NONE}u"
-    ctx.trap(TrapCode.INVALID_HANDLE, f"{handle} >= launch.table_entries || !({kind_ok})", operand=field,
-             handle=handle, extent=f"{int(pool_only)}u")
-    where = {"operand": field, "handle": handle, "value": (offset, high)}
-    ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{out_of_range} || {entry}.z < {nbytes}u || {offset} > {entry}.z - {nbytes}u",
-             extent=f"{nbytes}u", limit=f"{entry}.z", **where)
-    if align > 1:
-        ctx.trap(TrapCode.MISALIGNED, f"({offset} & {align - 1}u) != 0u", extent=f"{align}u", **where)
+    invalid = f"{handle} >= launch.table_entries || !({kind_ok})"
+    if not ctx.seen(invalid):
+        ctx.trap(TrapCode.INVALID_HANDLE, invalid, operand=field, handle=handle, extent=f"{int(pool_only)}u")
+    _range_and_alignment(ctx, f"{out_of_range} || {entry}.z < {nbytes}u || {offset} > {entry}.z - {nbytes}u",
+                         f"{entry}.z", offset, align, nbytes, operand=field, handle=handle, value=(offset, high))
     return f"{entry}.x", ctx.temp(f"{entry}.y + {offset}", "byte")
+
+
+def _range_and_alignment(ctx: LaneContext, outside: str, limit: str, offset: str, align: int, nbytes: int,
+                         **where) -> None:
+    """OUT_OF_BOUNDS where ``outside`` holds (limit ``limit``), else MISALIGNED where ``offset`` is not
+    a multiple of ``align``: one check choosing its code and numbers (each check lengthens the chain of
+    selects that keeps a lane's first trap, which Mesa's NIR optimizes in time growing faster than its length)."""
+    if align <= 1:
+        ctx.trap(TrapCode.OUT_OF_BOUNDS, outside, extent=f"{nbytes}u", limit=limit, **where)
+        return
+    out = ctx.temp(f"{outside}", "out")
+    ctx.trap(f"select({int(TrapCode.MISALIGNED)}u, {int(TrapCode.OUT_OF_BOUNDS)}u, {out})",
+             f"{out} || ({offset} & {align - 1}u) != 0u", extent=f"select({align}u, {nbytes}u, {out})",
+             limit=f"select(0u, {limit}, {out})", **where)
 
 
 def _plus_static(ctx: LaneContext, base: str, high: str, delta: int) -> tuple[str, str, str]:
@@ -149,12 +163,9 @@ def _shared_static(ctx: LaneContext, addr, field: str, nbytes: int, align: int) 
 def _shared_register(ctx: LaneContext, addr, field: str, nbytes: int, align: int) -> str:
     base, base_high, too_wide = _unsigned_word(ctx, f"{field}.base")
     offset, high, outside = _plus_static(ctx, base, base_high, addr.offset)
-    where = {"operand": field, "handle": f"{SHARED_MEMORY}u", "value": (offset, high)}
-    ctx.trap(TrapCode.OUT_OF_BOUNDS, f"{too_wide} || {outside} || SHARED_BYTES < {nbytes}u || "
-                                     f"{offset} > SHARED_BYTES - {nbytes}u", extent=f"{nbytes}u",
-             limit="SHARED_BYTES", **where)
-    if align > 1:
-        ctx.trap(TrapCode.MISALIGNED, f"({offset} & {align - 1}u) != 0u", extent=f"{align}u", **where)
+    outside = f"{too_wide} || {outside} || SHARED_BYTES < {nbytes}u || {offset} > SHARED_BYTES - {nbytes}u"
+    _range_and_alignment(ctx, outside, "SHARED_BYTES", offset, align, nbytes, operand=field, handle=f"{SHARED_MEMORY}u",
+                         value=(offset, high))
     return offset
 
 

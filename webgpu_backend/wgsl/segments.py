@@ -183,6 +183,7 @@ def _code(r: _Renderer, stmt: Code) -> frozenset:
             raise unsupported(instr.INFO.name, instr.type)
         ctx.emit(f"// {index}: {str(instr)}")
         rule(ctx, instr)
+        ctx.written(index)
     return frozenset({NEXT, RETURN})
 
 
@@ -277,6 +278,7 @@ def render_segment(ctx: LaneContext, segment) -> str:
     """The WGSL function of ``segment`` (a lowering Segment); its helpers go to ``ctx.helpers``."""
     ctx.lines = []
     ctx.level = 1
+    ctx.forget()
     renderer = _Renderer(ctx)
     uses_brk = any(isinstance(s, (Br, BrIf)) and s.crossed > 0 for s in walk(segment.body))
     if uses_brk:

@@ -26,7 +26,6 @@ Barriers therefore only ever stand in uniform control flow, whatever the program
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from atlas_web.errors import ExecutionFailed
@@ -35,7 +34,9 @@ from atlas_web.launch import LaunchConfig
 from atlas_web.lowering.stages import ResumeKind
 
 from .emitter import CodeWriter, ShaderFeatures
-from .lane_context import LaneContext, ShaderResources, register_name, register_wgsl_type, special_name
+from .lane_context import (
+    LaneContext, ShaderResources, register_name, register_names, register_wgsl_type, special_name,
+)
 from .lane_state import LaneStateLayout, load_words, store_words, vreg_words
 from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
@@ -195,7 +196,7 @@ class _StageBuilder:
         segments = [render_segment(self.ctx, self.plan.segments[r]) for r in self.stage.segments]
         self.locals = self.segment_locals(segments)
         main = self.main()
-        if self.locals and _identifiers(main) & {register_name(v) for v in self.locals}:
+        if self.locals and register_names(main) & {register_name(v) for v in self.locals}:
             self.locals = []                      # main touches one after all: keep them all private
             main = self.main()
         if self.locals:
@@ -401,7 +402,7 @@ class _StageBuilder:
             kept |= {vreg.id for vreg in self.plan.lane_end_stores}
             for r in self.stage.cooperative_exits:
                 kept |= {vreg.id for vreg in self.plan.boundaries[r].spill}
-        used = _identifiers(segments[0])
+        used = register_names(segments[0])
         return [vreg for vreg in self.plan.registers.vregs
                 if not vreg.is_special and vreg.id not in self.state.wide_slots and vreg.id not in kept
                 and register_name(vreg) in used]
@@ -459,14 +460,6 @@ class _StageBuilder:
                 w.emit(f"state[{base} + k] = shm_load(k);")
         if load:
             w.emit("workgroupBarrier();")
-
-
-_IDENTIFIER = re.compile(r"\b(?:r\d+_[a-z0-9]+|p\d+)\b")
-
-
-def _identifiers(text: str) -> set[str]:
-    """The register variable names (``r5_f32``, ``p2``) that ``text`` mentions."""
-    return set(_IDENTIFIER.findall(text))
 
 
 def _hidden_zero(vreg) -> str:
