@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, LaunchConfig, ProgramBuilder, TrapCode
-from atlas_web.isa import Address, KVCacheUpdate, Type
+from atlas_web.isa import Address, KVCacheUpdate, MapOperation, ParallelMap, RoPE, Type
 
 from tests.conformance.attention_launch import DEFAULTS, attend, check_attention, random_inputs
 from tests.conformance.matrix_cases import decode_array
@@ -61,3 +61,37 @@ def test_kv_cache_update_in_one_buffer_and_its_trap(webgpu):
     cache[:, :, 1] = words[cache_words:].reshape(batch, heads, dim)
     assert np.array_equal(got, want)
     webgpu.free_buffer(handle)
+
+
+def _f32_launch(backend, instr_of, arrays: list[np.ndarray], out_count: int) -> np.ndarray:
+    """The f32 output (``out_count`` elements) of ``instr_of(output, *inputs)`` with each array in its own buffer."""
+    handles = []
+    for values in [np.zeros(out_count, np.float32)] + arrays:
+        handle = backend.allocate_buffer(max(4, values.nbytes))
+        backend.copy_to_buffer(handle, values.astype(np.float32).tobytes())
+        handles.append(handle)
+    instr = instr_of(*(Address.BufferOffset(h, 0) for h in handles))
+    backend.execute_program(ProgramBuilder().add(instr).build(), LaunchConfig())
+    out = np.frombuffer(bytes(backend.copy_from_buffer(handles[0])), np.float32)[:out_count].copy()
+    for handle in handles:
+        backend.free_buffer(handle)
+    return out
+
+
+def test_rope_angles_have_the_map_instructions_sin_and_cos_bits(webgpu):
+    # RoPE's sin_cos_f32 (one range reduction for both) must give sin_f32's and cos_f32's bits, the helpers of
+    # ParallelMap Sin/Cos: token 1 (angle = 1 * freqs[p], exact) of pairs (1, 0) comes out as (cos, sin) exactly
+    angles = np.array([0.5, -0.5, 0.785398, 0.7853982, -0.7853982, 1.0, 2.5, -3.14159274, 4.0, 100.0, -1234.5,
+                       1e4, 3e7, -8.5e11, 1e20, 2.0 ** -100, math.pi / 2, 7 * math.pi / 4, math.nan, math.inf,
+                       -math.inf], np.float32)
+    half = len(angles)
+    x = np.zeros((2, 2 * half), np.float32)
+    x[1, :half] = 1.0
+    got = _f32_launch(webgpu, lambda out, inp, freqs: RoPE(out, inp, freqs, batch=1, seq_len=2, heads=1,
+                                                           head_dim=2 * half),
+                      [x.reshape(-1), angles], x.size).reshape(2, 2 * half)
+    for operation, rope_half in ((MapOperation.Cos, got[1, :half]), (MapOperation.Sin, got[1, half:])):
+        want = _f32_launch(webgpu, lambda out, src, op=operation: ParallelMap(out, src, half, op), [angles], half)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(rope_half), nan), operation
+        assert np.array_equal(rope_half[~nan].view(np.uint32), want[~nan].view(np.uint32)), operation

@@ -278,6 +278,31 @@ fn cos_f32(x: f32) -> f32 {
 }"""
 
 
+@helper("sin_cos_f32", deps=("is_nan", "reduce_half_pi", "sin_cos_poly"))
+def _sin_cos() -> str:
+    return """
+// vec2(sin_f32(x), cos_f32(x)) bit for bit, with one range reduction for both
+fn sin_cos_f32(x: f32) -> vec2<f32> {
+    let a = abs(x);
+    if (is_nan(x) || a == bitcast<f32>(0x7f800000u ^ launch.zero)) {
+        let nan = bitcast<f32>(0x7fc00000u ^ launch.zero);
+        return vec2<f32>(nan, nan);
+    }
+    if (a < 0.785398006439209) { return vec2<f32>(sin_poly(x), cos_poly(a)); }
+    let red = reduce_half_pi(a);
+    let s = sin_poly(red.r);
+    let c = cos_poly(red.r);
+    var v: vec2<f32>;
+    switch red.q {
+        case 0u: { v = vec2<f32>(s, c); }
+        case 1u: { v = vec2<f32>(c, -s); }
+        case 2u: { v = vec2<f32>(-s, -c); }
+        default: { v = vec2<f32>(-c, s); }
+    }
+    return vec2<f32>(select(v.x, -v.x, x < 0.0), v.y);
+}"""
+
+
 @helper("tan_f32", deps=("is_nan", "reduce_half_pi", "sin_cos_poly"))
 def _tan() -> str:
     return """

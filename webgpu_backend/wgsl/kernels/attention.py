@@ -119,8 +119,7 @@ class RopeSpec(_Spec):
 
     def source(self, features: ShaderFeatures) -> str:
         helpers = HelperSet()
-        for name in ("sin_f32", "cos_f32"):
-            helpers.require(name)
+        helpers.require("sin_cos_f32")
         first, second = ("2u * p", "2u * p + 1u") if self.interleaved else ("p", "p + HALF")
         return self.header(features, helpers) + f"""
 const PAIRS: u32 = {self.rows * self.half}u;
@@ -133,8 +132,9 @@ const HALF: u32 = {self.half}u;
         let p = t % HALF;
         let token = (row / {self.heads}u) % {self.seq_len}u;
         let theta = f32({self.position}u + token) * ld2(p);
-        let c = cos_f32(theta);
-        let s = sin_f32(theta);
+        let sc = sin_cos_f32(theta);   // sin_f32 and cos_f32's bits, one range reduction
+        let c = sc.y;
+        let s = sc.x;
         let base = row * 2u * HALF;
         let x1 = ld1(base + {first});
         let x2 = ld1(base + {second});
