@@ -8,7 +8,8 @@ H) and TensorContract (a 3-d by 2-d contraction ``--contract M N K``, default 51
 B (K, N)), all f32. Each kernel runs on a backend of one thread and one of ``--threads`` threads (both through the
 same module code: ``env.parallel_gemm`` cuts the kernel's units, rows, statistics groups, heads, output channels or
 GEMM rows, over the threads), the two sides interleaved, best of ``--repeats`` wall times; the outputs of both are
-checked to be the same bits. Prints each time and the speed-up (one thread's time over the threads'). The machine
+checked to be the same bits. GEMM of TensorContract's size, threaded before by the same mechanism, is the
+control: where it gains nothing, no core was free. Prints each time and the speed-up (one thread's time over the threads'). The machine
 may be shared: say how loaded it was with the figures (``os.getloadavg`` is printed). Run ``PYTHONPATH=. python
 benchmarks/threaded_kernels.py [--repeats 7] [--only Conv2D]``. Not a test.
 """
@@ -24,7 +25,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402  (after the thread settings)
 
 from atlas_web.isa.instructions import (  # noqa: E402
-    Attention, BatchNorm, Conv2D, FlashAttention, GroupNorm, LayerNorm, LayerScale, RMSNorm, TensorContract,
+    GEMM, Attention, BatchNorm, Conv2D, FlashAttention, GroupNorm, LayerNorm, LayerScale, RMSNorm, TensorContract,
 )
 from wasm_backend import WasmBackend  # noqa: E402
 
@@ -79,6 +80,9 @@ def kernels(args) -> dict:
                                   padding_w=ck // 2),
             {"c": out(cb * cf * ch * ch), "input": _f32(rng, cb * cc * ch * ch),
              "kernel": _f32(rng, cf * cc * ck * ck)}),
+        # the control: GEMM was threaded before these kernels, by the same mechanism
+        f"GEMM {m}x{nn}x{k} (control)": (lambda c, **a: GEMM(c=c, **a, m=m, n=nn, k=k),
+                                         {"c": out(m * nn), "a": _f32(rng, m * k), "b": _f32(rng, k * nn)}),
         f"TensorContract ({m // 8},8,{k})x({k},{nn})": (
             lambda c, **a: TensorContract(output=c, **a, shape_a=(m // 8, 8, k), shape_b=(k, nn),
                                           contract_dims=((2, 0),)),

@@ -91,7 +91,7 @@ THREADED = {
     "LayerNorm": (_norm("LayerNorm", rows=301, n=3500), _run_norm, norm_parallel),
     "RMSNorm": (_norm("RMSNorm", rows=301, n=3500), _run_norm, norm_parallel),
     "GroupNorm": (_norm("GroupNorm", batch=3, channels=6, groups=3, spatial=60000), _run_norm, norm_parallel),
-    "BatchNorm": (_norm("BatchNorm", batch=3, channels=5, spatial=70000), _run_norm, norm_parallel),
+    "BatchNorm": (_norm("BatchNorm", batch=3, channels=5, spatial=140000), _run_norm, norm_parallel),
     "LayerScale": (_layer_scale(67, 32000), _run_layer_scale, layer_scale_parallel),
     "Attention": (_attention("Attention", False), _run_attention, attention_parallel),
     "Attention.causal": (_attention("Attention", True), _run_attention, attention_parallel),

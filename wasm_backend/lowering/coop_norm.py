@@ -139,9 +139,11 @@ def _group_shape(instr) -> tuple[int, int]:
 
 def norm_parallel(instr) -> tuple[str, int, int] | None:
     """``("rows", groups, 1)``: ranges of statistics groups over the threads when the launch has at least
-    PARALLEL_MAP_THRESHOLDS["math library"] elements (as Softmax), else None."""
+    PARALLEL_MAP_THRESHOLDS["math library"] elements (three passes an element, as Softmax; BatchNorm, one affine
+    pass an element and no statistics: the "arithmetic" threshold, as LayerScale), else None."""
     groups, elements = _group_shape(instr)
-    return units_parallel(groups, groups * elements, PARALLEL_MAP_THRESHOLDS["math library"])
+    cost = "arithmetic" if instr.INFO.name == "BatchNorm" else "math library"
+    return units_parallel(groups, groups * elements, PARALLEL_MAP_THRESHOLDS[cost])
 
 
 def norm_scratch(instr) -> int:
