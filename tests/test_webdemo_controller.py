@@ -82,3 +82,22 @@ def test_transformer_answers_the_numpy_models_tokens_and_its_speed():
             "input_error"]
     finally:
         demo.close()
+
+
+def test_a_transformer_run_that_fails_is_an_internal_error_not_the_inputs():
+    """Only the token count is the user's input: an ArrayError raised by the run itself (here: two generations
+    that disagree, a backend bug) is answered as an internal error, not as an input error."""
+    from atlas_web.errors import ArrayError
+    from webdemo.transformer import TransformerDemo
+
+    class Disagreeing(TransformerDemo):
+        async def run(self, backend, new_tokens, prompt=(1, 2, 3)):
+            self.check_count(new_tokens, prompt)
+            raise ArrayError(f"the transformer on {backend} generated [1] after [2]")
+
+    ctl = controller.Controller(lambda event: None, session.DemoSession(choices=("auto", "cpu")),
+                                Disagreeing(factory=lambda name: None))
+    answer = asyncio.run(ctl.handle("transformer", {"backend": "cpu", "tokens": "3"}))
+    assert "input_error" not in answer and "generated [1] after [2]" in answer["internal_error"]
+    assert "not between 1 and 62" in asyncio.run(ctl.handle("transformer", {"backend": "cpu", "tokens": "63"}))[
+        "input_error"]

@@ -157,15 +157,18 @@ class Controller:
             count = int(str(args["tokens"]).strip())
         except ValueError:
             return {"input_error": f"new tokens: {args['tokens']!r} is not a whole number between 1 and {limit}"}
+        try:
+            self.transformer.check_count(count)
+        except ArrayError as exc:
+            return {"input_error": str(exc)}
         choice = resolve_choice(args["backend"], self.session.choices())
         if not choice.available:
             return {"input_error": f"the {choice.name} backend is not available: {choice.explanation}"}
         self.post({"event": "progress", "target": "transformer",
                    "text": f"generating {count} tokens on {choice.name}…"})
-        try:
-            run = await self.transformer.run(choice.name, count)
-        except ArrayError as exc:
-            return {"input_error": str(exc)}
+        # what the run raises (ArrayError included: a launch's refusal, tokens that differ between two runs) is
+        # not the input's fault: handle() answers it as an internal error
+        run = await self.transformer.run(choice.name, count)
         return {"backend": run.backend, "tokens": run.tokens, "tokens_per_second": run.tokens_per_second,
                 "first_seconds": run.first_seconds, "warm_seconds": run.warm_seconds,
                 "message": f"{len(run.tokens)} tokens on {run.backend}: {run.tokens_per_second:.1f} tokens/s "

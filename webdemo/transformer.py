@@ -67,13 +67,17 @@ class TransformerDemo:
         model = self._models[backend] = Transformer(kb, self.config, init_weights(self.config, self.seed, device))
         return model, True
 
-    async def run(self, backend: str, new_tokens: int, prompt: tuple[int, ...] = DEMO_PROMPT) -> TransformerRun:
-        """Generate ``new_tokens`` after ``prompt`` on ``backend``, twice when the model is new (the first
-        timed as the cold run). Raises ArrayError for a count past max_seq, and what a launch raises."""
+    def check_count(self, new_tokens: int, prompt: tuple[int, ...] = DEMO_PROMPT) -> None:
+        """Raise ArrayError unless ``new_tokens`` new tokens after ``prompt`` fit within max_seq positions."""
         limit = max_new_tokens(self.config, prompt)
         if not 1 <= new_tokens <= limit:
             raise ArrayError(f"new tokens: {new_tokens} is not between 1 and {limit} (max_seq "
                              f"{self.config.max_seq}, a prompt of {len(prompt)})")
+
+    async def run(self, backend: str, new_tokens: int, prompt: tuple[int, ...] = DEMO_PROMPT) -> TransformerRun:
+        """Generate ``new_tokens`` after ``prompt`` on ``backend``, twice when the model is new (the first
+        timed as the cold run). Raises ArrayError for a count past max_seq, and what a launch raises."""
+        self.check_count(new_tokens, prompt)
         start = time.perf_counter()
         model, made = self.model(backend)
         tokens = await model.generate_async(list(prompt), new_tokens)
