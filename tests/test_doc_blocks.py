@@ -18,7 +18,8 @@ _BLOCK = re.compile(r"(?:<!-- not executed by tests/test_doc_blocks\.py: (?P<rea
 PRINTED = {
     "kernels.md": ["[-2.0, -2.0]", "27.98 GB", "no backend for preference 'auto' can hold the request"],
     "translate.md": ["[0.0, 0.0, 0.5, 3.5]"],
-    "distributed.md": ["(382.5, 383.0, 383.5)", "(1000.0, 250.0)", "281250"],
+    "distributed.md": ["(382.5, 383.0, 383.5)", "(25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0)", "(1000.0, 250.0)",
+                       "281250", "Array 2.813e+05 2.5", "float32"],
 }
 
 
