@@ -8,7 +8,8 @@ place (by a table of angles ``pos * freqs`` rounded to float32), the cache rows 
 instruction over the cache, SiLU and the residual adds as array operations, and ``argmax`` of the logits
 on the device (the first index of the largest logit, as NumPy's). The position is never compiled into a
 program: it reaches RoPE, the cache update and Attention as launch registers (``apply_rope_row``,
-``kv_cache_update``, ``attention_at``), so a decoding loop compiles the same programs at every position. Standard library only (it runs in the browser). See docs/kernels.md.
+``kv_cache_update``, ``attention_at``), so a decoding loop compiles the same programs at every position.
+Standard library only (it runs in the browser). See docs/kernels.md.
 """
 
 from __future__ import annotations

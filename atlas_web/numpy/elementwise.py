@@ -116,6 +116,8 @@ def apply(name: str, *args: Any) -> Array:
             _plans[key] = plan
     shape, stored, is_bool, node, fallback, scalar = plan
     out = Array.empty(device, shape, stored, is_bool)
+    if TRACES:
+        TRACES[-1].note(("elementwise", name, args, out))
     if out.size == 0:
         return out
     if isinstance(node, CoopMapNode) and len(arrays) < len(args):  # a scalar as a constant array

@@ -49,6 +49,9 @@ class _Trace:
     def __init__(self, name: str, placeholders: list[_Placeholder]) -> None:
         self.name = name
         self.records: list[Record] = []
+        #: the array operations that made the launches (elementwise, astype, reduce entries: the Arrays
+        #: themselves), for atlas_web.translate.jit_to_kernel
+        self.ops: list[tuple] = []
         self.traced = {id(p) for p in placeholders}
         self.keep: list = list(placeholders)  # ids stay valid while the trace lives
 
@@ -58,6 +61,10 @@ class _Trace:
         if out is not None:
             self.traced.add(id(out[0]))
             self.keep.append(out[0])
+
+    def note(self, entry: tuple) -> None:
+        """Record the array operation ``entry`` (its kind, operation, arguments and result Array)."""
+        self.ops.append(entry)
 
     def check_read(self, array: Array) -> None:
         if id(array.buffer) in self.traced:
@@ -196,7 +203,10 @@ class JitFunction:
         plan, _ = self._plan(args, kwargs)
         return [(type(node).__name__, what) for what, node, *_ in plan.steps]
 
-    def _trace(self, args: tuple, kwargs: dict) -> _Plan:
+    def trace(self, *args: Any, **kwargs: Any) -> tuple["_Trace", Any, list[Array]]:
+        """Run the function once over placeholders of ``args``' arrays, recording its launches: (the trace,
+        the function's result over placeholders, the placeholder arrays in argument order). Raises as a
+        call does while tracing."""
         if any(isinstance(v, Array) for v in kwargs.values()):
             raise ArrayError(f"jit({self.__name__}): pass arrays as positional arguments, not by keyword")
         arrays = [a for a in args if isinstance(a, Array)]
@@ -206,18 +216,30 @@ class JitFunction:
                 raise ArrayError(f"jit({self.__name__}): the arrays live on different devices "
                                  f"({device.name} and {a.device.name})")
         placeholders = [_Placeholder(device, a.nbytes) for a in arrays]
-        proxies = iter(Array(p, a.shape, a.dtype, a.is_bool)  # type: ignore[arg-type]
-                       for p, a in zip(placeholders, arrays))
-        traced_args = [next(proxies) if isinstance(a, Array) else a for a in args]
+        proxies = [Array(p, a.shape, a.dtype, a.is_bool)  # type: ignore[arg-type]
+                   for p, a in zip(placeholders, arrays)]
+        it = iter(proxies)
+        traced_args = [next(it) if isinstance(a, Array) else a for a in args]
         trace = _Trace(self.__name__, placeholders)
         TRACES.append(trace)
         try:
             result = self.fn(*traced_args, **kwargs)
         finally:
             TRACES.pop()
+        trace.keep.append(result)
+        return trace, result, proxies
+
+    def _trace(self, args: tuple, kwargs: dict) -> _Plan:
+        trace, result, proxies = self.trace(*args, **kwargs)
+        device = proxies[0].device if proxies else as_device(self.device)
         outputs = [r[1] for r in _outputs(_template(result, lambda v: ("buffer", v[0])), [])]
         steps = fuse_epilogues(fuse(trace.records, outputs), device.supports)
-        return _Plan(device, steps, placeholders, result)
+        return _Plan(device, steps, [p.buffer for p in proxies], result)
+
+    def to_kernel(self, *args: Any, **kwargs: Any) -> dict:
+        """The function traced with ``args`` as a JSON kernel (atlas_web.translate.jit_to_kernel)."""
+        from ..translate.export import jit_to_kernel
+        return jit_to_kernel(self, *args, **kwargs)
 
 
 def jit(fn: Callable | None = None, *, device: Any = None) -> Any:

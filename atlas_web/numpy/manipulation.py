@@ -15,7 +15,7 @@ from .array import Array
 from .dtypes import as_dtype, promote
 from .elementwise import apply, common_device
 from .nodes import MapNode, Operand
-from .runtime import launch
+from .runtime import TRACES, launch
 from .shapes import broadcast_shapes, broadcast_strides, coalesce, normalize_axes, row_major, size_of
 
 __all__ = ["reshape", "transpose", "swapaxes", "broadcast_to", "concatenate", "stack", "astype", "copy",
@@ -48,6 +48,8 @@ def astype(a: Array, dtype: Any) -> Array:
     if is_bool:
         return a if a.is_bool else apply("not_equal", a, 0)
     out = Array.empty(a.device, a.shape, ty)
+    if TRACES:
+        TRACES[-1].note(("astype", a, out))
     strided_copy(f"astype({a.describe()}, {ty.name.lower()})", a, a.shape, row_major(a.shape), 0,
                  out, row_major(a.shape), 0)
     return out

@@ -17,7 +17,7 @@ from .array import Array
 from .dtypes import as_dtype, sum_type
 from .elementwise import MAX_PLANS, apply
 from .nodes import CoopReduceNode, ReduceNode
-from .runtime import launch
+from .runtime import TRACES, launch
 from .shapes import coalesce, normalize_axes, row_major, size_of
 
 __all__ = ["sum", "prod", "max", "min", "mean", "var", "argmax", "argmin"]
@@ -51,6 +51,8 @@ def _reduce(op: str, a: Array, axis: Any, keepdims: bool, acc: Type, out_type: T
     source = a
     if isinstance(node, CoopReduceNode) and a.dtype != acc:
         source = a.astype(acc)
+    if TRACES:
+        TRACES[-1].note(("reduce", op, source, axis, keepdims, out))
     launch(what, node, a.device, [(source.buffer, 0)], (out.buffer, 0), fallback)
     return out
 

@@ -9,9 +9,10 @@ CircuitToIsa). See docs/translate.md.
 from __future__ import annotations
 
 from .circuit import circuit_to_kernel, circuit_to_program, kernel_to_circuit
+from .export import jit_to_kernel
 from .function import kernel_function
 from .graph import FORMAT, VERSION, kernel_ops, read_kernel
 from .kernel import Binding, Bindings, json_to_program
 
 __all__ = ["json_to_program", "circuit_to_program", "circuit_to_kernel", "kernel_to_circuit", "kernel_function",
-           "read_kernel", "kernel_ops", "Binding", "Bindings", "FORMAT", "VERSION"]
+           "jit_to_kernel", "read_kernel", "kernel_ops", "Binding", "Bindings", "FORMAT", "VERSION"]

@@ -4,6 +4,7 @@ only."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from .. import numpy as anp
@@ -41,4 +42,7 @@ def kernel_function(kernel: Any) -> Callable[..., Any]:
         return out[0] if len(out) == 1 else out
 
     fn.__name__ = fn.__qualname__ = str(kernel.get("name", "kernel") if isinstance(kernel, dict) else "kernel")
+    # the inputs' names as parameters: jit_to_kernel names a traced function's inputs by them
+    fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                          for n in names])  # type: ignore[attr-defined]
     return fn
