@@ -215,7 +215,8 @@ class DistributedExecutor(MultiDeviceExecutor):
         self._owned = []
         if client is None:
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                   dashboard_address=None, worker_dashboard_address=None)
+                                   dashboard_address="127.0.0.1:0", worker_dashboard_address=None,
+                                   scheduler_kwargs={"dashboard": False})   # no dashboard; its HTTP server on a free port
             client = Client(cluster)
             self._owned = [client, cluster]
         elif isinstance(client, str):
