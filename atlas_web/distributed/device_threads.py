@@ -9,16 +9,21 @@ NumPy calls), so devices overlap on a machine with cores to spare.
 
 Ctrl-C: the calling thread's device stops as a one-device launch stops (a wasm launch within a tick); the other
 devices finish the job they are running (their threads do not receive signals), and the KeyboardInterrupt is
-raised once they did, so no job outlives the call that started it.
+raised once they did, so no job outlives the call that started it. Where the platform has no threads (Pyodide:
+``THREADS`` is False) every job runs on the calling thread, one after another.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
-__all__ = ["DeviceThreads"]
+__all__ = ["DeviceThreads", "THREADS"]
+
+#: whether this platform starts threads (Pyodide does not: every job then runs on the calling thread)
+THREADS = sys.platform != "emscripten"
 
 
 class DeviceThreads:
@@ -55,7 +60,7 @@ class DeviceThreads:
         here, futures = [], []
         for rank, (key, indices) in enumerate(groups.items()):
             device = jobs[indices[0]][0]
-            if parallel and rank and not hasattr(device, "start_program"):
+            if parallel and THREADS and rank and not hasattr(device, "start_program"):
                 futures.append(self._pool(key, rank).submit(run_group, indices))
             else:
                 here.append(indices)

@@ -58,6 +58,14 @@ def test_parallel_false_runs_the_devices_one_after_another_here():
     assert equal and seen == [threading.current_thread().name] * 2
 
 
+def test_without_threads_every_job_runs_here(monkeypatch):
+    from atlas_web.distributed import device_threads
+    monkeypatch.setattr(device_threads, "THREADS", False)     # as under Pyodide
+    threads = DeviceThreads()
+    assert threads.run([(object(), threading.current_thread), (object(), threading.current_thread)]) == \
+        [(True, threading.current_thread())] * 2
+
+
 def test_jobs_of_one_device_keep_their_order_and_an_interrupt_waits_for_the_others():
     threads, order, other_done = DeviceThreads(), [], threading.Event()
     a, b = object(), object()
