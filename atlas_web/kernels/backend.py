@@ -12,7 +12,7 @@ UnsupportedOperation, AtlasTrap or ExecutionFailed from a launch. See docs/kerne
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .. import numpy as anp
 from ..backend import Backend
@@ -297,20 +297,29 @@ class KernelBackend:
                              f"{cache.describe()}")
         copy_rows(what, cache, int(position) * d, max_seq * d, new_kv, 0, d, heads, d)
 
+    def _decoding_attention(self, what: str, query: Any, key_cache: Any, value_cache: Any, name: str,
+                            value: int, fits: Callable[[int], bool]
+                            ) -> tuple[Array, Array, Array, tuple[int, int, int, int]]:
+        """query (heads, head_dim), key and value caches (kv_heads, max_seq, head_dim) checked to fit each other
+        (heads a multiple of kv_heads) and ``fits(max_seq)`` (operand ``name`` = ``value`` within the cache);
+        (q, k, v, (heads, head_dim, kv_heads, max_seq)). Raises ArrayError."""
+        q = self._arg(what, "query", query, 2)
+        k, v = self._arg(what, "key_cache", key_cache, 3), self._arg(what, "value_cache", value_cache, 3)
+        heads, d = q.shape
+        kv_heads, max_seq, kd = k.shape
+        if v.shape != k.shape or kd != d or not kv_heads or heads % kv_heads or not fits(max_seq):
+            raise ArrayError(f"{what}: query {q.describe()}, key_cache {k.describe()}, value_cache "
+                             f"{v.describe()} and {name} {value} do not fit")
+        return q, k, v, (heads, d, kv_heads, max_seq)
+
     def attention(self, query: Any, key_cache: Any, value_cache: Any, kv_len: int) -> Array:
         """One decoding step's attention: query (heads, head_dim) against the first ``kv_len`` positions of
         key_cache and value_cache (kv_heads, max_seq, head_dim), head h reading kv head
         h // (heads // kv_heads), scores scaled by 1/sqrt(head_dim): a new (heads, head_dim) array (the
         Attention instruction with seq_len 1)."""
         what = "attention"
-        q = self._arg(what, "query", query, 2)
-        k, v = self._arg(what, "key_cache", key_cache, 3), self._arg(what, "value_cache", value_cache, 3)
-        heads, d = q.shape
-        kv_heads, max_seq, kd = k.shape
-        if (v.shape != k.shape or kd != d or not kv_heads or heads % kv_heads
-                or not 1 <= kv_len <= max_seq):
-            raise ArrayError(f"{what}: query {q.describe()}, key_cache {k.describe()}, value_cache "
-                             f"{v.describe()} and kv_len {kv_len} do not fit")
+        q, k, v, (heads, d, kv_heads, max_seq) = self._decoding_attention(
+            what, query, key_cache, value_cache, "kv_len", kv_len, lambda max_seq: 1 <= kv_len <= max_seq)
         if self.has_kernel("Attention"):
             out = self.zeros((heads, d))
             run_instruction(what, f"attention.f32 [{{p0}}], [{{p1}}], [{{p2}}], [{{p3}}], 1, {heads}, 1, {d}, "
@@ -327,14 +336,8 @@ class KernelBackend:
         output is copied out. One program for every position (max_seq times the arithmetic of one row).
         A new (heads, head_dim) array. Raises ArrayError as ``attention``."""
         what = "attention_at"
-        q = self._arg(what, "query", query, 2)
-        k, v = self._arg(what, "key_cache", key_cache, 3), self._arg(what, "value_cache", value_cache, 3)
-        heads, d = q.shape
-        kv_heads, max_seq, kd = k.shape
-        if (v.shape != k.shape or kd != d or not kv_heads or heads % kv_heads
-                or not 0 <= position < max_seq):
-            raise ArrayError(f"{what}: query {q.describe()}, key_cache {k.describe()}, value_cache "
-                             f"{v.describe()} and position {position} do not fit")
+        q, k, v, (heads, d, kv_heads, max_seq) = self._decoding_attention(
+            what, query, key_cache, value_cache, "position", position, lambda max_seq: 0 <= position < max_seq)
         rows = self._rows.get((heads, max_seq, d))
         if rows is None:
             rows = self._rows[(heads, max_seq, d)] = (self.zeros((heads, max_seq, d)), self.zeros((heads, max_seq, d)))

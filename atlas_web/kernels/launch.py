@@ -1,6 +1,6 @@
-"""Launching one kernel instruction (GEMM, RMSNorm, Softmax, RoPE, Attention, KVCacheUpdate) over parts
-of arrays, and copying an array's elements into part of another: the in-place steps of the
-``KernelBackend`` (atlas_web/kernels/backend.py).
+"""Launching one kernel instruction (GEMM, RMSNorm, Softmax, RoPE, Attention) over parts of arrays, and
+copying rows of an array's elements into part of another (one per-lane program whose offsets and strides
+are launch registers): the in-place steps of the ``KernelBackend`` (atlas_web/kernels/backend.py).
 
 An operand is ``(Array, element offset)``; its address is the pointer ``(handle << 32) | byte offset``
 preset in a register (docs/semantics.md, Memory). Programs are cached by their text, so a warm call
@@ -21,21 +21,6 @@ from ..program import Program
 __all__ = ["run_instruction", "copy_into", "copy_rows"]
 
 _programs = ProgramCache(capacity=256)
-
-#: a per-lane copy of r4 elements of 4 bytes: element i of buffer r1 to element r3 + i of buffer r2
-_COPY32 = """
-set.ge.u32 p0, r255, r4
-bra.p0 @done
-mov_imm.u32 r11, 4
-mul.u32 r12, r255, r11
-add.u32 r13, r255, r3
-mul.u32 r13, r13, r11
-ldg.u32 r14, [r1 + r12]
-stg.u32 [r2 + r13], r14
-done:
-exit
-"""
-
 
 #: a per-lane copy of rows of 4-byte elements, every number a launch register (one program serves every
 #: position of a decoding loop): lane g < r8 copies element g % r5 of row g / r5 from element
@@ -108,17 +93,12 @@ def run_instruction(what: str, text: str, operands: list[tuple[Array, int]]) -> 
 
 
 def copy_into(what: str, out: Array, offset: int, src: Array) -> None:
-    """Copy ``src``'s elements (4-byte types) bit for bit into ``out`` from element ``offset`` on.
-    Raises ArrayError where they do not fit or under jit."""
+    """Copy ``src``'s elements (4-byte types) bit for bit into ``out`` from element ``offset`` on (one row of
+    ``copy_rows``). Raises ArrayError where they do not fit or under jit."""
     _eager(what)
     if src.itemsize != 4 or out.itemsize != 4 or offset + src.size > out.size:
         raise ArrayError(f"{what}: cannot copy {src.describe()} into {out.describe()} at element {offset}")
-    if not src.size:
-        return
-    compiled = _compiled(_COPY32)
-    params = compiled.params_for((src.buffer.handle, out.buffer.handle, offset, src.size),
-                                 LaunchConfig.linear(src.size), Type.U32)
-    out.device.execute_program_with_params(compiled.program, params)
+    copy_rows(what, out, offset, 0, src, 0, 0, 1, src.size)
 
 
 def copy_rows(what: str, out: Array, out_offset: int, out_stride: int, src: Array, src_offset: int,
