@@ -16,7 +16,8 @@ FlashAttention. Standard library only.
   is in workgroup memory), the tile's maximum over its finite scores (ordered as ``float_key``: WGSL lets a
   device assume no NaN or infinity), a NaN or +inf score flags the row (all NaN, as IEEE arithmetic of the
   max-subtracted formula gives), ``alpha = exp(m - m')`` rescales the running sum and the output row, the
-  weights ``exp(s - m')`` (0 for -inf and hidden keys) are summed by a tree and applied to the tile's values,
+  weights ``exp(s - m')`` (0 for -inf and hidden keys) are summed in key order by one invocation (as the
+  tile's maximum: one barrier each, not a halving tree's six) and applied to the tile's values,
   each invocation owning output elements ``li, li + 64, ...``; at the end ``o / l``. A causal row walks only the
   keys it sees (hidden values are never read).
 
@@ -217,12 +218,14 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             keys[lid] = key;
             flags[lid] = flag;
             workgroupBarrier();
-            for (var width = {TILE // 2}u; width > 0u; width = width / 2u) {{
-                if (lid < width) {{
-                    keys[lid] = max(keys[lid], keys[lid + width]);
-                    flags[lid] = flags[lid] | flags[lid + width];
-                }}
-                workgroupBarrier();
+            // the tile's maximum and flags folded by one invocation (one barrier, not a halving tree's six:
+            // SwiftShader and llvmpipe switch through every invocation at each barrier)
+            if (lid == 0u) {{
+                var k = keys[0];
+                var f = flags[0];
+                for (var t = 1u; t < {TILE}u; t = t + 1u) {{ k = max(k, keys[t]); f = f | flags[t]; }}
+                keys[0] = k;
+                flags[0] = f;
             }}
             let tile_flags = workgroupUniformLoad(&flags[0]);
             let tile_max = key_value(workgroupUniformLoad(&keys[0]));
@@ -235,11 +238,11 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             var w = 0.0;
             if (flag == 2u) {{ w = exp_f32(s - m_new); }}
             weights[lid] = w;
-            sums[lid] = w;
             workgroupBarrier();
-            for (var width = {TILE // 2}u; width > 0u; width = width / 2u) {{
-                if (lid < width) {{ sums[lid] = sums[lid] + sums[lid + width]; }}
-                workgroupBarrier();
+            if (lid == 0u) {{   // the tile's weights summed in key order by one invocation
+                var total = weights[0];
+                for (var t = 1u; t < {TILE}u; t = t + 1u) {{ total = total + weights[t]; }}
+                sums[0] = total;
             }}
             l = alpha * l + workgroupUniformLoad(&sums[0]);
             let count = min({TILE}u, seen - j0);
