@@ -91,7 +91,9 @@ def test_a_traced_batch_records_each_call_once_inside_the_batch(backends_page):
     assert len(batches) == 1 and batches[0][0] == 0
     _, _, opened, closed = batches[0]
     assert [r[1] for r in calls] == list(range(len(calls))) and len(calls) >= 2
-    # a worker's clock (timeOrigin + now) may stand a little apart from the calling thread's
-    slack = {0: 0.0, 1: 1.0}
+    # a worker's clock (its own timeOrigin + now) stands apart from the calling thread's: each context converts
+    # its monotonic clock to the epoch once, when it starts, so the two may differ by the wall clock's drift
+    # between the starts (milliseconds under NTP slewing); the calling thread's own calls are exact
+    slack = {0: 0.0, 1: 20.0}
     assert all(r[0] in slack and opened - slack[r[0]] <= r[2] <= r[3] <= closed + slack[r[0]] for r in calls), outcome
     assert outcome["after"] == []  # tracing off: nothing recorded
