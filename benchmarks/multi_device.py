@@ -30,8 +30,8 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402  (after the thread settings)
 
 from atlas_web import LaunchConfig  # noqa: E402
-from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Sharded  # noqa: E402
-from atlas_web.isa import GEMM, Address, ReduceOperation, Type  # noqa: E402
+from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Replicated, Sharded  # noqa: E402
+from atlas_web.isa import GEMM, Address, AllGather, AllReduce, ReduceOperation, Type  # noqa: E402
 from atlas_web.program import Program  # noqa: E402
 from atlas_web.registry import get_backend  # noqa: E402
 
@@ -152,10 +152,52 @@ def cluster(n: int, gemm: int, repeats: int) -> None:
                               "gemm": sharded_gemm(ex, a, b, ex.execute_cluster), "numpy gemm": lambda: a @ b},
                              repeats)
             ratio_map, ratio_gemm = mapped["map"] / mapped["numpy"], mapped["gemm"] / mapped["numpy gemm"]
+            if workers == 2:
+                scheduling(ex, x, a, b, repeats)
             print(f"Dask LocalCluster, {workers} worker(s): one task round trip {task * 1e3:.2f} ms")
             print(f"  data-parallel map of {n} f32 {mapped['map'] * 1e3:.1f} ms (ratio to NumPy {ratio_map:.0f})")
             print(f"  sharded GEMM {gemm}^3 f32 {mapped['gemm'] * 1e3:.1f} ms (NumPy a @ b "
                   f"{mapped['numpy gemm'] * 1e3:.1f} ms, ratio {ratio_gemm:.1f})")
+
+
+def scheduling(ex, x, a, b, repeats: int) -> None:
+    """On the 2-worker cluster, interleaved: a launch with 2 collectives as one task graph (this executor) and as
+    one task per Backend call (a plain MultiDeviceExecutor over the same RemoteBackends: how it ran before); the
+    sharded GEMM with B resident on the workers and with B sent with every launch (``resident=False``)."""
+    from atlas_web.distributed.dask_cluster import DistributedExecutor
+    n = 4096
+    small = x[:n]
+    per_call = MultiDeviceExecutor(ex.devices)
+    sent = DistributedExecutor(ex.client, backend=ex.backend_name, resident=False)
+    outputs = {}
+
+    def collectives(executor):
+        k = len(executor.devices)
+        xs, ys = executor.array(small, Type.F32, Sharded()), executor.empty(n, Type.F32, Sharded())
+        gathered = executor.empty(n, Type.F32, Replicated())
+        program = square_program(Type.F32, AllGather(output=Address.BufferOffset(gathered.handle),
+                                                     input=Address.BufferOffset(ys.handle), n=n // k, ty=Type.F32),
+                                 AllReduce(buffer=Address.BufferOffset(ys.handle), n=n // k,
+                                           reduction=ReduceOperation.Sum, ty=Type.F32))
+        strategy = DataParallel(LaunchConfig(grid=(n // BLOCK, 1, 1), block=(BLOCK, 1, 1)), pointers={X: xs, Y: ys})
+
+        def action():
+            executor.execute_distributed(program, strategy)
+            outputs[id(executor)] = ys.read() + gathered.read()
+        return action
+    before = ex.tasks_submitted
+    best = best_of({"graph": collectives(ex), "per call": collectives(per_call),
+                    "gemm resident": sharded_gemm(ex, a, b, ex.execute_cluster),
+                    "gemm sent": sharded_gemm(sent, a, b, sent.execute_cluster)}, repeats)
+    assert outputs[id(ex)] == outputs[id(per_call)], "the task graph and the per-call launch disagree"
+    print(f"Dask LocalCluster, 2 workers, load average {os.getloadavg()[0]:.1f}:")
+    print(f"  square + AllGather + AllReduce of {n} f32: one task graph {best['graph'] * 1e3:.1f} ms, one task per "
+          f"Backend call {best['per call'] * 1e3:.1f} ms (ratio {best['per call'] / best['graph']:.1f}); "
+          f"graph tasks this run {ex.tasks_submitted - before}")
+    print(f"  sharded GEMM {a.shape[0]}^3: B resident {best['gemm resident'] * 1e3:.1f} ms, B sent every launch "
+          f"{best['gemm sent'] * 1e3:.1f} ms (ratio {best['gemm sent'] / best['gemm resident']:.2f})")
+    sent.close()
+    per_call.close()
 
 
 def sharded_gemm(ex, a, b, run):

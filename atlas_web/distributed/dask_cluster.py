@@ -207,22 +207,24 @@ class DistributedExecutor(MultiDeviceExecutor):
     """A MultiDeviceExecutor whose devices are the workers of a Dask cluster, one ``backend`` each.
 
     ``client``: a ``dask.distributed.Client``, or an address to connect to, or None for a new LocalCluster of
-    ``n_workers`` single-threaded worker processes on 127.0.0.1 (closed by ``close()``). Raises ProgramError when
-    the cluster has no worker within ``timeout`` seconds."""
+    ``n_workers`` single-threaded worker processes on 127.0.0.1 (closed by ``close()``). ``resident``: Replicated
+    buffers stay on the workers between launches (``dask_launch``; False: sent with every launch, no hashing).
+    Raises ProgramError when the cluster has no worker within ``timeout`` seconds."""
 
-    def __init__(self, client=None, *, backend: str = "wasm", n_workers: int = 2, timeout: float = 60.0) -> None:
+    def __init__(self, client=None, *, backend: str = "wasm", n_workers: int = 2, timeout: float = 60.0,
+                 resident: bool = True) -> None:
         from distributed import Client, LocalCluster
         self._owned = []
         if client is None:
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                    dashboard_address="127.0.0.1:0", worker_dashboard_address=None,
-                                   scheduler_kwargs={"dashboard": False})   # no dashboard; its HTTP server on a free port
+                                   scheduler_kwargs={"dashboard": False})   # no dashboard, HTTP on a free port
             client = Client(cluster)
             self._owned = [client, cluster]
         elif isinstance(client, str):
             client = Client(client)
             self._owned = [client]
-        self.client, self.backend_name, self.timeout = client, backend, timeout
+        self.client, self.backend_name, self.timeout, self.resident = client, backend, timeout, resident
         self.token = uuid.uuid4().hex     # names this executor's resident buffers on the workers
         self._seen: dict[tuple[str, int], bytes] = {}   # (worker, logical handle) -> digest the worker holds
         #: tasks submitted for DataParallel launches (steps and combines), for tests and benchmarks
@@ -253,7 +255,8 @@ class DistributedExecutor(MultiDeviceExecutor):
 
     # ---- a DataParallel launch as one task graph (dask_launch) ----------------------------------------------
     def _launch(self, program, strategy, parts, runs, used, segments) -> None:
-        digests = {b.handle: dask_launch.digest(b.data) for b in used if isinstance(b.layout, Replicated)}
+        digests = {b.handle: dask_launch.digest(b.data) for b in used if isinstance(b.layout, Replicated)} \
+            if self.resident else {}
         resend: set[tuple[int, int]] = set()
         while True:
             finals = self._run_graph(strategy, parts, runs, used, segments, digests, resend)

@@ -210,6 +210,8 @@ def test_replicated_buffers_stay_resident_on_the_workers(cluster, monkeypatch):
     sent.clear()
     assert gemm(cluster, weights) == gemm(local, local_weights)
     assert sent == [(0, False), (1, False), (0, True), (1, True)]   # answered missing, sent again
+    with DistributedExecutor(cluster.client, resident=False) as plain:     # every launch sends B: same result
+        assert gemm(plain, plain.array(b.reshape(-1), Type.F32)) == want
 
 
 def test_atlas_arrays_as_dask_chunks_on_the_cluster(cluster):
