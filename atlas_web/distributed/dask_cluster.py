@@ -377,9 +377,4 @@ class DistributedExecutor(MultiDeviceExecutor):
         for item in self._owned:
             item.close()
         self._owned = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()
