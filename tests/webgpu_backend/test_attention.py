@@ -8,12 +8,16 @@ the contract's bound of NumPy (tests/conformance/attention_cases)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, LaunchConfig, ProgramBuilder, TrapCode
-from atlas_web.isa import Address, KVCacheUpdate, MapOperation, ParallelMap, RoPE, Type
+from atlas_web.isa import Address, FlashAttention, KVCacheUpdate, MapOperation, ParallelMap, RoPE, Type
+from webgpu_backend.wgsl.emitter import ShaderFeatures
+from webgpu_backend.wgsl.kernels import kernel_for
+from webgpu_backend.wgsl.kernels.attention import MAX_TILE
 
 from tests.conformance.attention_launch import DEFAULTS, attend, check_attention, random_inputs
 from tests.conformance.matrix_cases import decode_array
@@ -95,3 +99,30 @@ def test_rope_angles_have_the_map_instructions_sin_and_cos_bits(webgpu):
         nan = np.isnan(want)
         assert np.array_equal(np.isnan(rope_half), nan), operation
         assert np.array_equal(rope_half[~nan].view(np.uint32), want[~nan].view(np.uint32)), operation
+
+
+@pytest.mark.parametrize("block_size", [5, 300])
+def test_flash_attention_tiles_of_block_size_keys(webgpu, block_size):
+    # a tile of 5 keys (31 tiles over kv_len 150, a short last one) and one of 300 (held to MAX_TILE keys)
+    check_attention(webgpu, "FlashAttention", dict(batch=1, heads=2, seq_len=3, head_dim=12, kv_len=150,
+                                                   kv_heads=1, max_seq=160, causal=True, block_size=block_size))
+
+
+def _workgroup_bytes(source: str) -> int:
+    """The bytes of the ``var<workgroup>`` arrays and scalars a WGSL source declares (4-byte elements)."""
+    total = 0
+    for size in re.findall(r"var<workgroup> \w+: (?:array<\w+, (\d+)>|\w+);", source):
+        total += 4 * (int(size) if size else 1)
+    return total
+
+
+@pytest.mark.parametrize("head_dim", [16, 200])
+def test_flash_attention_workgroup_memory_is_set_by_block_size_and_head_dim(head_dim):
+    fields = dict(batch=1, heads=2, seq_len=400, head_dim=head_dim, kv_len=400)
+    out, q, k, v = (Address.BufferOffset(h) for h in (1, 2, 3, 4))
+    kernel = kernel_for("FlashAttention")
+    for block_size, tile in ((8, 8), (32, 32), (1000, MAX_TILE)):
+        spec = kernel.spec(FlashAttention(out, q, k, v, block_size=block_size, **fields), (0, 1, 2, 3))
+        source = spec.source(ShaderFeatures())
+        assert f"@workgroup_size({tile})" in source
+        assert _workgroup_bytes(source) == 16 * tile + 8 * head_dim + 4     # + the guard's word

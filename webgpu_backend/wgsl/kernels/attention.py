@@ -9,16 +9,17 @@ FlashAttention. Standard library only.
 * **KVCacheUpdate** (every scalar type): a host step: a position past the cache (``position >= max_seq``)
   traps OUT_OF_BOUNDS naming position (lane -1) before the arrays are checked; else one buffer copy per row
   (bits as they are), or the rows read and written through whole words (1- and 2-byte types, one buffer).
-* **Attention and FlashAttention** (F32; F16 and BF16 as RoPE's): one workgroup of 64 invocations per query row
-  (a grid-stride loop over ``batch * heads * seq_len`` rows), an online softmax over tiles of 64 keys (both
-  rows: on a GPU a tile per workgroup is the natural form; FlashAttention's block_size says how much a backend may hold, and this holds
-  64 scores and one output row in workgroup memory): each invocation scores one key of the tile (the query row
+* **Attention and FlashAttention** (F32; F16 and BF16 as RoPE's): one workgroup of ``tile`` invocations per
+  query row (a grid-stride loop over ``batch * heads * seq_len`` rows), an online softmax over tiles of ``tile``
+  keys: Attention's TILE (64), FlashAttention's block_size (at most MAX_TILE, 256: WebGPU's default limit of
+  invocations per workgroup), so FlashAttention's workgroup memory is ``16 * tile + 8 * head_dim`` bytes, set by
+  block_size and head_dim alone: each invocation scores one key of the tile (the query row
   is in workgroup memory), the tile's maximum over its finite scores (ordered as ``float_key``: WGSL lets a
   device assume no NaN or infinity), a NaN or +inf score flags the row (all NaN, as IEEE arithmetic of the
   max-subtracted formula gives), ``alpha = exp(m - m')`` rescales the running sum and the output row, the
   weights ``exp(s - m')`` (0 for -inf and hidden keys) are summed in key order by one invocation (as the
   tile's maximum: one barrier each, not a halving tree's six) and applied to the tile's values,
-  each invocation owning output elements ``li, li + 64, ...``; at the end ``o / l``. A causal row walks only the
+  each invocation owning output elements ``li, li + tile, ...``; at the end ``o / l``. A causal row walks only the
   keys it sees (hidden values are never read).
 
 The arrays are bound as whole chunk buffers with run-time byte offsets (launch fields ``dst``, ``src_a`` ...):
@@ -47,13 +48,16 @@ from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .conv2d import KINDS, element_reader, element_writer
 from .norm import binding_slots
 
-__all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_HEAD_DIM"]
+__all__ = ["AttentionSpec", "RopeSpec", "ATTENTION_TYPES", "KV_CACHE_TYPES", "TILE", "MAX_TILE", "MAX_HEAD_DIM"]
 
 ATTENTION_TYPES = frozenset({Type.F16, Type.BF16, Type.F32})
 #: KVCacheUpdate's types: every scalar type (a copy; F64 is refused by the backend for every instruction)
 KV_CACHE_TYPES = SCALARS
 #: invocations per workgroup, and keys per tile of the attention kernel
 TILE = 64
+#: the most keys a FlashAttention tile holds (block_size beyond it: tiles of MAX_TILE keys; WebGPU's default
+#: limit of invocations per workgroup)
+MAX_TILE = 256
 #: the longest output row the attention kernel keeps in workgroup memory
 MAX_HEAD_DIM = 1024
 _ROLES = ("dst", "src_a", "src_b", "src_c")
@@ -111,9 +115,14 @@ class _Spec:
     if (lid == 0u && all(wid == vec3<u32>(0u))) {{ atomicStore(&rt[REACHED + launch.step], launch.resume); }}"""
 
 
-_MAIN = f"""@compute @workgroup_size({TILE})
+def _main(workgroup: int = TILE) -> str:
+    """The entry point's header with ``workgroup`` invocations."""
+    return f"""@compute @workgroup_size({workgroup})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {{"""
+
+
+_MAIN = _main()
 
 
 @dataclass(frozen=True)
@@ -162,6 +171,8 @@ class AttentionSpec(_Spec):
     kv_len: int = 0
     max_seq: int = 0
     causal: bool = False
+    #: keys per tile (invocations per workgroup): TILE for Attention, FlashAttention's block_size up to MAX_TILE
+    tile: int = TILE
 
     def source(self, features: ShaderFeatures) -> str:
         if self.dim > MAX_HEAD_DIM:
@@ -177,14 +188,14 @@ class AttentionSpec(_Spec):
 const D: u32 = {self.dim}u;
 var<workgroup> qrow: array<f32, {self.dim}>;
 var<workgroup> orow: array<f32, {self.dim}>;
-var<workgroup> keys: array<i32, {TILE}>;
-var<workgroup> flags: array<u32, {TILE}>;
-var<workgroup> sums: array<f32, {TILE}>;
-var<workgroup> weights: array<f32, {TILE}>;
+var<workgroup> keys: array<i32, {self.tile}>;
+var<workgroup> flags: array<u32, {self.tile}>;
+var<workgroup> sums: array<f32, {self.tile}>;
+var<workgroup> weights: array<f32, {self.tile}>;
 
 fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80000000u, k < 0)); }}
 
-{_MAIN}
+{_main(self.tile)}
 {self.prologue()}
     let scale = bitcast<f32>(launch.zero ^ {scale}u);
     for (var row = wid.x; row < {self.rows}u; row = row + nwg.x) {{
@@ -192,13 +203,13 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
         let bh = row / {self.seq_len}u;
         let kv = ((bh / {self.heads}u) * {self.kv_heads}u + (bh % {self.heads}u) / {group}u) * {self.max_seq}u * D;
         let seen = {seen};
-        for (var d = lid; d < D; d = d + {TILE}u) {{ qrow[d] = ld1(row * D + d); orow[d] = 0.0; }}
+        for (var d = lid; d < D; d = d + {self.tile}u) {{ qrow[d] = ld1(row * D + d); orow[d] = 0.0; }}
         workgroupBarrier();
         var m = 0.0;          // the running maximum of the finite scores (when any)
         var l = 0.0;
         var any_finite = false;
         var bad = false;      // a NaN or +inf score
-        for (var j0 = 0u; j0 < seen; j0 = j0 + {TILE}u) {{
+        for (var j0 = 0u; j0 < seen; j0 = j0 + {self.tile}u) {{
             let j = j0 + lid;
             var s = 0.0;
             var bits = 0xff800000u;   // -inf: a hidden key
@@ -223,7 +234,7 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             if (lid == 0u) {{
                 var k = keys[0];
                 var f = flags[0];
-                for (var t = 1u; t < {TILE}u; t = t + 1u) {{ k = max(k, keys[t]); f = f | flags[t]; }}
+                for (var t = 1u; t < {self.tile}u; t = t + 1u) {{ k = max(k, keys[t]); f = f | flags[t]; }}
                 keys[0] = k;
                 flags[0] = f;
             }}
@@ -241,12 +252,12 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             workgroupBarrier();
             if (lid == 0u) {{   // the tile's weights summed in key order by one invocation
                 var total = weights[0];
-                for (var t = 1u; t < {TILE}u; t = t + 1u) {{ total = total + weights[t]; }}
+                for (var t = 1u; t < {self.tile}u; t = t + 1u) {{ total = total + weights[t]; }}
                 sums[0] = total;
             }}
             l = alpha * l + workgroupUniformLoad(&sums[0]);
-            let count = min({TILE}u, seen - j0);
-            for (var d = lid; d < D; d = d + {TILE}u) {{
+            let count = min({self.tile}u, seen - j0);
+            for (var d = lid; d < D; d = d + {self.tile}u) {{
                 var acc = alpha * orow[d];
                 for (var k = 0u; k < count; k = k + 1u) {{
                     acc = acc + weights[k] * ld3(kv + (j0 + k) * D + d);
@@ -255,7 +266,7 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             }}
             workgroupBarrier();
         }}
-        for (var d = lid; d < D; d = d + {TILE}u) {{
+        for (var d = lid; d < D; d = d + {self.tile}u) {{
             st(row * D + d, select(orow[d] / l, bitcast<f32>(launch.zero ^ 0x7fc00000u), bad || !any_finite));
         }}
         workgroupBarrier();
@@ -292,7 +303,8 @@ class _AttentionFamily(Kernel):
         return AttentionSpec(slots, kind=KINDS[instr.ty], rows=instr.batch * instr.heads * instr.seq_len,
                              heads=instr.heads,
                              seq_len=instr.seq_len, dim=instr.head_dim, kv_heads=instr.kv_heads or instr.heads,
-                             kv_len=kv_len, max_seq=instr.max_seq or kv_len, causal=bool(instr.causal))
+                             kv_len=kv_len, max_seq=instr.max_seq or kv_len, causal=bool(instr.causal),
+                             tile=min(getattr(instr, "block_size", TILE), MAX_TILE))
 
     def groups(self, instr) -> int:
         return instr.batch * instr.heads * instr.seq_len if instr.head_dim else 0
