@@ -24,7 +24,6 @@ from atlas_web.errors import ArrayError
 from .choices import resolve_choice
 from .runs import RunResult
 from .session import DEFAULT_SIZE, DemoSession, RunOutcome, parse_size
-from .transformer import TransformerDemo, max_new_tokens
 
 __all__ = ["Controller", "ACTIONS", "EVENTS", "run_row", "outcome_answer"]
 
@@ -65,10 +64,12 @@ class Controller:
     """The page's Python side: a DemoSession, answering the page's requests and posting events."""
 
     def __init__(self, post: Callable[[dict], None], session: DemoSession | None = None,
-                 transformer: TransformerDemo | None = None) -> None:
+                 transformer: Any = None) -> None:
+        """``transformer``: the webdemo.transformer.TransformerDemo to use (None: one made on the first request,
+        so the page's start does not import the array library)."""
         self.post = post
         self.session = session if session is not None else DemoSession()
-        self.transformer = transformer if transformer is not None else TransformerDemo()
+        self.transformer = transformer
         self._handlers: dict[str, Callable[[dict], Awaitable[dict]]] = {
             "program_text": self._program_text, "run": self._run, "run_all": self._run_all,
             "transformer": self._transformer}
@@ -152,6 +153,9 @@ class Controller:
 
     async def _transformer(self, args: dict) -> dict:
         """The transformer example on the chosen backend: its new tokens and timings (webdemo.transformer)."""
+        from .transformer import TransformerDemo, max_new_tokens
+        if self.transformer is None:
+            self.transformer = TransformerDemo()
         limit = max_new_tokens(self.transformer.config)
         try:
             count = int(str(args["tokens"]).strip())
