@@ -58,6 +58,10 @@ TILE = 64
 #: the most keys a FlashAttention tile holds (block_size beyond it: tiles of MAX_TILE keys; WebGPU's default
 #: limit of invocations per workgroup)
 MAX_TILE = 256
+#: RoPE's pairs per invocation (its grid-stride loop): a quarter of the workgroups; in one Chromium page
+#: (SwiftShader) 1 x 256 x 8 x 64 ran 1.12-1.18x TF.js webgpu's composition, against 0.77-0.88x with one pair each
+#: (benchmarks/peers/nn_webgpu.py; SwiftShader pays per workgroup)
+ROPE_PAIRS = 4
 #: the longest output row the attention kernel keeps in workgroup memory
 MAX_HEAD_DIM = 1024
 _ROLES = ("dst", "src_a", "src_b", "src_c")
@@ -328,7 +332,7 @@ class _RopeKernel(_AttentionFamily):
                         interleaved=bool(instr.interleaved))
 
     def groups(self, instr) -> int:
-        return -(-instr.batch * instr.seq_len * instr.heads * (instr.head_dim // 2) // TILE)
+        return -(-instr.batch * instr.seq_len * instr.heads * (instr.head_dim // 2) // (TILE * ROPE_PAIRS))
 
 
 class _KvCacheKernel(Kernel):
