@@ -15,12 +15,14 @@ from .codegen import (GENERATORS, Kernel, Emitter, convert_to, emit_fold, emit_t
                       input_presets)
 from .nodes import FusedMapNode, FusedReduceNode, GemmEpilogueNode, Leaf, Term
 
-__all__ = ["leaf_presets", "EPILOGUE_LANES"]
+__all__ = ["leaf_presets", "EPILOGUE_MAX"]
 
-#: lanes of a GEMM's epilogue launch (each lane loops over elements lane, lane + EPILOGUE_LANES, ...): every
-#: lane of a launch runs up to the GEMM and resumes after it, which costs the wasm backend more per lane than
-#: a pass (measured: a 64x256x256 GEMM alone took 1.5 ms in a 1-lane launch, 4.1 ms in a 16,384-lane one)
-EPILOGUE_LANES = 256
+#: the most elements a GEMM's epilogue may cover (one lane each): every lane of a launch runs up to the GEMM and
+#: resumes after it, which costs the wasm backend more per lane than a pass does (a 64x256x256 GEMM alone took
+#: 1.5 ms in a 1-lane launch, 4.1 ms in a 16,384-lane one; benchmarks/jit_epilogue.py: one program wins up to
+#: 1,024 elements, loses from 2,048), and lanes looping over more elements cost the reference interpreter per
+#: iteration (6.7x slower at 16,384 elements by 256 lanes); larger products keep the GEMM and its pass apart
+EPILOGUE_MAX = 1024
 
 
 def leaf_presets(leaves: tuple[Leaf, ...]) -> tuple[list[tuple[str, int, Type]], list[tuple[str, str | None]]]:
@@ -67,29 +69,20 @@ class _Expression:
         return emit_term(self.em, term.op, term.compute, term.out, args), term.out
 
 
-def _fused_map_body(em: Emitter, node: FusedMapNode, shift: int = 0, lanes: int | None = None
-                    ) -> list[tuple[str, int, Type]]:
+def _fused_map_body(em: Emitter, node: FusedMapNode, shift: int = 0) -> list[tuple[str, int, Type]]:
     """Emit ``node``'s guarded pass (its leaves are operands ``shift``, ``shift + 1``, ...; its outputs
-    follow them); returns its presets (registers r1 upward, in order). ``lanes``: a launch of that many
-    lanes, each computing elements lane, lane + lanes, ... (None: one element per lane)."""
+    follow them); returns its presets (registers r1 upward, in order)."""
     presets, registers = leaf_presets(node.leaves)
     presets = [(kind, k + shift, ty) for kind, k, ty in presets]
     outputs = []
     for j in range(len(node.outputs)):
         presets.append(("handle", shift + len(node.leaves) + j, Type.U32))
         outputs.append(f"r{len(presets)}")
-    if lanes is None:
-        em.guard(node.count)
-        index = "r255"
-    else:
-        index, count, step = em.reg(), em.const(node.count), em.const(lanes)
-        em.emit(f"mov.u32 {index}, r255\nelements:\nset.ge.u32 p0, {index}, {count}\nbra.p0 @done")
-    expression = _Expression(em, node.leaves, node.terms, registers, index)
+    em.guard(node.count)
+    expression = _Expression(em, node.leaves, node.terms, registers, "r255")
     for handle, ref in zip(outputs, node.outputs):
         value, ty = expression.value(ref)
-        em.emit(f"stg.{ty.suffix} [{handle} + {em.offset([index], (1,), None, ty.size_bytes())}], {value}")
-    if lanes is not None:
-        em.emit(f"add.u32 {index}, {index}, {step}\nbra @elements")
+        em.store_lane(handle, value, ty)
     return presets
 
 
@@ -104,8 +97,7 @@ def _gemm_epilogue_kernel(node: GemmEpilogueNode) -> Kernel:
     """The GEMM (cooperative: first, in uniform control flow, over its pointer presets after the
     epilogue's), then the epilogue's per-lane pass reading C by its handle."""
     body = Emitter()
-    lanes = min(node.epilogue.count, EPILOGUE_LANES)
-    presets = _fused_map_body(body, node.epilogue, shift=2, lanes=lanes)
+    presets = _fused_map_body(body, node.epilogue, shift=2)
     pointers = [("pointer", 0, Type.U64), ("pointer", 1, Type.U64), ("pointer", 2 + node.c_leaf, Type.U64)]
     first = len(presets) + 1
     presets.extend(pointers)
@@ -113,8 +105,7 @@ def _gemm_epilogue_kernel(node: GemmEpilogueNode) -> Kernel:
     em.emit(gemm_text(node.gemm, f"r{first + 2}", f"r{first}", f"r{first + 1}"))
     em.lines.extend(body.lines)
     body.check_registers()
-    per_lane = -(-node.epilogue.count // lanes)
-    return Kernel(em.program(), LaunchConfig.linear(lanes), tuple(presets), budget=per_lane + 16)
+    return Kernel(em.program(), LaunchConfig.linear(node.epilogue.count), tuple(presets))
 
 
 def _fused_reduce_kernel(node: FusedReduceNode) -> Kernel:

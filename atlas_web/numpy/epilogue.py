@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .codegen_fused import EPILOGUE_MAX
 from .fusion import Step
 from .nodes import CoopMapNode, FusedMapNode, GemmEpilogueNode, GemmNode, Leaf, MapNode, Term
 from .shapes import row_major, size_of
@@ -69,7 +70,8 @@ def _merge(gemm: Step, consumer: Step) -> Step | None:
     at = [k for k, value in enumerate(operands[:len(node.leaves)]) if isinstance(value, tuple) and value[0] is c]
     g: GemmNode = gemm.node
     if len(at) != 1 or operands[at[0]][1] != 0 or not node.leaves[at[0]].identity \
-            or node.count != g.batch * g.m * g.n or any(value[0] is c for value in operands[len(node.leaves):]):
+            or node.count != g.batch * g.m * g.n or node.count > EPILOGUE_MAX \
+            or any(value[0] is c for value in operands[len(node.leaves):]):
         return None
     merged = GemmEpilogueNode(g, node, at[0])
     what = f"{gemm.what} with the epilogue {'+'.join(t.op for t in node.terms)}"
