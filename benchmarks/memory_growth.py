@@ -12,6 +12,12 @@ wasm 46.9 -> 135.9 MiB before (23.1 KiB per program, steadily), 46.8 -> 76.4 MiB
 program 1,000 on); webgpu 170 -> 453 MiB before, 155 -> 312 MiB after (6 KiB per program over the
 second half, levelling off).
 
+Session 7 (main at 5111e96, MESA_SHADER_CACHE_DISABLE=true), 3,000 programs each, RSS at programs 0 / 500 / 1,000 /
+1,500 / 2,000 / 2,500 / 3,000 (MiB): wasm 49.0 / 79.7 / 80.2 / 80.3 / 80.3 / 80.3 / 80.3 (0.0 KiB per program
+over the second half); cpu 39.0 / 49.9 / 50.0 / 50.0 / 50.0 / 50.0 / 50.0 (0.0 KiB); webgpu (lavapipe)
+119.9 / 328.3 / 338.2 / 340.9 / 342.7 / 343.4 / 344.4 (2.4 KiB per program over the second half, 1.2 KiB over
+the last 1,000). From program 500 to 3,000: wasm +0.6 MiB, cpu +0.1 MiB, webgpu +16 MiB.
+
     python benchmarks/memory_growth.py [--backend wasm|webgpu|cpu ...] [--programs N] [--every K]
 """
 
