@@ -12,6 +12,7 @@ UnsupportedOperation, AtlasTrap or ExecutionFailed from a launch. See docs/kerne
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from .. import numpy as anp
@@ -20,6 +21,18 @@ from ..errors import ArrayError
 from ..isa.types import Type
 from ..numpy.array import Array
 from .launch import copy_into, copy_rows, run_instruction
+
+
+def index_operand(what: str, name: str, value: Any) -> int:
+    """``value`` as a Python int (an int or NumPy integer; not a bool, a float or a 0-d array of floats):
+    a decoding position or length must not be truncated into another row. Raises ArrayError naming
+    ``what`` and ``name``."""
+    if isinstance(value, bool):
+        raise ArrayError(f"{what}: {name} must be an integer, not the bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArrayError(f"{what}: {name} must be an integer, not {value!r} ({type(value).__name__})") from None
 
 __all__ = ["KernelBackend"]
 
@@ -203,6 +216,7 @@ class KernelBackend:
         """In place: row s of x (seq, heads, head_dim) (or x (heads, head_dim), s = 0) rotated by the angles
         ``(position + s) * freqs[p]`` on the pairs (p, p + head_dim/2): the RoPE instruction."""
         what = "apply_rope_at"
+        position = index_operand(what, "position", position)
         x, seq, heads, d = self._rope_shape(what, x)
         freqs = self._arg(what, "freqs", freqs, 1)
         if freqs.shape != (d // 2,):
@@ -232,6 +246,7 @@ class KernelBackend:
         address of the table's row: the RoPE instruction at position 1 reads those angles as its
         frequencies), so a decoding loop compiles one program for every position."""
         what = "apply_rope_row"
+        position = index_operand(what, "position", position)
         x = self._target(what, "x", x, 2)
         heads, d = x.shape
         angles = self._arg(what, "angles", angles, 2)
@@ -289,6 +304,7 @@ class KernelBackend:
         offsets are preset; the KVCacheUpdate instruction takes it as an immediate, a program per position),
         so a decoding loop compiles it once. Raises ArrayError for a position outside the cache."""
         what = "kv_cache_update"
+        position = index_operand(what, "position", position)
         cache = self._target(what, "cache", cache, 3)
         heads, max_seq, d = cache.shape
         new_kv = self.tensor(new_kv)
@@ -318,6 +334,7 @@ class KernelBackend:
         h // (heads // kv_heads), scores scaled by 1/sqrt(head_dim): a new (heads, head_dim) array (the
         Attention instruction with seq_len 1)."""
         what = "attention"
+        kv_len = index_operand(what, "kv_len", kv_len)
         q, k, v, (heads, d, kv_heads, max_seq) = self._decoding_attention(
             what, query, key_cache, value_cache, "kv_len", kv_len, lambda max_seq: 1 <= kv_len <= max_seq)
         if self.has_kernel("Attention"):
@@ -336,6 +353,7 @@ class KernelBackend:
         output is copied out. One program for every position (max_seq times the arithmetic of one row).
         A new (heads, head_dim) array. Raises ArrayError as ``attention``."""
         what = "attention_at"
+        position = index_operand(what, "position", position)
         q, k, v, (heads, d, kv_heads, max_seq) = self._decoding_attention(
             what, query, key_cache, value_cache, "position", position, lambda max_seq: 0 <= position < max_seq)
         rows = self._rows.get((heads, max_seq, d))

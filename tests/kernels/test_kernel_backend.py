@@ -176,6 +176,27 @@ def test_errors_name_the_method_and_shapes(kb):
         kb.kv_cache_update(kb.zeros((2, 8, 4)), np.zeros((2, 4), np.float32), 8)
 
 
+def test_a_position_that_is_not_an_integer_is_refused_not_truncated(kb):
+    """1.5 would be truncated to row 1 (another token's row): positions and lengths must be integers."""
+    cache = kb.zeros((2, 8, 4))
+    row = np.ones((2, 4), np.float32)
+    kb.kv_cache_update(cache, row, np.int64(3))   # a NumPy integer is an integer
+    assert cache.to_host()[:, 3].tolist() == row.tolist()
+    with pytest.raises(ArrayError, match=r"kv_cache_update: position must be an integer, not 1\.5"):
+        kb.kv_cache_update(cache, row, 1.5)
+    assert cache.to_host()[:, 1].tolist() == np.zeros((2, 4)).tolist()   # nothing written
+    q, k, v = _f32(2, 4), kb.tensor(_f32(2, 8, 4, seed=2)), kb.tensor(_f32(2, 8, 4, seed=3))
+    with pytest.raises(ArrayError, match="attention_at: position must be an integer, not 2.0"):
+        kb.attention_at(q, k, v, 2.0)
+    with pytest.raises(ArrayError, match="attention: kv_len must be an integer, not the bool True"):
+        kb.attention(q, k, v, True)
+    angles = kb.rope_angles(np.ones(2, np.float32), 8)
+    with pytest.raises(ArrayError, match="apply_rope_row: position must be an integer"):
+        kb.apply_rope_row(kb.tensor(_f32(2, 4)), angles, 0.5)
+    with pytest.raises(ArrayError, match="apply_rope_at: position must be an integer"):
+        kb.apply_rope_at(kb.tensor(_f32(2, 4)), np.ones(2, np.float32), "3")
+
+
 def test_not_under_jit(kb):
     t = kb.zeros((4,))
 
