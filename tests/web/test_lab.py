@@ -6,26 +6,35 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 
 import pytest
 
 from atlas_web import AtlasTrap, CpuBackend, LaunchConfig, Program, Type
 
-from .conftest import BOOT_TIMEOUT_MS, ROOT, evaluate_within
+from .conftest import BOOT_TIMEOUT_MS, EVALUATE_TIMEOUT_MS, ROOT, PageLog, evaluate_within
+
+#: a first attempt, a fresh page's boot and a second attempt (see _run_notebook) fit in 15 minutes
+pytestmark = pytest.mark.timeout(900)
 
 #: the lab's JavaScript application, exposed by the site's lab config (exposeAppInBrowser)
 _APP_READY = "window.jupyterapp !== undefined && document.querySelector('.jp-Notebook') !== null"
 #: run the open notebook's code cells one by one on its kernel, collecting each cell's outputs
 _RUN_CELLS = """async () => {
+  const stage = (text) => { window.labStage = text; };
+  stage('waiting for the notebook panel');
   const panel = window.jupyterapp.shell.currentWidget;
   await panel.context.ready;
+  stage('waiting for the session');
   await panel.sessionContext.ready;
   const kernel = panel.sessionContext.session.kernel;
+  stage('waiting for the kernel to answer kernel_info');
   await kernel.info;  // the kernel answered: Pyodide and atlas-web are loaded
   const results = [];
   for (const cell of panel.content.widgets) {
     if (cell.model.type !== 'code') { continue; }
     const out = {text: '', svg: '', error: false};
+    stage(`running code cell ${results.length + 1}`);
     const future = kernel.requestExecute({code: cell.model.sharedModel.getSource()});
     future.onIOPub = (msg) => {
       const content = msg.content, kind = msg.header.msg_type;
@@ -35,12 +44,23 @@ _RUN_CELLS = """async () => {
         out.svg += content.data['image/svg+xml'] || '';
       }
       if (kind === 'error') { out.error = true; out.text += content.ename + ': ' + content.evalue; }
+      window.labOutput = out.text.slice(-2000);
     };
     const reply = await future.done;
     out.error = out.error || reply.content.status !== 'ok';
     results.push(out);
   }
+  stage('done');
   return results;
+}"""
+#: where a run of _RUN_CELLS stands, for the failure message
+_LAB_STATE = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const session = panel && panel.sessionContext && panel.sessionContext.session;
+  const kernel = session && session.kernel;
+  return {stage: window.labStage || null, output: window.labOutput || null,
+          kernel: kernel ? {status: kernel.status, connection: kernel.connectionStatus, name: kernel.name} : null,
+          serviceWorker: navigator.serviceWorker ? !!navigator.serviceWorker.controller : null};
 }"""
 
 
@@ -62,20 +82,48 @@ def offline(browser):
     browser.unroute("**/*", route)
 
 
+#: the first attempt's limit: the lab runs each notebook in 20-90 s here; once in about six suite runs its
+#: kernel never finished (the first CI failure of this kind waited 600 s), and a fresh page then runs it
+FIRST_ATTEMPT_MS = 180_000
+
+
 def _run_notebook(browser, site_url: str, name: str, artifacts) -> list[dict]:
     """Open ``name`` in the lab and run its code cells, in order, on the notebook's own Pyodide kernel
     (through the kernel connection the open notebook holds: the toolbar's run-all sometimes lost track of
     a finished cell on this busy machine, leaving its prompt at [*]); return, per code cell, the text of
-    its outputs, the markup of the SVG drawings it displays and whether it raised."""
-    page = browser.new_page()
+    its outputs, the markup of the SVG drawings it displays and whether it raised. A first attempt that does
+    not finish within FIRST_ATTEMPT_MS is reported as a warning (where it stood: the stage, the kernel's
+    status, the console) and the notebook runs again in a fresh page; a second failure fails the test."""
+    stem = name.removesuffix(".ipynb")
+    for attempt, timeout_ms in enumerate((FIRST_ATTEMPT_MS, EVALUATE_TIMEOUT_MS), 1):
+        page = browser.new_page()
+        log = PageLog(page)
+        try:
+            page.goto(f"{site_url}lab/notebooks/index.html?path={name}")
+            page.wait_for_function(_APP_READY, timeout=BOOT_TIMEOUT_MS)
+            try:
+                cells = evaluate_within(page, _RUN_CELLS, timeout_ms=timeout_ms)
+            except pytest.fail.Exception as failure:
+                report = f"{failure}\nlab state: {_lab_state(page)}\nconsole: {log.errors[-20:]}"
+                page.screenshot(path=str(artifacts / f"lab-{stem}-attempt{attempt}-failed.png"), timeout=30_000)
+                if attempt == 2:
+                    pytest.fail(report)
+                warnings.warn(f"the lab's first run of {name} did not finish; running it again in a fresh "
+                              f"page: {report}")
+                continue
+            page.screenshot(path=str(artifacts / f"lab-{stem}.png"))
+            return cells
+        finally:
+            page.close()
+    raise AssertionError("unreachable: the second attempt returns or fails")
+
+
+def _lab_state(page) -> object:
+    """_LAB_STATE read from the page, or why it could not be (the page's thread busy for 10 s)."""
     try:
-        page.goto(f"{site_url}lab/notebooks/index.html?path={name}")
-        page.wait_for_function(_APP_READY, timeout=BOOT_TIMEOUT_MS)
-        cells = evaluate_within(page, _RUN_CELLS)
-        page.screenshot(path=str(artifacts / f"lab-{name.removesuffix('.ipynb')}.png"))
-    finally:
-        page.close()
-    return cells
+        return evaluate_within(page, _LAB_STATE, timeout_ms=10_000)
+    except pytest.fail.Exception as failure:
+        return f"unreadable: {failure}"
 
 
 def _expected_trap() -> str:
