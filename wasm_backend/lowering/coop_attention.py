@@ -44,7 +44,7 @@ from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_attention_rows import axpy_rows, online_row, scale_row
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm import THREADED_ROWS, threaded_units, unit_block_bytes, units_parallel
-from .coop_gemm_kernel import ELEMENTS, GemmShape, build_gemm_driver, scratch_bytes
+from .coop_gemm_kernel import ELEMENTS, GemmShape, build_gemm_driver, round16, scratch_bytes
 from .coop_ops import load_scalar, store_scalar
 from .coop_softmax import softmax_row
 from .rules import cooperative_rule
@@ -74,10 +74,6 @@ def attention_tiles(instr) -> tuple[int, int, int]:
         br, bk = max(1, min(seq, instr.block_size)), max(1, min(kv, instr.block_size))
         return br, bk, bk
     return max(1, min(seq, ROW_BLOCK)), max(1, min(kv, KEY_BLOCK)), max(1, kv)
-
-
-def _round16(value: int) -> int:
-    return -(-value // 16) * 16
 
 
 def _compute(ty: Type) -> Type:
@@ -126,13 +122,13 @@ def _layout(instr) -> tuple[int, int, int, int, int]:
     scratch, the end)."""
     br, bk, lds = attention_tiles(instr)
     size = _compute(instr.ty).size_bytes()
-    states = _round16(br * lds * size)
-    outputs = states + _round16(br * 2 * size)
+    states = round16(br * lds * size)
+    outputs = states + round16(br * 2 * size)
     values = outputs
     if instr.ty in _HALVES:   # the block's output rows, and a key block's values (Attention not causal: all kv_len)
         keys = lds if instr.INFO.name == "Attention" and not instr.causal else bk
-        values = outputs + _round16(br * instr.head_dim * 4)
-        gemm = values + _round16(keys * instr.head_dim * 4)
+        values = outputs + round16(br * instr.head_dim * 4)
+        gemm = values + round16(keys * instr.head_dim * 4)
     else:
         gemm = values
     return states, outputs, values, gemm, gemm + max((scratch_bytes(s) for s in _gemm_shapes(instr).values()),

@@ -27,7 +27,7 @@ from .coop_context import COOP_OK, CoopContext
 from .coop_gemm import (
     THREADED_ROWS, build_driver, call_driver, driver_outputs, driver_scratch_bytes, gemm_kernel_name,
 )
-from .coop_gemm_kernel import GemmShape
+from .coop_gemm_kernel import GemmShape, round16
 from .rules import cooperative_rule
 
 __all__ = ["CONTRACT_TYPES", "contract_gemm_shape", "contract_scratch_bytes", "copy_loops", "contract_parallel",
@@ -35,10 +35,6 @@ __all__ = ["CONTRACT_TYPES", "contract_gemm_shape", "contract_scratch_bytes", "c
 
 I32 = ValType.I32
 CONTRACT_TYPES = frozenset({Type.F32, Type.F64})
-
-
-def _round16(value: int) -> int:
-    return -(-value // 16) * 16
 
 
 def contract_gemm_shape(instr) -> GemmShape:
@@ -56,13 +52,13 @@ def _copy_sizes(instr) -> tuple[int, int]:
     """Scratch bytes of the copies of A and B (0 for an operand read in place), 16-byte multiples."""
     plan = gemm_plan(instr.shape_a, instr.shape_b, instr.contract_dims)
     size_bytes = instr.ty.size_bytes()
-    return (_round16(size(instr.shape_a) * size_bytes) if plan.a.copied else 0,
-            _round16(size(instr.shape_b) * size_bytes) if plan.b.copied else 0)
+    return (round16(size(instr.shape_a) * size_bytes) if plan.a.copied else 0,
+            round16(size(instr.shape_b) * size_bytes) if plan.b.copied else 0)
 
 
 def contract_scratch_bytes(instr) -> int:
     """Per-launch scratch bytes: the GEMM driver's, then the copies of A and B."""
-    return _round16(driver_scratch_bytes(contract_gemm_shape(instr))) + sum(_copy_sizes(instr))
+    return round16(driver_scratch_bytes(contract_gemm_shape(instr))) + sum(_copy_sizes(instr))
 
 
 def copy_loops(shape: tuple, layout: OperandLayout, element: int) -> list[tuple[int, int]]:
@@ -128,7 +124,7 @@ def _build(cc: CoopContext) -> None:
     scratch, cursor = cc.local(I32), cc.local(I32)
     cc.launch_base()
     e.i32(cc.launch.coop_scratch).op("i32.add").set(scratch)
-    e.get(scratch).i32(_round16(driver_scratch_bytes(shape))).op("i32.add").set(cursor)
+    e.get(scratch).i32(round16(driver_scratch_bytes(shape))).op("i32.add").set(cursor)
     operands = {}
     for name, layout, tensor in (("a", plan.a, instr.shape_a), ("b", plan.b, instr.shape_b)):
         if not layout.copied:
@@ -137,7 +133,7 @@ def _build(cc: CoopContext) -> None:
         start = operands[name] = cc.local(I32)
         e.get(cursor).set(start)
         _emit_copy(cc, checked[name], cursor, copy_loops(tensor, layout, element), element)
-        e.get(start).i32(_round16(size(tensor) * element)).op("i32.add").set(cursor)
+        e.get(start).i32(round16(size(tensor) * element)).op("i32.add").set(cursor)
     threaded = "parallel_gemm" in cc.m.imports and contract_parallel(instr) is not None
     driver = build_driver(cc.m, gemm_kernel_name(cc.index) if threaded else f"tcontract_kernel_{cc.index}", shape,
                           threaded)

@@ -33,12 +33,12 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import COOP_OK, CoopContext
-from .coop_gemm_kernel import cached_function
+from .coop_gemm_kernel import cached_function, round16
 from .math_seam import math_function_for
 from .rules import cooperative_rule
 
 __all__ = ["FFT_TYPES", "BLOCK", "fft_scratch_bytes", "twiddle_split", "twiddle_bytes", "twiddle_table", "emit_transform",
-           "scale_function", "push_product", "round16"]
+           "scale_function", "push_product"]
 
 I32, F64, V128 = ValType.I32, ValType.F64, ValType.V128
 FFT_TYPES = frozenset({Type.F32, Type.F64})
@@ -68,11 +68,6 @@ def twiddle_split(n: int) -> tuple[int, int]:
     bits = half.bit_length() - 1
     low = 1 << ((bits + 1) // 2)
     return low, half // low
-
-
-def round16(value: int) -> int:
-    """``value`` (bytes) rounded up to a multiple of 16 (the alignment of the scratch regions)."""
-    return -(-value // 16) * 16
 
 
 def twiddle_bytes(ty: Type, n: int) -> int:

@@ -28,8 +28,8 @@ from atlas_web.isa.types import Type
 
 from ..encoding.types import ValType
 from .coop_context import CoopContext
-from .coop_fft import emit_transform, round16, push_product, twiddle_bytes, twiddle_table
-from .coop_gemm_kernel import cached_function
+from .coop_fft import emit_transform, push_product, twiddle_bytes, twiddle_table
+from .coop_gemm_kernel import cached_function, round16
 from .math_seam import math_function_for
 
 __all__ = ["bluestein_size", "bluestein_scratch_bytes", "emit_bluestein"]

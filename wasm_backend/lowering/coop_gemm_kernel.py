@@ -36,7 +36,7 @@ from ..encoding.types import ValType
 from .coop_ops import load_scalar
 
 __all__ = ["Element", "ELEMENTS", "Tiling", "DEFAULT_TILING", "TILINGS", "GemmShape", "scratch_bytes",
-           "build_gemm_driver", "row_step"]
+           "build_gemm_driver", "row_step", "round16"]
 
 I32, V128 = ValType.I32, ValType.V128
 
@@ -115,6 +115,12 @@ class GemmShape:
 
 def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
+
+
+def round16(value: int) -> int:
+    """``value`` (bytes) rounded up to a multiple of 16 (the alignment of every cooperative kernel's scratch
+    regions)."""
+    return _round_up(value, 16)
 
 
 def scratch_bytes(shape: GemmShape, tiling: Tiling | None = None) -> int:
