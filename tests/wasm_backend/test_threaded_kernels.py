@@ -51,24 +51,18 @@ def _layer_scale(rows: int, n: int) -> MatrixCase:
 
 
 # each run: (inputs, output, trap, a function listing where the output breaks the contract against NumPy)
-def _run_norm(backend, case):
-    inputs, got, trap = norm_cases.run_norm(backend, case)
-    return inputs, got, trap, lambda: norm_cases.compare(case, inputs, got)
+def _runner(run, compare):
+    """A run of the family whose cases ``run(backend, case)`` launches and ``compare(case, inputs, out)`` checks."""
+    def run_case(backend, case):
+        inputs, out, trap = run(backend, case)
+        return inputs, out, trap, lambda: compare(case, inputs, out)
+    return run_case
 
 
-def _run_attention(backend, case):
-    inputs, raw, trap = attention_cases.run_attention(backend, case)
-    return inputs, raw, trap, lambda: attention_cases.compare(case, inputs, raw)
-
-
-def _run_contract(backend, case):
-    inputs, raw, trap = contract_cases.run_contract(backend, case)
-    return inputs, raw, trap, lambda: contract_cases.compare(case, inputs, raw)
-
-
-def _run_conv(backend, case):
-    inputs, got, trap = conv_fft_cases.run_case(backend, case)
-    return inputs, got, trap, lambda: conv_fft_cases.compare(case, inputs, got)
+_run_norm = _runner(norm_cases.run_norm, norm_cases.compare)
+_run_attention = _runner(attention_cases.run_attention, attention_cases.compare)
+_run_contract = _runner(contract_cases.run_contract, contract_cases.compare)
+_run_conv = _runner(conv_fft_cases.run_case, conv_fft_cases.compare)
 
 
 def _run_layer_scale(backend, case):
