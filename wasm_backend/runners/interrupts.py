@@ -40,7 +40,7 @@ from typing import Any, Callable
 import wasmtime
 from wasmtime import _ffi as ffi
 
-__all__ = ["TICK_SECONDS", "EpochGuard", "EpochTicker", "guard_store", "call_interruptibly"]
+__all__ = ["TICK_SECONDS", "EpochGuard", "TickedEngine", "EpochTicker", "guard_store", "call_interruptibly"]
 
 #: how often every engine's epoch advances (the latency of a Ctrl-C inside a call, at most about this)
 TICK_SECONDS = 0.1
@@ -102,34 +102,60 @@ class EpochGuard:
 _DEADLINE_CODE = EpochGuard._on_deadline.__code__
 
 
+class TickedEngine(wasmtime.Engine):
+    """A wasmtime Engine that EpochTicker ticks. wasmtime-py frees an engine (``close``, or ``__del__`` before the
+    weak references to it are cleared) in a ctypes call that lets other threads run, and clears its pointer only
+    after: the ticker could take the dying engine from its weak set and increment a freed engine (a segfault seen
+    once in a whole-suite run). Deleting one takes the ticker's lock and marks it deleted first; the ticker
+    increments under that lock and skips a deleted one."""
+
+    deleted = False
+
+    def _delete(self, ptr: Any) -> None:
+        with EpochTicker.lock:
+            self.deleted = True
+            super()._delete(ptr)
+
+
 class EpochTicker:
     """One daemon thread incrementing the epoch of every registered engine every TICK_SECONDS; it holds the
-    engines weakly and ends when none is left (a later ``register`` starts a new one)."""
+    engines weakly and ends when none is left (a later ``new_engine`` starts a new one)."""
 
-    _lock = threading.Lock()
-    _engines: "weakref.WeakSet[wasmtime.Engine]" = weakref.WeakSet()
+    #: held while engines are incremented and while one is deleted (reentrant: an engine may be collected on
+    #: the ticker's own thread)
+    lock = threading.RLock()
+    _engines: "weakref.WeakSet[TickedEngine]" = weakref.WeakSet()
     _thread: threading.Thread | None = None
 
     @classmethod
-    def register(cls, engine: "wasmtime.Engine") -> None:
-        with cls._lock:
+    def new_engine(cls, config: "wasmtime.Config") -> TickedEngine:
+        """A TickedEngine of ``config`` (epoch interruption on), registered: its epoch advances every tick."""
+        engine = TickedEngine(config)
+        with cls.lock:
             cls._engines.add(engine)
             if cls._thread is None or not cls._thread.is_alive():
                 cls._thread = threading.Thread(target=cls._tick, name="wasmtime-epoch", daemon=True)
                 cls._thread.start()
+        return engine
+
+    @classmethod
+    def tick(cls) -> bool:
+        """Increment the epoch of every live engine once; False (and the thread forgotten) when none is left."""
+        with cls.lock:
+            engines = [engine for engine in cls._engines if not engine.deleted]
+            if not engines:
+                cls._thread = None
+                return False
+            for engine in engines:
+                engine.increment_epoch()
+        return True
 
     @classmethod
     def _tick(cls) -> None:
         while True:
             time.sleep(TICK_SECONDS)
-            with cls._lock:
-                engines = list(cls._engines)
-                if not engines:
-                    cls._thread = None
-                    return
-            for engine in engines:
-                engine.increment_epoch()
-            del engines
+            if not cls.tick():
+                return
 
 
 def guard_store(store: "wasmtime.Store") -> EpochGuard:

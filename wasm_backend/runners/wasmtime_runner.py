@@ -194,8 +194,7 @@ class WasmtimeRunner(WasmRunner):
         config.epoch_interruption = True  # Ctrl-C inside a call (interrupts.py)
         self._budgeted = bool(budgeted)
         self._default_fuel = UNLIMITED_FUEL if default_budget is None else default_budget
-        self._engine = wasmtime.Engine(config)
-        EpochTicker.register(self._engine)
+        self._engine = EpochTicker.new_engine(config)
 
     @property
     def supports_budget(self) -> bool:
