@@ -95,7 +95,7 @@ class CompiledProgram:
         self._shaders.remember((config, features, chunks, windows), shaders)
         return shaders
 
-    def state_windows(self, config: LaunchConfig, binding_limit: int, alignment: int) -> StateWindows | None:
+    def state_windows(self, config: LaunchConfig, binding_limit: int) -> StateWindows | None:
         """Windows for the lane state of a launch of ``config`` when its slots exceed ``binding_limit`` bytes
         and can be split (state_windows' docstring says which can); None otherwise (one binding, refused
         by the launcher if it is too large)."""
@@ -104,7 +104,7 @@ class CompiledProgram:
         if self.state.wide_slots or self.state.wide_register_slots or shared_backup_words(
                 self.plan, self.state, config, self.multi_stage)[1]:
             return None
-        return plan_state_windows(self.state.total_slots, config.total_threads, binding_limit, alignment)
+        return plan_state_windows(self.state.total_slots, config.total_threads, binding_limit)
 
     def shared_backup(self, config: LaunchConfig) -> tuple[int, int]:
         """(byte offset, bytes) of the blocks' shared-memory copies in the state buffer ((0, 0): none)."""
@@ -114,14 +114,15 @@ class CompiledProgram:
     def state_layout(self, config: LaunchConfig, shaders, windows: StateWindows | None = None
                      ) -> tuple[int, int, int]:
         """(bytes of the state buffer, byte offset and byte size of the wide register file) one
-        launch of ``config`` needs with the stage ``shaders`` (and its lane state over ``windows``)."""
+        launch of ``config`` needs with the stage ``shaders`` (with its lane state over ``windows``: the bytes
+        of window 0, the state buffer; the other windows are buffers of their own)."""
         if windows is not None:
             if any(s.wide_slots for s in shaders):
                 raise ExecutionFailed(
                     f"the launch of {config.total_threads:,} lanes needs wide (over 64-bit) register scratch and its "
                     "lane state exceeds one storage binding (maxStorageBufferBindingSize): the scratch cannot be "
                     "split over bindings; use fewer lanes")
-            return windows.total_bytes, windows.total_bytes, 0
+            return windows.sizes()[0], 0, 0   # window 0 is the state buffer; the others are their own buffers
         base = wide_register_file_base(self.plan, self.state, config, self.multi_stage)
         wide = max((s.wide_slots for s in shaders), default=0) * config.total_threads
         if not self.multi_stage and not wide:

@@ -33,7 +33,7 @@ from atlas_web.launch import LaunchConfig
 from atlas_web.trap_report import program_trap
 
 from .compiler import CompiledProgram, CooperativePlan
-from .state_windows import FIRST_WINDOW_BINDING, StateWindows
+from .state_windows import StateWindows
 from atlas_web.isa.extents import array_operands
 
 from .host_steps import binding_roles, kernel_operands
@@ -116,6 +116,8 @@ class Launcher:
                                                  BufferUsage.STORAGE | BufferUsage.COPY_DST)
         self.rt = driver.create_buffer(4096, _STORAGE)
         self.state = driver.create_buffer(16, _STORAGE)
+        #: the buffers of lane-state windows 1, 2, ... (window 0 is ``state``; see state_windows)
+        self.state_windows: list = []
         self.partials = driver.create_buffer(MAX_GROUPS * 8, _STORAGE)
         #: a kernel's own work memory (Kernel.scratch)
         self.work = driver.create_buffer(16, _STORAGE)
@@ -136,30 +138,43 @@ class Launcher:
         self._retired: list = []
 
     # ---- scratch buffers -----------------------------------------------------------------------
-    def _ensure(self, name: str, size: int, lanes: int | None = None, windowed: bool = False) -> None:
-        """Grow scratch buffer ``name`` to ``size`` bytes. Raises ExecutionFailed past the binding limit
-        (``windowed``: the buffer is bound in windows, past the buffer limit), saying what it holds and,
-        for a per-lane buffer of a launch of ``lanes`` lanes, about how many lanes of this program fit."""
+    def _ensure(self, name: str, size: int, lanes: int | None = None) -> None:
+        """Grow scratch buffer ``name`` to ``size`` bytes. Raises ExecutionFailed past the binding limit, saying
+        what it holds and, for a per-lane buffer of a launch of ``lanes`` lanes, about how many lanes of this
+        program fit."""
         buffer = getattr(self, name)
         if buffer.size >= size:
             return
         limit = self.driver.limit("maxStorageBufferBindingSize")
-        if windowed:
-            limit = self.driver.limit("maxBufferSize")
-            if size > limit:
-                raise ExecutionFailed(f"the launch of {lanes:,} lanes needs {size:,} bytes of "
-                                      f"{_SCRATCH_WHAT.get(name, name)}; this device's buffers hold at most "
-                                      f"{limit:,} bytes (maxBufferSize); about {lanes * limit // size:,} lanes fit")
-        elif size > limit:
+        if size > limit:
             fit = (f"; about {lanes * limit // size:,} lanes of this program fit" if lanes else
                    " (split the instruction's batch over several launches)" if name == "work" else " (use fewer lanes)")
             raise ExecutionFailed(f"the launch{f' of {lanes:,} lanes' if lanes else ''} needs {size:,} bytes of "
                                   f"{_SCRATCH_WHAT.get(name, name + ' scratch')} in one binding; this device binds at "
                                   f"most {limit:,} bytes (maxStorageBufferBindingSize){fit}")
+        setattr(self, name, self._grown(buffer, size, limit))
+
+    def _grown(self, buffer, size: int, limit: int):
+        """A new buffer of at least ``size`` bytes replacing ``buffer`` (retired): doubled for the next growth,
+        but never past ``limit``, what one binding allows."""
         self._retired.append(buffer)     # destroyed once the commands naming it are submitted
-        # doubled for the next growth, but never past what one binding (or the buffer limit) allows
-        setattr(self, name, self.driver.create_buffer(max(size, min(2 * buffer.size, limit)), _STORAGE))
         self.generation += 1
+        return self.driver.create_buffer(max(size, min(2 * buffer.size, limit)), _STORAGE)
+
+    def _ensure_windows(self, windows: StateWindows, lanes: int) -> None:
+        """The state buffer and one buffer per further window, each grown to its window's bytes (each at most
+        one binding: plan_state_windows sized them)."""
+        sizes = windows.sizes()
+        self._ensure("state", sizes[0], lanes)
+        limit = self.driver.limit("maxStorageBufferBindingSize")
+        for j, size in enumerate(sizes[1:]):
+            if j == len(self.state_windows):
+                self.state_windows.append(self.driver.create_buffer(size, _STORAGE))   # named by no record yet
+            elif self.state_windows[j].size < size:
+                self.state_windows[j] = self._grown(self.state_windows[j], size, limit)
+
+    def _window_buffer(self, window: int):
+        return self.state if window == 0 else self.state_windows[window - 1]
 
     def _destroy_retired(self) -> None:
         for buffer in self._retired:
@@ -213,13 +228,13 @@ class Launcher:
         for k in range(len(self.memory.chunks)):
             layout[FIRST_CHUNK_BINDING + k] = "storage"
         for j in range(1, windows.count if windows else 1):
-            layout[FIRST_WINDOW_BINDING + j - 1] = "storage"
+            layout[StateWindows.binding(j)] = "storage"
         return layout
 
     def _state_windows(self, compiled: CompiledProgram, config: LaunchConfig) -> StateWindows | None:
         """The windows of a launch's lane state (None: one binding). Raises ExecutionFailed when the
         windows need more storage bindings than a shader stage may have."""
-        windows = compiled.state_windows(config, self.driver.limit("maxStorageBufferBindingSize"), self.bind_alignment)
+        windows = compiled.state_windows(config, self.driver.limit("maxStorageBufferBindingSize"))
         if windows is not None:
             most = self.driver.limit("maxStorageBuffersPerShaderStage")
             if 4 + len(self.memory.chunks) + windows.count - 1 > most:
@@ -237,15 +252,12 @@ class Launcher:
         key = ("stage", compiled.digest, config, chunks, stage, self.features, windows)
         pipeline = self._pipeline(key, shader.source, self._stage_layout(windows))
         buffers = self.memory.chunk_buffers()
-        limit = self.driver.limit("maxStorageBufferBindingSize")
-        # a state buffer grown for windows by an earlier launch is bound only as far as one binding may reach
-        state = self.state if self.state.size <= limit else BufferBinding(self.state, 0, limit - limit % 4)
         bindings = {0: BufferBinding(self.launch_slots, slot * LAUNCH_SLOT_BYTES, LAUNCH_SLOT_BYTES), 1: self.rt,
-                    2: self.memory.device_table, 3: state}
+                    2: self.memory.device_table, 3: self.state}
         for k, buffer in enumerate(buffers):
             bindings[FIRST_CHUNK_BINDING + k] = buffer
-        for j, (offset, size) in enumerate(windows.ranges() if windows else ()):
-            bindings[3 if j == 0 else FIRST_WINDOW_BINDING + j - 1] = BufferBinding(self.state, offset, size)
+        for j, size in enumerate(windows.sizes() if windows else ()):
+            bindings[StateWindows.binding(j)] = BufferBinding(self._window_buffer(j), 0, size)
         return DispatchCommand(pipeline, bindings, split_workgroups(config.num_blocks, self.max_groups))
 
     def _kernel_commands(self, dispatches, step: CooperativePlan, operands: dict,
@@ -340,7 +352,10 @@ class Launcher:
         runtime = compiled.runtime_layout(config, may_trap)
         self._ensure("rt", 4 * runtime.words, config.total_threads if may_trap else None)
         state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders, windows)
-        self._ensure("state", state_bytes, config.total_threads, windowed=windows is not None)
+        if windows is None:
+            self._ensure("state", state_bytes, config.total_threads)
+        else:
+            self._ensure_windows(windows, config.total_threads)
         if wide_bytes:
             io.clear(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)
@@ -387,9 +402,12 @@ class Launcher:
         if 0 in compiled.passes_to and compiled.multi_stage:
             # no first stage starts the lanes: their state (the flags word too: an earlier launch may have
             # left "ended" there) and the blocks' shared-memory copies start at zero
-            backup, backup_bytes = compiled.shared_backup(config)
-            slots_bytes = windows.total_bytes if windows else 4 * compiled.state.total_slots * config.total_threads
-            io.clear(self.state, 0, max(slots_bytes, backup + backup_bytes))
+            if windows is None:
+                backup, backup_bytes = compiled.shared_backup(config)
+                io.clear(self.state, 0, max(4 * compiled.state.total_slots * config.total_threads, backup + backup_bytes))
+            else:                   # no shared-memory copies with windows (compiled.state_windows)
+                for j, size in enumerate(windows.sizes()):
+                    io.clear(self._window_buffer(j), 0, size)
         while True:
             passing = compiled.passes_to.get(stage.id)
             if passing is None and stage.id not in compiled.empty_stages:
@@ -498,8 +516,8 @@ class Launcher:
                 continue
             words = []
             for k in range(vreg_words(vreg)):
-                byte = windows.slot_byte(slot + k) if windows else 4 * (slot + k) * config.total_threads
-                data = yield _Read(self.state, byte, 4)
+                window, byte = windows.slot_byte(slot + k) if windows else (0, 4 * (slot + k) * config.total_threads)
+                data = yield _Read(self._window_buffer(window), byte, 4)
                 words.append(struct.unpack("<I", bytes(data))[0])
             values[path] = tuple(words)
         return values
