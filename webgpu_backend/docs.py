@@ -31,7 +31,10 @@ NOTES = (
     "F16 computes in f32 and rounds to nearest even in integer code on the bits (also where the device has "
     "shader-f16: WGSL's `f16()` may round either way, and an NVIDIA H200 kept an overflowed product finite); "
     "BF16 rounds to nearest even on the bits. 8/16-bit integers live in u32 words, 64-bit ones "
-    "in `vec2<u32>`, the extended integers in a per-lane register file in memory (limb loops).",
+    "in `vec2<u32>`, the extended integers in a per-lane register file in memory (limb loops). An 8- or "
+    "16-bit store writes its bits of a 32-bit word in one atomic step (a compare-exchange loop; `wgsl/subword.py`), "
+    "so the stores of neighbouring lanes keep each other's bytes and racing stores into one element leave one of "
+    "their values, as docs/semantics.md bounds a data race.",
     "Transcendentals: the WGSL builtins were measured on " + DEVICE + " and replaced by our own f32 "
     "implementations wherever they are worse than 4 ulp (all of them there); GELU and POW carry their "
     "argument in double-f32. F16/BF16 results are the f32 function rounded once (bound: 1 ulp). The table "
@@ -56,8 +59,8 @@ NOTES = (
     "(`unpack2x16float`, or the bf16 bits shifted; exact, no shader-f16 needed). QuantizedGEMM (I8 and F32 C) "
     "stages sign-extended i8 (`extractBits`) and sums in wrapping i32, converts the sum to f32 rounded to even "
     "exactly (its two 16-bit halves), multiplies by the scale rounded on the host as the reference's f32 steps, "
-    "and for I8 C rounds half to even, maps NaN to 0, saturates and writes each byte with atomic and/or on its "
-    "word: the reference's bits. `dot4I8Packed` is not used.",
+    "and for I8 C rounds half to even, maps NaN to 0, saturates and writes each byte into its "
+    "word in one atomic step (compare-exchange): the reference's bits. `dot4I8Packed` is not used.",
     "SparseGEMM (F32; `wgsl/kernels/sparse.py`): the extent of a_values and a_indices (a_ptr[m]) is known only "
     "on the device, so a first dispatch (one workgroup) checks it against their allocations, then the pointers "
     "and the used column indices, and traps itself with lane -1 and the reference's record (the first bad "
@@ -78,7 +81,7 @@ NOTES = (
     "contract's bound + 1 ulp). In one headless Chromium page (SwiftShader) LayerNorm and RMSNorm 256 x 1024 run "
     "2.2x and 2.8x TF.js webgpu's op compositions (benchmarks/peers/nn_webgpu.py).",
     "Softmax and LogSoftmax (F32; F16 and BF16 read into f32, computed in f32, each output rounded once and "
-    "stored by atomic and/or into its half-word, as Conv2D's) run one shader per shape "
+    "stored into its half-word in one atomic step, as Conv2D's) run one shader per shape "
     "(`wgsl/kernels/softmax.py`): a workgroup of 16 per row (64 past 2^19 elements; "
     "few invocations: SwiftShader and llvmpipe switch through every invocation at each barrier; rows looped only "
     "past the device's workgroup limit), the maximum over the finite elements compared as ordered bit keys, "
@@ -88,7 +91,7 @@ NOTES = (
     "tf.softmax at 256 x 1024 and 5.4x at 1024 x 1024 (benchmarks/peers/softmax.py --webgpu). Measured on "
     "256 x 1024 normal*4 f32 logits against binary64 (lavapipe): Softmax 28.6 u relative at most (median 4.1 u), "
     "LogSoftmax 9.4 u * max(1, |y|) absolute; within the contract's bound on every conformance case.",
-    "RoPE (F32; F16/BF16 computed in f32, stored by atomic and/or into their half-words; "
+    "RoPE (F32; F16/BF16 computed in f32, stored into their half-words in one atomic step; "
     "`wgsl/kernels/attention.py`) rotates up to 4 pairs per invocation (a grid-stride loop) with the angle in f32 "
     "and the library's range-reduced cos_f32/sin_f32 (one reduction for both; no workgroup barrier: in one "
     "headless Chromium page, SwiftShader, 1 x 256 x 8 x 64 ran 1.12-1.18x TF.js webgpu's composition with WGSL's "
@@ -106,7 +109,7 @@ NOTES = (
     "Measured over the conformance cases (lavapipe): at most 0.03 of the conformance allowance for "
     "Attention/FlashAttention, 0.38 for RoPE (its f32 angle).",
     "Conv2D (F32; F16 and BF16 read into f32, computed in f32, each output rounded once to nearest even by integer "
-    "steps and stored into its half of a word by atomic and/or) is an implicit GEMM (`wgsl/kernels/conv2d.py`): "
+    "steps and stored into its half of a word in one atomic step) is an implicit GEMM (`wgsl/kernels/conv2d.py`): "
     "GEMM's 64 x 64 tiles, the im2col values computed while staging each 16-deep slice (padding zeros take part "
     "in the products), the bias added at the store. Measured (lavapipe, against binary64): at most "
     "3.6 u * sum|input * kernel| (bound (K + 2) u times it).",

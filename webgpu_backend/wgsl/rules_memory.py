@@ -7,7 +7,7 @@ check; register-based ones check, in the contract's order, the handle (INVALID_H
 range (OUT_OF_BOUNDS, also for an offset leaving 0 … 2**32-1) and the alignment (MISALIGNED).
 
 Memory is read and written in 32-bit words (``mem_load``/``mem_store`` and, for the 8- and
-16-bit stores that share a word with other lanes' bytes, the atomic ``mem_and``/``mem_or``);
+16-bit stores that share a word with other lanes' bytes, ``mem_merge``: one atomic step, see ``subword``);
 the stage shader defines these for its chunks (with several chunks they act on the private
 ``current_chunk``, set before each access). Shared memory works the same way through
 ``shm_*`` on a workgroup array of SHARED_WORDS words.
@@ -52,15 +52,15 @@ def _bits16(ctx, wt: WgslType, expr: str) -> str:
 
 
 def store_value(ctx, wt: WgslType, prefix: str, byte: str, src: str) -> None:
-    """Store ``src`` (of ``wt``, not extended) at byte offset ``byte`` with ``{prefix}_store/_and/_or``."""
+    """Store ``src`` (of ``wt``, not extended) at byte offset ``byte`` with ``{prefix}_store`` (whole words) or
+    ``{prefix}_merge`` (8/16 bits into their word, one atomic step: subword.merge_bits)."""
     if wt.size == 1 or wt.size == 2:
         ctx.resources.atomic_memory = ctx.resources.atomic_memory or prefix == "mem"
         ctx.resources.atomic_shared = ctx.resources.atomic_shared or prefix == "shm"
         mask, lane_bits = ("0xffu", 3) if wt.size == 1 else ("0xffffu", 2)
         shift = ctx.temp(f"({byte} & {lane_bits}u) * 8u")
         word = ctx.temp(f"{byte} >> 2u")
-        ctx.emit(f"{prefix}_and({word}, ~({mask} << {shift}));")
-        ctx.emit(f"{prefix}_or({word}, ({_bits16(ctx, wt, src)} & {mask}) << {shift});")
+        ctx.emit(f"{prefix}_merge({word}, {mask} << {shift}, ({_bits16(ctx, wt, src)} & {mask}) << {shift});")
         return
     if wt.size == 4:
         bits = f"bitcast<u32>({src})" if wt.family == "float" else src

@@ -42,6 +42,7 @@ from .library import HelperSet
 from .rules_atlas import neighbour_table_wgsl
 from .runtime_layout import GUARD_WGSL, NO_TRAP, launch_struct, RuntimeLayout
 from .segments import NO_LABEL, render_segment
+from .subword import merge_bits
 from ..state_windows import FIRST_WINDOW_BINDING, StateWindows
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
@@ -111,11 +112,9 @@ def _memory_accessors(chunks: int, atomic: bool) -> str:
         "fn mem_load(w: u32) -> u32 {\n" + dispatch(load) + "\n}",
         "fn mem_store(w: u32, v: u32) {\n    if (!alive) { return; }\n" + dispatch(store) + "\n}",
     ]
-    if atomic:
-        parts.append("fn mem_and(w: u32, v: u32) {\n    if (!alive) { return; }\n"
-                     + dispatch(lambda k: f"atomicAnd(&mem{k}[w], v);") + "\n}")
-        parts.append("fn mem_or(w: u32, v: u32) {\n    if (!alive) { return; }\n"
-                     + dispatch(lambda k: f"atomicOr(&mem{k}[w], v);") + "\n}")
+    if atomic:     # an 8/16-bit store: its bits of the word, in one atomic step
+        parts.append("fn mem_merge(w: u32, mask: u32, v: u32) {\n    if (!alive) { return; }\n"
+                     + dispatch(lambda k: merge_bits(f"mem{k}[w]", "mask", "v")) + "\n}")
     return "\n\n".join(parts)
 
 
@@ -123,8 +122,8 @@ def _shared_accessors(atomic: bool) -> str:
     if atomic:
         return ("fn shm_load(w: u32) -> u32 { return atomicLoad(&shm[w]); }\n"
                 "fn shm_store(w: u32, v: u32) { if (alive) { atomicStore(&shm[w], v); } }\n"
-                "fn shm_and(w: u32, v: u32) { if (alive) { atomicAnd(&shm[w], v); } }\n"
-                "fn shm_or(w: u32, v: u32) { if (alive) { atomicOr(&shm[w], v); } }")
+                "fn shm_merge(w: u32, mask: u32, v: u32) {\n    if (!alive) { return; }\n    "
+                + merge_bits("shm[w]", "mask", "v") + "\n}")
     return ("fn shm_load(w: u32) -> u32 { return shm[w]; }\n"
             "fn shm_store(w: u32, v: u32) { if (alive) { shm[w] = v; } }")
 

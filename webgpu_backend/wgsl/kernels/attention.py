@@ -1,8 +1,8 @@
 """The kernels of the attention rows (docs/semantics.md, Attention kernels): RoPE, KVCacheUpdate, Attention and
 FlashAttention. Standard library only.
 
-* **RoPE** (F32; F16 and BF16 read into f32, each output rounded once and stored into its half of a word by
-  atomic and/or, as Conv2D's): one invocation per pair, a grid-stride loop: ``theta = f32(position + s) *
+* **RoPE** (F32; F16 and BF16 read into f32, each output rounded once and stored into its half of a word in
+  one atomic step, as Conv2D's): one invocation per pair, a grid-stride loop: ``theta = f32(position + s) *
   freqs[p]`` (one rounding: the contract's ``u * |theta|``), the library's ``cos_f32``/``sin_f32``
   (range-reduced), then ``x1*c - x2*s``, ``x1*s + x2*c``; each invocation reads its pair before writing it, so
   the output may be the input.
@@ -86,8 +86,8 @@ class _Spec:
 
     def header(self, features: ShaderFeatures, helpers: HelperSet | None = None) -> str:
         """Launch, rt, the array bindings, ``ld<k>(i) -> f32`` (element i of role k) and ``st(i, v)`` (output
-        element i := v, rounded once to f16/bf16 and stored into its half of a word by atomic and/or: the other
-        half may be another invocation's), helpers, constants."""
+        element i := v, rounded once to f16/bf16 and stored into its half of a word in one atomic step
+        (subword.merge_bits): the other half may be another invocation's), helpers, constants."""
         halves = self.kind != "f32"
         lines = [features.enable_directives + launch_struct(),
                  "@group(0) @binding(0) var<storage, read> launch: Launch;",

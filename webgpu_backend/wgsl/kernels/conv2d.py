@@ -24,6 +24,7 @@ from atlas_web.isa.types import Type
 
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
+from ..subword import merge_bits
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .gemm import INPUTS, DEPTH, TILE, tile_main, tile_product
 
@@ -141,15 +142,14 @@ ROUNDING = {
 
 def element_writer(kind: str, function: str, array: str) -> str:
     """WGSL ``function(idx, v)``: element idx of the output (byte ``launch.dst`` of ``array``) := v (f32), or v
-    rounded once to f16/bf16 (ROUNDING) and stored into its half of a word by atomic and/or (``array`` holds
-    atomic<u32>: the other half may be another invocation's)."""
+    rounded once to f16/bf16 (ROUNDING) and stored into its half of a word in one atomic step (subword.merge_bits;
+    ``array`` holds atomic<u32>: the other half may be another invocation's)."""
     if kind == "f32":
         return f"fn {function}(idx: u32, v: f32) {{\n    {array}[(launch.dst >> 2u) + idx] = bitcast<u32>(v);\n}}\n"
     return ROUNDING[kind] + f"""fn {function}(idx: u32, v: f32) {{
     let h = (launch.dst >> 1u) + idx;
     let shift = (h & 1u) * 16u;
-    atomicAnd(&{array}[h >> 1u], ~(0xffffu << shift));
-    atomicOr(&{array}[h >> 1u], rounded_bits(v) << shift);
+    {merge_bits(f"{array}[h >> 1u]", "0xffffu << shift", "rounded_bits(v) << shift")}
 }}
 """
 

@@ -27,8 +27,8 @@ wraps, as the contract's i32 accumulation). QuantizedGEMM's output (``GemmSpec.o
 to f32 exactly rounded (``exact_f32``: its high and low 16 bits converted exactly, one correctly rounded
 addition; WGSL's own i32 to f32 conversion may round either way), times the host-rounded f32 scale
 (``a_scale * b_scale``, and for I8 C ``/ c_scale``: the reference's f32 steps); I8 C then rounds half to even
-(``round``), takes NaN to 0 (by its bits) and saturates, and stores its byte with two atomic operations on the
-word (bytes of one word belong to several invocations), so the bytes around C keep their values.
+(``round``), takes NaN to 0 (by its bits) and saturates, and stores its byte into its word in one atomic step
+(``subword.merge_bits``: bytes of one word belong to several invocations), so the bytes around C keep their values.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from atlas_web.isa.types import Type
 
 from ..emitter import ShaderFeatures
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
+from ..subword import merge_bits
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
 
@@ -336,8 +337,7 @@ def _store(spec: GemmSpec) -> str:
     var q = 0;
     if ((bitcast<u32>(x) & 0x7FFFFFFFu) <= 0x7F800000u) {{ q = i32(clamp(x, -128.0, 127.0)); }}
     let shift = (at & 3u) * 8u;
-    atomicAnd(&cmat[at >> 2u], ~(0xFFu << shift));
-    atomicOr(&cmat[at >> 2u], (bitcast<u32>(q) & 0xFFu) << shift);"""
+    {merge_bits("cmat[at >> 2u]", "0xFFu << shift", "(bitcast<u32>(q) & 0xFFu) << shift")}"""
     # through launch.zero: a constant NaN or infinity would be a shader-creation error in WGSL
     alpha = f"bitcast<f32>(launch.zero ^ {spec.alpha_bits}u)"
     beta = f"bitcast<f32>(launch.zero ^ {spec.beta_bits}u)"

@@ -1,7 +1,7 @@
 """The kernels of LayerNorm, RMSNorm, GroupNorm and BatchNorm (F32; F16 and BF16 read into f32 through
 gemm.INPUTS' readers, computed in f32, each output rounded once to nearest even (conv2d.ROUNDING) and stored into
-its half of a word by atomic and/or: neighbouring elements, and a group's last and the next group's first, share a
-word): a workgroup per statistics group.
+its half of a word in one atomic step (subword.merge_bits): neighbouring elements, and a group's last and the next
+group's first, share a word): a workgroup per statistics group.
 
 A *group* is a LayerNorm/RMSNorm row (``n`` elements), a GroupNorm group of one item (``channels / groups *
 spatial`` consecutive elements) or a BatchNorm run of one item and channel (``spatial`` elements). Groups are a
@@ -148,7 +148,7 @@ def _bindings(spec: NormSpec) -> list[str]:
 def _loaders(spec: NormSpec) -> str:
     """``ld_<array>(idx) -> f32`` for each source array (f16/bf16 widened exactly; from the output's binding by
     atomicLoad for halves) and ``st(idx, v)`` for the output (f16/bf16: v rounded once, stored into its half of a
-    word by atomic and/or: the other half may be another invocation's)."""
+    word in one atomic step (subword.merge_bits): the other half may be another invocation's)."""
     names = ("output",) + _SOURCES[spec.name]
     halves = spec.kind != "f32"
     out = [element_reader(spec.kind, f"ld_{name}", f"launch.{_ROLES[k]}", f"buf{spec.slots[k]}",

@@ -1,6 +1,6 @@
 """The kernels of Softmax and LogSoftmax (F32; F16 and BF16 read into f32 through gemm.INPUTS' readers, computed
-in f32, each output rounded once to nearest even (conv2d.ROUNDING) and stored into its half of a word by atomic
-and/or: a row's last word may be the next row's first, written by another workgroup): one workgroup per row,
+in f32, each output rounded once to nearest even (conv2d.ROUNDING) and stored into its half of a word in one
+atomic step (subword.merge_bits): a row's last word may be the next row's first, written by another workgroup): one workgroup per row,
 workgroup reductions.
 
 Each workgroup takes one row (a grid-stride loop over rows only where there are more rows than the device's
@@ -220,8 +220,8 @@ def _rows_header(spec: SoftmaxSpec) -> str:
 def _access(spec: SoftmaxSpec) -> str:
     """WGSL ``ld(idx) -> u32``: the f32 bits of the input's element idx (f16/bf16 widened exactly by gemm.INPUTS'
     reader; from the output's binding, by atomicLoad for halves, where the input lies in its buffer), and ``st(idx,
-    bits)``: output element idx := the f32 of ``bits`` (f16/bf16: rounded once, stored into its half of a word by
-    atomic and/or, the other half may be another invocation's)."""
+    bits)``: output element idx := the f32 of ``bits`` (f16/bf16: rounded once, stored into its half of a word in
+    one atomic step, the other half may be another invocation's)."""
     array = "cmat" if spec.reads == "dst" else "amat"
     if spec.kind == "f32":
         return f"""fn ld(idx: u32) -> u32 {{ return {array}[(launch.src_a >> 2u) + idx]; }}
