@@ -26,7 +26,7 @@ from .types import FLOAT_TYPES, INTEGER_TYPES_UP_TO_64, Type
 __all__ = [
     "OperandKind", "Access", "ExecKind", "Operand", "OpcodeInfo", "OPCODE_TABLE",
     "TypeRule", "FLOATS", "INTS", "EXTENDED", "ALL", "SCALARS", "STRUCTURAL_INSTRUCTIONS", "Effects",
-    "Requirement", "float_storage",
+    "Requirement", "float_storage", "SUBNORMAL_FLUSHED_TYPES",
 ]
 
 
@@ -125,6 +125,10 @@ class OpcodeInfo:
     effects: Effects | None = None
     #: conditions on the shape, flag and float immediate fields the verifier checks (atlas_web.isa.extents.Requirement)
     requires: tuple[Requirement, ...] = ()
+    #: on a device that flushes f32 subnormals (docs/semantics.md, Numbers): every step of this instruction's
+    #: SUBNORMAL_FLUSHED_TYPES arithmetic may read a subnormal operand as a zero of its sign and give a zero of
+    #: its sign for a subnormal result. False: it reads and keeps the bits on every device
+    may_flush_subnormals: bool = False
 
     def __post_init__(self) -> None:
         for op in self.operands:
@@ -224,12 +228,25 @@ def _addr(name: str, space: str, memory: Access, extent: str = "1", element: obj
 _ROWS: list[OpcodeInfo] = []
 
 
+#: the types whose subnormals are f32 subnormals (BF16 has f32's exponent range): what a device that flushes
+#: f32 subnormals reads and writes as zeros (F16 computes in f32, where its subnormals are normal numbers)
+SUBNORMAL_FLUSHED_TYPES = frozenset({Type.F32, Type.BF16})
+
+#: the rows whose F32/BF16 arithmetic a device that flushes subnormals may flush (``may_flush_subnormals``): the
+#: steps a GPU computes with its float unit. Every other row reads the bits (webgpu computes DIV/RCP/SQRT/RSQRT,
+#: FMA/FMS, REM, the logarithms, comparisons, MIN/MAX/CLAMP, SIGN and CVT in integer arithmetic for this reason)
+_MAY_FLUSH_SUBNORMALS = frozenset({
+    "ADD", "SUB", "MUL", "MAD", "LERP", "FLOOR", "CEIL", "ROUND", "TRUNC",
+    "EXP", "SIN", "COS", "TAN", "TANH", "SIGMOID", "GELU", "SWISH", "ReduceAdd", "ReduceMul",
+})
+
+
 def _row(name, opcode, mnemonic, operands, types, kind, category, summary, *,
          type_fields=("ty",), default_type=None, defaults=None, effects=None, requires=()):
     """Add a row; ``effects``: what derive_effects cannot see in the operands (its keyword arguments)."""
     info = OpcodeInfo(name, opcode, mnemonic, tuple(operands), tuple(type_fields) if types else (),
                       frozenset(types), kind, category, summary, default_type, dict(defaults or {}),
-                      requires=tuple(requires))
+                      requires=tuple(requires), may_flush_subnormals=name in _MAY_FLUSH_SUBNORMALS)
     if effects:
         info = dataclasses.replace(info, effects=derive_effects(info, **effects))
     _ROWS.append(info)
@@ -686,5 +703,6 @@ OPCODE_TABLE: tuple[OpcodeInfo, ...] = tuple(sorted(_ROWS, key=lambda r: r.opcod
 #: as its control structure, not with a lane rule
 STRUCTURAL_INSTRUCTIONS = frozenset(r.name for r in OPCODE_TABLE if r.kind is ExecKind.CONTROL or r.effects.barrier)
 
+assert _MAY_FLUSH_SUBNORMALS <= {r.name for r in OPCODE_TABLE}, "a may-flush name that is no row"
 del _name, _op, _mn, _what  # the loop variables above; _row and _ROWS stay private
 

@@ -26,14 +26,16 @@ from ..isa.types import Type
 from ..launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget
 from .exec_state import LaneGeometry
 from .exec_store import MemoryStore
-from .executor import RULES, Prepared, prepare, run_program
+from .executor import FLUSHING_RULES, RULES, Prepared, prepare, run_program
 
-__all__ = ["CpuBackend", "MAX_REFERENCE_LANES", "MAX_SHARED_TOTAL", "host_memory_bytes"]
+__all__ = ["CpuBackend", "MAX_REFERENCE_LANES", "MAX_SHARED_TOTAL", "SUBNORMAL_MODES", "host_memory_bytes"]
 
 #: the most lanes one launch may have on the reference backend (its lane state lives in host memory)
 MAX_REFERENCE_LANES = 1 << 26
 #: the most bytes of shared memory (all blocks together) one launch may have here
 MAX_SHARED_TOTAL = 1 << 31
+#: ``subnormals`` mode -> (the key of its plans in a compiled program's plans, the executor's rules)
+SUBNORMAL_MODES = {"preserved": ("reference", RULES), "flushed": ("reference-flushed", FLUSHING_RULES)}
 #: verified programs kept per backend (least recently used dropped first)
 _PROGRAM_CACHE_SIZE = 256
 
@@ -54,6 +56,9 @@ class CpuBackend(Backend):
     overrides it per launch). ``memory_limit``: optional cap in bytes on all
     buffers and pools together (the boundary memory does not count). ``optimize``: the optimization level
     of its programs (0, 1 or 2: atlas_web.opt; ExecutionParams.optimize overrides it per launch).
+    ``subnormals``: "preserved" (the exact reference) or "flushed": the flush mode, a device that flushes f32
+    subnormals in the opcode table's may_flush_subnormals rows (docs/semantics.md, Numbers;
+    ``numeric_flush``), which ``device_info()["subnormals"]`` then says.
     Raises ExecutionFailed / AllocationFailed for malformed arguments.
     Threads may share it: its methods take turns (``atlas_web.exclusive``).
     """
@@ -61,9 +66,13 @@ class CpuBackend(Backend):
     name = "cpu"
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, memory_limit: int | None = None,
-                 optimize: int = DEFAULT_OPTIMIZE) -> None:
+                 optimize: int = DEFAULT_OPTIMIZE, subnormals: str = "preserved") -> None:
         self._exclusive = exclusive_lock()
         self.budget = check_budget(budget, "CpuBackend budget")
+        if subnormals not in SUBNORMAL_MODES:
+            raise ExecutionFailed(f"CpuBackend subnormals must be one of {', '.join(SUBNORMAL_MODES)}, "
+                                  f"got {subnormals!r}")
+        self.subnormals = subnormals
         self._memory = MemoryStore(memory_limit)
         self._accumulator = np.zeros(NUM_CLASSES, dtype=np.float64)
         # verified (and optimized) programs, with the executor's plans
@@ -162,9 +171,10 @@ class CpuBackend(Backend):
 
     def _compile(self, compiled: PipelineProgram, config: LaunchConfig) -> tuple[PipelineProgram, Prepared]:
         """The executor's plans of the pipeline's program, kept with it (the reference needs no lowering plan)."""
-        prepared = compiled.plans.get("reference")
+        key, rules = SUBNORMAL_MODES[self.subnormals]
+        prepared = compiled.plans.get(key)
         if prepared is None:
-            prepared = compiled.plans.setdefault("reference", prepare(compiled.program, compiled.info))
+            prepared = compiled.plans.setdefault(key, prepare(compiled.program, compiled.info, rules))
         return compiled, prepared
 
     def _launch(self, artifact: tuple[PipelineProgram, Prepared], params: ExecutionParams, budget: int) -> None:
@@ -198,7 +208,7 @@ class CpuBackend(Backend):
 
     @one_thread_at_a_time
     def device_info(self) -> dict:
-        """``name``, ``device`` (the host CPU), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``
+        """``name``, ``device`` (the host CPU), ``subnormals`` (the constructor's), ``engine`` (NumPy version), ``memory_limit``, ``memory_used``
         and ``max_memory``: the memory limit, or the host's physical memory (None where the host does not
         say), so ``init_backend_with_memory_check`` need not allocate (NumPy's zeros are lazy and would
         accept any size); ``max_allocation``: the largest buffer or pool (MAX_ALLOCATION, or the limit)."""
@@ -207,7 +217,7 @@ class CpuBackend(Backend):
         return {
             "name": self.name,
             "device_type": "cpu",
-            "subnormals": "preserved",
+            "subnormals": self.subnormals,
             "device": platform.processor() or platform.machine() or "host CPU",
             "engine": f"NumPy {np.__version__}",
             "memory_limit": limit,

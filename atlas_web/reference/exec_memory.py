@@ -18,7 +18,7 @@ from .exec_address import (
 )
 from .exec_step import Step
 
-__all__ = ["MEMORY_RULES", "REDUCE_CHUNK_VALUES"]
+__all__ = ["MEMORY_RULES", "REDUCE_CHUNK_VALUES", "reduction_rules"]
 
 
 def _collect(step: Step, ty: Type, spans: list[Span], fetch) -> np.ndarray:
@@ -83,7 +83,13 @@ def _pool_store(step: Step) -> None:
 REDUCE_CHUNK_VALUES = 1 << 22
 
 
-def _reduce_rule(kind: str):
+def reduction_rules(fold) -> dict:
+    """The rules of ReduceAdd/Min/Max/Mul folding each lane's values with ``fold(kind, ty, values)``
+    (numeric.lane_reduce; the flush mode's numeric_flush.flushing_lane_reduce)."""
+    return {f"Reduce{kind.capitalize()}": _reduce_rule(kind, fold) for kind in ("add", "min", "max", "mul")}
+
+
+def _reduce_rule(kind: str, fold):
     def rule(step: Step) -> None:
         ty, count = step.instr.ty, step.instr.count
         spans = check_access(step, resolve_global(step, "src_array"), ty.size_bytes() * count, ty.alignment())
@@ -91,7 +97,7 @@ def _reduce_rule(kind: str):
             return
         size = ty.size_bytes()
         columns = max(1, REDUCE_CHUNK_VALUES // step.count)
-        folded = numeric.lane_reduce(kind, ty, numeric.zeros(ty, 0).reshape(step.count, 0))  # count 0: identity
+        folded = fold(kind, ty, numeric.zeros(ty, 0).reshape(step.count, 0))  # count 0: identity
         for start in range(0, count, columns):
             width = min(columns, count - start)
             first = start * size
@@ -99,7 +105,7 @@ def _reduce_rule(kind: str):
                              lambda s, first=first, width=width: gather_runs(s.data, s.offsets + first, ty, width))
             # the running value as the first column: the fold goes on in index order, rounding as before
             runs = chunk if start == 0 else np.concatenate([folded[:, None], chunk], axis=1)
-            folded = numeric.lane_reduce(kind, ty, runs)
+            folded = fold(kind, ty, runs)
         step.write_dest(folded)
     rule.__name__ = f"_reduce_{kind}"
     return rule
@@ -107,6 +113,5 @@ def _reduce_rule(kind: str):
 
 MEMORY_RULES = {
     "LDG": _ldg, "STG": _stg, "LDS": _lds, "STS": _sts, "PoolLoad": _pool_load, "PoolStore": _pool_store,
-    "ReduceAdd": _reduce_rule("add"), "ReduceMin": _reduce_rule("min"),
-    "ReduceMax": _reduce_rule("max"), "ReduceMul": _reduce_rule("mul"),
+    **reduction_rules(numeric.lane_reduce),
 }

@@ -38,15 +38,16 @@ from .exec_cooperative import COOPERATIVE_RULES, CooperativeStep
 from .exec_fft import FFT_RULES
 from .exec_matrix import MATRIX_RULES
 from .exec_contract import CONTRACT_RULES
-from .exec_memory import MEMORY_RULES
+from .exec_memory import MEMORY_RULES, reduction_rules
 from .exec_norm import NORM_RULES
 from .exec_softmax import SOFTMAX_RULES
 from .exec_state import CallStacks, LaneGeometry, PredicateFile, RegisterFile
 from .exec_step import Plan, Step, plan_slots
 from .exec_store import MemoryStore
+from .numeric_flush import FLUSHED_ROWS, FLUSHING_LANE_RULES, flushing_lane_reduce
 from .numeric_outcome import lane_record
 
-__all__ = ["RULES", "EXECUTOR_RULES", "Machine", "prepare", "run_program"]
+__all__ = ["RULES", "FLUSHING_RULES", "EXECUTOR_RULES", "Machine", "prepare", "run_program"]
 
 _NEVER = np.iinfo(np.int64).max
 
@@ -80,6 +81,16 @@ RULES: dict[str, Callable[[Step], Any]] = {
 }
 
 
+#: the flush mode's rules (CpuBackend(subnormals="flushed"), numeric_flush): RULES with the flushing form of
+#: every row of the opcode table's may_flush_subnormals column
+FLUSHING_RULES: dict[str, Callable[[Step], Any]] = {
+    **RULES, **{name: _lane_rule(name, rule) for name, rule in FLUSHING_LANE_RULES.items()},
+    **{name: rule for name, rule in reduction_rules(flushing_lane_reduce).items() if name in FLUSHED_ROWS},
+}
+assert {name for name in RULES if FLUSHING_RULES[name] is not RULES[name]} == FLUSHED_ROWS, \
+    "the flush mode must replace the rule of every may-flush row and only those"
+
+
 def _use_type_lookup(info: Any, index: int) -> Callable[[str, str | None], Type | None]:
     """The verifier's read type of an operand (path ``field`` or ``field.sub`` for an address register), or None."""
     use_types: Mapping = getattr(info, "use_types", None) or {}
@@ -99,8 +110,9 @@ class Prepared:
     barrier_at: np.ndarray
 
 
-def prepare(program: Any, info: Any = None) -> Prepared:
-    """Plans for every instruction of ``program`` (operand types from the verifier's ``info`` where it has them).
+def prepare(program: Any, info: Any = None, rules: Mapping[str, Callable[[Step], Any]] = RULES) -> Prepared:
+    """Plans for every instruction of ``program`` (operand types from the verifier's ``info`` where it has them),
+    each with its rule from ``rules`` (RULES, or the flush mode's FLUSHING_RULES).
 
     Raises ProgramError for a label that is not defined.
     """
@@ -119,7 +131,7 @@ def prepare(program: Any, info: Any = None) -> Prepared:
                 for sub in ("base", "handle_reg", "offset_reg"):
                     if hasattr(address, sub):
                         address_types[(op.name, sub)] = lookup(op.name, sub)
-        plans.append(Plan(index, instr, RULES[row.name], row.kind, reads, dest, target, address_types))
+        plans.append(Plan(index, instr, rules[row.name], row.kind, reads, dest, target, address_types))
     barrier_at = np.array([p.instr.INFO.name == "BarSync" for p in plans] + [False], dtype=bool)
     return Prepared(tuple(plans), int(getattr(info, "max_call_depth", 0) or 0), barrier_at)
 

@@ -26,7 +26,7 @@ from .numeric_formats import round_to, storage_dtype
 from .numeric_lane_rules import typed_op
 from .numeric_transcendentals import BINARY as TRANSCENDENTAL_BINARY
 
-__all__ = ["MAP_OPS", "BINARY_MAP_OPS", "parallel_reduce", "lane_reduce"]
+__all__ = ["MAP_OPS", "BINARY_MAP_OPS", "parallel_reduce", "lane_reduce", "fold_in_order"]
 
 
 def _checked(operation, fn):
@@ -195,8 +195,13 @@ def lane_reduce(kind: str, ty: Type, values: np.ndarray) -> np.ndarray:
         # accumulate is strictly sequential; F16 steps are computed in f32 and rounded, as NumPy's half does
         with np.errstate(all="ignore"):
             return ufunc.accumulate(values, axis=1, dtype=dtype)[:, -1].copy()
-    step = typed_op("ADD" if kind == "add" else "MUL", ty)
+    return fold_in_order(typed_op("ADD" if kind == "add" else "MUL", ty), ty, values)
+
+
+def fold_in_order(step, ty: Type, values: np.ndarray) -> np.ndarray:
+    """Each row of ``values`` (n, count >= 1) folded in index order by ``step(ty, acc, column)``: the first
+    column as it is (read, not computed), then one step per further column."""
     acc = values[:, 0].copy()
-    for i in range(1, count):
+    for i in range(1, values.shape[1]):
         acc = step(ty, acc, values[:, i])
     return acc

@@ -15,7 +15,7 @@ from ..isa.enums import Condition
 from ..isa.types import Type
 from .numeric_formats import round_f32_to_bf16, to_compute
 
-__all__ = ["BINARY", "UNARY", "TERNARY", "compare", "finish", "fmin", "fmax", "computed"]
+__all__ = ["BINARY", "UNARY", "TERNARY", "compare", "finish", "fmin", "fmax", "computed", "mad", "lerp"]
 
 
 def finish(ty: Type, result: np.ndarray) -> np.ndarray:
@@ -61,14 +61,16 @@ def _clamp(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return fmin(fmax(x, lo), hi)
 
 
-def _mad(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a*b rounded, then + c rounded (in the compute dtype)."""
-    return np.add(np.multiply(a, b), c)
+def mad(a: np.ndarray, b: np.ndarray, c: np.ndarray, add=np.add, multiply=np.multiply) -> np.ndarray:
+    """a*b rounded, then + c rounded (in the compute dtype); ``add``/``multiply``: the steps (the flush mode's
+    read and write subnormals as zeros, numeric_flush)."""
+    return add(multiply(a, b), c)
 
 
-def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """a + t*(b - a), each of the three steps rounded."""
-    return np.add(a, np.multiply(t, np.subtract(b, a)))
+def lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray, add=np.add, multiply=np.multiply,
+         subtract=np.subtract) -> np.ndarray:
+    """a + t*(b - a), each of the three steps rounded (the steps as for ``mad``)."""
+    return add(a, multiply(t, subtract(b, a)))
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
@@ -94,7 +96,7 @@ UNARY = {
     "RCP": computed(_rcp), "RSQRT": computed(_rsqrt),
     "FLOOR": computed(np.floor), "CEIL": computed(np.ceil), "ROUND": computed(np.rint), "TRUNC": computed(np.trunc),
 }
-TERNARY = {"MAD": computed(_mad), "CLAMP": computed(_clamp), "LERP": computed(_lerp)}
+TERNARY = {"MAD": computed(mad), "CLAMP": computed(_clamp), "LERP": computed(lerp)}
 
 
 def _unordered(relation):

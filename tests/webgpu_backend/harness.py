@@ -5,9 +5,10 @@ may name them statically. Buffers are compared even after a trap: both run every
 trapping stage to its end and no later stage. A buffer whose element type is given is compared as the
 conformance suite compares (tests/conformance/harness.py, ``compare_with_reference``): integers bit for bit,
 floats as values (any NaN matches any NaN: a GPU's NaN payloads differ, harmlessly by the contract) and, on a
-device whose ``device_info()["subnormals"]`` is "flushed", an F32/BF16 subnormal of the reference's also
-matches a zero of its sign, the reference run on the inputs as given or with their subnormals flushed. A
-buffer without a type is compared byte for byte.
+device whose ``device_info()["subnormals"]`` is "flushed", what ``agrees_when_flushed`` allows: an F32/BF16
+subnormal of the reference's also matches a zero of its sign, the reference run on the inputs as given, with
+their subnormals flushed, or in the flush mode (``CpuBackend(subnormals="flushed")``). A buffer without a
+type is compared byte for byte.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from atlas_web import AtlasTrap, ExecutionParams, LaunchConfig
+from atlas_web import AtlasTrap, Backend, ExecutionParams, LaunchConfig
 from atlas_web.isa import Type
 from atlas_web.reference import CpuBackend
-from tests.conformance.harness import compare_buffers, flushes_subnormals, subnormals_flushed
+from tests.conformance.harness import agrees_when_flushed, compare_buffers, flushes_subnormals, subnormals_flushed
 
 __all__ = ["Outcome", "run_on", "assert_matches_reference", "fresh_backend", "value_problems"]
 
@@ -66,15 +67,18 @@ def _listing(program) -> str:
 
 
 def value_problems(flushes: bool, types: Sequence[Type | None], expected: Sequence[bytes], got: Sequence[bytes],
-                   ulps: float = 0.0, flushed_expected: Callable[[], Sequence[bytes]] | None = None) -> list[str]:
+                   ulps: float = 0.0, flushed_expected: Callable[[], Sequence[bytes]] | None = None,
+                   flush_mode_expected: Callable[[Backend], Sequence[bytes]] | None = None) -> list[str]:
     """The mismatches of ``got`` against the reference's ``expected`` buffers as compare_with_reference finds
     them (see the module docstring); ``flushes``: the device flushes f32 subnormals; ``flushed_expected``: the
-    reference's buffers from the inputs with their subnormals flushed (asked for only when needed)."""
+    reference's buffers from the inputs with their subnormals flushed, ``flush_mode_expected(backend)``: the
+    buffers of the run on the given flush-mode reference (both asked for only when needed; absent: the exact
+    reference's buffers stand in)."""
     problems = compare_buffers(types, expected, got, ulps)
-    if problems and flushes:
-        candidates = (lambda: expected, *((flushed_expected,) if flushed_expected else ()))
-        if any(not compare_buffers(types, want(), got, ulps, flushed=True) for want in candidates):
-            return []
+    if problems and flushes and agrees_when_flushed(
+            lambda want: not compare_buffers(types, want, got, ulps, flushed=True), expected,
+            flushed_expected or (lambda: expected), flush_mode_expected or (lambda flush_mode: expected)):
+        return []
     return problems
 
 
@@ -100,7 +104,11 @@ def assert_matches_reference(driver, program, config: LaunchConfig, buffers: lis
             inputs = [subnormals_flushed(ty, data) for ty, data in zip(types, buffers)]
             return run_on(CpuBackend(), program, config, inputs, presets=presets, budget=budget).buffers
 
-        problems = value_problems(flushes, types, expected.buffers, got.buffers, 0.0, flushed_expected)
+        def flush_mode_expected(flush_mode) -> list[bytes]:
+            return run_on(flush_mode, program, config, buffers, presets=presets, budget=budget).buffers
+
+        problems = value_problems(flushes, types, expected.buffers, got.buffers, 0.0, flushed_expected,
+                                  flush_mode_expected)
         if problems:
             raise AssertionError(f"{problems[0]} (reference vs webgpu)\n{_listing(program)}")
     return got
