@@ -299,8 +299,24 @@ def test_a_program_declares_its_inputs_and_outputs_and_sees_them():
     assert name == "c" and values == [pytest.approx(a + b, rel=1e-6) for a, b in zip((1, 2, 3, 4), buffers[1].values)]
 
 
+def test_declared_random_values_are_examples_inputs_of_the_buffers_type():
+    """Random declared values come from examples.inputs (seeded by name and count), stored as the type."""
+    import random
+    from examples import inputs
+    from webdemo import declared
+    text = "; @in k i8 random 5000 -5 5\n; @in d f64 random 300 -1e300 1e300\n; @in x f32 random 300\n; @in n u64 random 9"
+    (k, d, x, n), _ = declared.parse_declarations(text)
+    assert k.values.typecode == "b" and set(k.values) == set(range(-5, 6))
+    assert bytes(k.values) == bytes(inputs.randint(random.Random("k:5000"), 5000, -5, 5, "b"))
+    assert d.values.typecode == "d" and all(-1e300 <= v <= 1e300 for v in d.values) and max(d.values) > 1e299
+    assert bytes(x.values) == bytes(inputs.uniform_f32(random.Random("x:300"), 300, -1, 1))
+    assert n.values.typecode == "Q" and all(0 <= v <= 100 for v in n.values)
+
+
 @pytest.mark.parametrize("line, words", [
     ("; @in a f99 = 1", "unknown type 'f99'"), ("; @in a f32 random 0", "element count"),
+    ("; @in a f16 = 1", "unknown type 'f16'"), ("; @in a u8 = 1, 256", "256 is outside the u8 range"),
+    ("; @in a i32 random 8 0 3000000", "at most 2097152 integers"), ("; @in a u32 random 8 5 4", "LOW <= HIGH"),
     ("; @out c f32", "unknown directive"), ("; @in a u32 = x", "'x' is not a u32 value"),
     ("; @lanes many", "@lanes needs"), ("; @in a f32 = 1\n; @out a f32 2", "declared twice"),
 ])

@@ -7,6 +7,13 @@ Directives are comment lines of the program text (the assembler ignores them)::
     ; @out c f32 1000                  an output of 1000 zeros, shown after the run
     ; @lanes 1000 64                   LaunchConfig.linear(1000, 64) (default: the chosen example's launch)
 
+Types: f32, f64 and the integers of up to 64 bits (the host arrays of
+``array.array``). Random values come from ``examples.inputs`` seeded by the
+buffer's name and count (without a loop per element: NumPy natively,
+JavaScript in the page, the same bits): floats are ``uniform_f32`` /
+``uniform_f64`` in ``[LOW, HIGH]``, integers ``randint`` in ``[LOW, HIGH]`` (a range
+of at most ``inputs.MAX_RANDINT_COUNT`` integers).
+
 Buffers get handles 2, 3, ... in the order they are declared (``@in`` and
 ``@out`` alike), as on a fresh backend. ``declared_example`` turns the
 directives into an ``examples.Example`` with no expected output (``expected``
@@ -16,16 +23,19 @@ does not parse raises ProgramError naming its line.
 
 from __future__ import annotations
 
+import array
 import random
 import re
 from dataclasses import dataclass
 
 from atlas_web import LaunchConfig, ProgramError, Type
+from atlas_web.backend import typed_format
 
 import examples
+from examples import inputs
 
 __all__ = ["DIRECTIVE", "Declaration", "parse_declarations", "declared_example", "DECLARED_NAME",
-           "MAX_DECLARED_ELEMENTS"]
+           "MAX_DECLARED_ELEMENTS", "DECLARED_TYPES"]
 
 #: a directive line: "; @word rest"
 DIRECTIVE = re.compile(r"^\s*;\s*@(\w+)\s*(.*?)\s*$")
@@ -37,27 +47,36 @@ MAX_DECLARED_ELEMENTS = 1 << 22
 
 @dataclass(frozen=True)
 class Declaration:
-    """One declared buffer: its name, type, initial values and whether it is shown after the run."""
+    """One declared buffer: its name, type, initial values (an array.array of the type's elements) and
+    whether it is shown after the run."""
 
     name: str
     ty: Type
-    values: tuple
+    values: array.array
     output: bool
 
 
+#: the types a buffer may be declared with: those with an array.array form
+DECLARED_TYPES = (Type.F32, Type.F64, Type.I8, Type.I16, Type.I32, Type.I64, Type.U8, Type.U16, Type.U32, Type.U64)
+
+
 def _type(word: str, line: int) -> Type:
-    try:
-        return Type[word.upper()]
-    except KeyError:
+    ty = Type.__members__.get(word.upper())
+    if ty not in DECLARED_TYPES:
         raise ProgramError(f"line {line}: unknown type {word!r} (types: "
-                           f"{', '.join(t.name.lower() for t in Type)})") from None
+                           f"{', '.join(t.name.lower() for t in DECLARED_TYPES)})")
+    return ty
 
 
 def _number(ty: Type, text: str, line: int) -> int | float:
     try:
-        return float(text) if ty.is_float() else int(text, 0)
+        value = float(text) if ty.is_float() else int(text, 0)
     except ValueError:
         raise ProgramError(f"line {line}: {text!r} is not a {ty.name.lower()} value") from None
+    if not ty.is_float() and not ty.int_range()[0] <= value <= ty.int_range()[1]:
+        low, high = ty.int_range()
+        raise ProgramError(f"line {line}: {text} is outside the {ty.name.lower()} range [{low}, {high}]")
+    return value
 
 
 def _count(text: str, line: int) -> int:
@@ -67,19 +86,28 @@ def _count(text: str, line: int) -> int:
     return int(text)
 
 
-def _values(name: str, ty: Type, rest: list[str], line: int) -> tuple:
+def _random(name: str, ty: Type, count: int, low: int | float, high: int | float, line: int) -> array.array:
+    """``count`` random values of ``ty`` in ``[low, high]`` (the module's docstring says how they are drawn)."""
+    rng = random.Random(f"{name}:{count}")
+    if ty.is_float():
+        return (inputs.uniform_f32 if ty is Type.F32 else inputs.uniform_f64)(rng, count, low, high)
+    if not 1 <= high - low + 1 <= inputs.MAX_RANDINT_COUNT:
+        raise ProgramError(f"line {line}: random {ty.name.lower()} values need LOW <= HIGH and at most "
+                           f"{inputs.MAX_RANDINT_COUNT} integers between them, got [{low}, {high}]")
+    return inputs.randint(rng, count, low, high, typed_format(ty)[0])
+
+
+def _values(name: str, ty: Type, rest: list[str], line: int) -> array.array:
     if rest[:1] == ["="]:
         values = [v for v in " ".join(rest[1:]).replace(",", " ").split()]
         if not values:
             raise ProgramError(f"line {line}: @in {name} gives no values after '='")
-        return tuple(_number(ty, v, line) for v in values)
+        return examples.typed_array(ty, [_number(ty, v, line) for v in values])
     if rest[:1] == ["random"] and len(rest) in (2, 4):
         count = _count(rest[1], line)
         low, high = ((_number(ty, rest[2], line), _number(ty, rest[3], line)) if len(rest) == 4
                      else ((-1.0, 1.0) if ty.is_float() else (0, 100)))
-        rng = random.Random(f"{name}:{count}")
-        draw = rng.uniform if ty.is_float() else rng.randint
-        return tuple(draw(low, high) for _ in range(count))
+        return _random(name, ty, count, low, high, line)
     raise ProgramError(f"line {line}: @in {name} {ty.name.lower()} needs '= v1, v2, ...' or "
                        "'random COUNT [LOW HIGH]'")
 
@@ -111,7 +139,7 @@ def parse_declarations(text: str) -> tuple[tuple[Declaration, ...], LaunchConfig
         if word == "out":
             if len(words) != 3:
                 raise ProgramError(f"line {number}: @out needs 'NAME TYPE COUNT'")
-            found.append(Declaration(name, ty, (0,) * _count(words[2], number), True))
+            found.append(Declaration(name, ty, examples.typed_array(ty, _count(words[2], number)), True))
         else:
             found.append(Declaration(name, ty, _values(name, ty, words[2:], number), False))
     return tuple(found), launch
@@ -128,8 +156,7 @@ def declared_example(text: str, default_config: LaunchConfig) -> examples.Exampl
         description="a program with its own inputs and outputs",
         program=text,
         config=launch or default_config,
-        buffers=tuple(examples.BufferSpec(d.name, d.ty, examples.typed_array(d.ty, list(d.values)))
-                      for d in declarations),
+        buffers=tuple(examples.BufferSpec(d.name, d.ty, d.values) for d in declarations),
         outputs=tuple(examples.OutputSpec(d.name) for d in declarations if d.output),
         expected=None,  # type: ignore[arg-type] - nothing to compare: the page shows the outputs
     )
