@@ -343,7 +343,7 @@ class WasmBackend(Backend):
         chunks = [(*operands, lo, hi)
                   for lo, hi in chunk_ranges(count & 0xFFFFFFFF, self._runner.threads, per_chunk)]
         self._parallel_dispatches += 1
-        self._runner.parallel_call(instance, export, chunks)
+        self._runner.parallel_caller(instance, export)(chunks)
 
     def _parallel_reduce(self, instance, compiled, index: int, src: int, count: int) -> int:
         """``env.parallel_reduce``: run reduction ``index``'s kernel over its fixed chunks, in groups of chunks
@@ -359,7 +359,7 @@ class WasmBackend(Backend):
         groups = [(src & 0xFFFFFFFF, first, end, count, partials)
                   for first, end in chunk_ranges(chunks, self._runner.threads, 1, 1)]
         self._parallel_dispatches += 1
-        self._runner.parallel_call(instance, compiled.parallel_reduces[index], groups)
+        self._runner.parallel_caller(instance, compiled.parallel_reduces[index])(groups)
         return partials
 
     def _parallel_lanes(self, instance, lanes: int) -> None:
@@ -367,7 +367,7 @@ class WasmBackend(Backend):
         are multiples of a whole unrolled step, so every lane runs the code it runs in one call)."""
         ranges = chunk_ranges(lanes & 0xFFFFFFFF, self._runner.threads, LANES_PER_RANGE_STEP)
         self._parallel_dispatches += 1
-        self._runner.parallel_call(instance, SIMD_CHUNK, ranges)
+        self._runner.parallel_caller(instance, SIMD_CHUNK)(ranges)
 
     def _parallel_gemm(self, instance, compiled, index: int, a: int, b: int, c: int) -> int:
         """``env.parallel_gemm``: run GEMM ``index``'s export over one range (of rows, GEMV outputs or batch items)
@@ -387,7 +387,7 @@ class WasmBackend(Backend):
         operands = (a & 0xFFFFFFFF, b & 0xFFFFFFFF, c & 0xFFFFFFFF)
         calls = [(*operands, scratch + k * slot_bytes, lo, hi) for k, (lo, hi) in enumerate(ranges)]
         self._parallel_dispatches += 1
-        self._runner.parallel_call(instance, export, calls)
+        self._runner.parallel_caller(instance, export)(calls)
         return 0
 
     def _host_scratch(self, nbytes: int) -> int:

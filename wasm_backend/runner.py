@@ -309,6 +309,25 @@ class WasmRunner(abc.ABC):
             return
         self._parallel_call(instance, export_name, checked)
 
+    def parallel_caller(self, instance: WasmInstance, export_name: str) -> Callable[[list[tuple]], None]:
+        """A function of ``argument_lists`` that equals ``parallel_call(instance, export_name, argument_lists)``
+        for arguments that fit the export's parameters (each tuple as long as its parameter list, each value
+        an int within its i32/i64 range, signed or unsigned, or a number for an f32/f64), which it does not
+        check: for callers whose arguments come from the module itself (the backend's host functions), on
+        engines where checking them costs much of a short batch (the browser's). The export is checked
+        now: raises WasmInterfaceError for an unknown export or one with results. Engines with a faster
+        path override ``_parallel_caller``; the default checks the arguments all the same."""
+        export = instance.module.export(export_name)
+        if export.kind != ExternKind.FUNC or export.functype is None or export.functype.results:
+            raise WasmInterfaceError(f"parallel_call needs an exported function without results; {export_name!r} "
+                                     f"is {export.functype.text() if export.functype else export.kind.text}")
+        return self._parallel_caller(instance, export_name, export.functype.params)
+
+    def _parallel_caller(self, instance: WasmInstance, export_name: str,
+                         params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
+        """Engines with a cheaper unchecked batch override this (see ``parallel_caller``)."""
+        return lambda argument_lists: self.parallel_call(instance, export_name, argument_lists)
+
     def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
         """Engines with worker threads override this (see ``parallel_call``; arguments are checked)."""
         for args in argument_lists:

@@ -97,3 +97,55 @@ def test_a_traced_batch_records_each_call_once_inside_the_batch(backends_page):
     slack = {0: 0.0, 1: 20.0}
     assert all(r[0] in slack and opened - slack[r[0]] <= r[2] <= r[3] <= closed + slack[r[0]] for r in calls), outcome
     assert outcome["after"] == []  # tracing off: nothing recorded
+
+
+#: the wasm runner on its own: a call that traps in a worker or in the calling thread, the batch runner kept
+#: per export (parallel_caller) and the checked parallel_call, as tests/wasm_backend/test_parallel_maps.py
+#: checks them natively
+RUNNER_CODE = """
+from wasm_backend.encoding.immediates import MemArg
+from wasm_backend.encoding.module import ModuleBuilder
+from wasm_backend.encoding.types import ValType
+from wasm_backend.errors import WasmInterfaceError, WasmTrap
+from wasm_backend.runners.js_runner import JsRunner
+
+mb = ModuleBuilder("trapping")
+mb.import_memory("env", "memory", 1, 16, shared=True)
+fn = mb.add_function("k", [ValType.I32], [], export=True)
+w = fn.code
+w.local_get(0).i32_const(4).i32_mul().local_get(0).i32_store(MemArg(0, 2))   # stores x at byte 4 * x
+w.local_get(0).i32_const(1).i32_eq()
+with w.if_():
+    w.unreachable()                                                           # and traps when x is 1
+runner = JsRunner(threads=2)
+instance = runner.instantiate(runner.compile(mb.to_bytes()), memory=runner.create_memory(1, 16, shared=True))
+caller = runner.parallel_caller(instance, "k")
+trapped = 0
+for attempt in range(20):  # whichever thread takes the trapping call, the caller sees the trap
+    try:
+        (caller if attempt % 2 else lambda calls: runner.parallel_call(instance, "k", calls))([(0,), (1,)])
+    except WasmTrap:
+        trapped += 1
+caller([(index,) for index in range(2, 40)])      # every call runs once
+refused = []
+for attempt in (lambda: runner.parallel_call(instance, "k", [(1, 2)]), lambda: runner.parallel_caller(instance, "nope")):
+    try:
+        attempt()
+    except WasmInterfaceError as error:
+        refused.append(str(error))
+import array
+result = {"trapped": trapped, "memory": array.array("i", runner.read_memory(instance, 0, 160)).tolist(),
+          "same": runner.parallel_caller(instance, "k") is caller, "refused": refused,
+          "worker_calls": runner.worker_calls}
+runner.close()
+"""
+
+
+def test_the_runner_raises_a_worker_call_trap_and_stays_usable(backends_page):
+    outcome = run_python(backends_page, RUNNER_CODE)
+    assert outcome["trapped"] == 20
+    assert outcome["memory"] == list(range(40))
+    assert outcome["same"] is True        # one batch runner per instance and export, made once
+    assert len(outcome["refused"]) == 2 and "takes 1 argument" in outcome["refused"][0], outcome["refused"]
+    assert "nope" in outcome["refused"][1]
+    assert outcome["worker_calls"] > 0

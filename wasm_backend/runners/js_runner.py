@@ -339,9 +339,10 @@ class JsRunner(WasmRunner):
             for proxy in proxies:
                 proxy.destroy()
             raise self._engine_error(exc, "start function") from None
+        exports = native.exports
         if memory is None:
-            memory = self._exported_memory(module, native)
-        return WasmInstance(module, memory, native, _HostFunctions(proxies))
+            memory = self._exported_memory(module, exports)
+        return WasmInstance(module, memory, native, _InstanceContext(proxies, exports))
 
     @staticmethod
     def _host_function(func: Callable[..., Any], functype: FuncType | None) -> Callable[..., Any]:
@@ -360,16 +361,16 @@ class JsRunner(WasmRunner):
         return host
 
     @staticmethod
-    def _exported_memory(module: CompiledModule, native: Any) -> WasmMemory | None:
+    def _exported_memory(module: CompiledModule, exports: Any) -> WasmMemory | None:
         for export in module.exports:
             if export.kind == ExternKind.MEMORY:
                 limits = module.native.memory_limits or Limits(0)
-                return WasmMemory(getattr(native.exports, export.name), None, limits)
+                return WasmMemory(getattr(exports, export.name), None, limits)
         return None
 
     def _call(self, instance: WasmInstance, export_name: str, args: tuple, budget: int | None) -> Any:
         functype = instance.module.export(export_name).functype
-        function = getattr(instance.native.exports, export_name)
+        function = getattr(instance.context.exports, export_name)
         values = [_TO_JS[t](v) for t, v in zip(functype.params, args)]  # type: ignore[union-attr]
         try:
             result = function(*values)
@@ -379,7 +380,7 @@ class JsRunner(WasmRunner):
 
     def _bind(self, instance: WasmInstance, export_name: str) -> Callable[[], Any]:
         """A caller of the export's JS function that skips the argument checks (it takes no arguments)."""
-        function = getattr(instance.native.exports, export_name)
+        function = getattr(instance.context.exports, export_name)
         results = instance.module.export(export_name).functype.results  # type: ignore[union-attr]
         convert = self._results
         error = self._engine_error
@@ -403,20 +404,39 @@ class JsRunner(WasmRunner):
 
     def _parallel_call(self, instance: WasmInstance, export_name: str, argument_lists: list[tuple]) -> None:
         """The calls run as one JsThreadPool batch (the workers started with the runner)."""
-        if self._pool is None:  # the browser refused workers
-            for args in argument_lists:
-                self._call(instance, export_name, args, None)
-            return
         params = instance.module.export(export_name).functype.params  # type: ignore[union-attr]
-        items = [[_TO_JS[t](v) for t, v in zip(params, args)] for args in argument_lists]
+        self._parallel_caller(instance, export_name, params)(argument_lists)
+
+    def _parallel_caller(self, instance: WasmInstance, export_name: str,
+                         params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
+        """One per instance and export, kept in the instance's context: a JsThreadPool batch runner made once
+        (a batch then converts the numbers only; see ``parallel_caller``)."""
+        callers = instance.context.parallel_callers
+        caller = callers.get(export_name)
+        if caller is None:
+            caller = callers[export_name] = self._new_parallel_caller(instance, export_name, params)
+        return caller
+
+    def _new_parallel_caller(self, instance: WasmInstance, export_name: str,
+                             params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
+        if self._pool is None or instance.memory is None or not instance.memory.limits.shared:
+            # the browser refused workers (or nothing is shared): one call after the other on this thread
+            return lambda argument_lists: [self._call(instance, export_name, args, None) for args in argument_lists]
         i64_mask = sum(1 << p for p, t in enumerate(params) if t is ValType.I64)
-        failed = self._pool.run(instance.module.native.module, instance.memory.native,  # type: ignore[union-attr]
-                                instance.native.exports, export_name, items, i64_mask)
-        if failed is not None:
-            index, name, message = failed
-            if index < 0:
-                raise WasmInterfaceError(f"{export_name}: a worker could not instantiate the module: {name}: {message}")
-            raise self._error_of(name, message, export_name)
+        run = self._pool.batch(instance.module.native.module, instance.memory.native,  # type: ignore[union-attr]
+                               instance.context.exports, export_name, len(params), i64_mask)
+        error_of = self._error_of
+
+        def caller(argument_lists: list[tuple]) -> None:
+            failed = run(argument_lists)
+            if failed is not None:
+                index, name, message = failed
+                if index < 0:
+                    raise WasmInterfaceError(f"{export_name}: a worker could not instantiate the module: "
+                                             f"{name}: {message}")
+                raise error_of(name, message, export_name)
+
+        return caller
 
     def close(self) -> None:
         """Drop cached modules and the workers' instances (the workers stay for other runners)."""
@@ -463,14 +483,18 @@ class JsRunner(WasmRunner):
             _Uint8Array.new(memory.native.buffer, offset, data.nbytes).assign(data)
 
 
-class _HostFunctions:
+class _InstanceContext:
     """An instance's ``context``: the JS proxies of its imported Python functions, destroyed with it (a proxy
-    keeps its Python function alive until destroyed)."""
+    keeps its Python function alive until destroyed); its ``exports`` object, taken once (Pyodide makes a new
+    proxy of it on every attribute access, which costs hundreds of microseconds); and its parallel callers
+    (``JsRunner._parallel_caller``)."""
 
-    __slots__ = ("proxies",)
+    __slots__ = ("proxies", "exports", "parallel_callers")
 
-    def __init__(self, proxies: list[Any]) -> None:
+    def __init__(self, proxies: list[Any], exports: Any) -> None:
         self.proxies = proxies
+        self.exports = exports
+        self.parallel_callers: dict[str, Callable[[list[tuple]], None]] = {}
 
     def __del__(self) -> None:
         for proxy in self.proxies:

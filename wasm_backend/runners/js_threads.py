@@ -9,7 +9,7 @@ page's thread, where waiting is refused; the context cannot start workers). The 
 JupyterLite run their Python in a worker, so both get threads on a cross-origin isolated site (the
 site's server sends COOP/COEP); the page's thread itself is never blocked.
 
-How a batch runs (``JsThreadPool.run``). One pool per thread count serves every runner of this Python
+How a batch runs (``JsThreadPool.batch``). One pool per thread count serves every runner of this Python
 (``shared_pool``): ``threads - 1`` workers started from a Blob URL (nothing but this module is needed),
 sharing one control block (a SharedArrayBuffer) with the calling thread. A worker receives each module
 (a compiled ``WebAssembly.Module``) and the shared memory once, by message, and instantiates the module
@@ -41,10 +41,10 @@ in Pyodide.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from pyodide.code import run_js
-from pyodide.ffi import can_run_sync, run_sync, to_js
+from pyodide.ffi import can_run_sync, run_sync
 
 __all__ = ["JsThreadPool", "shared_pool", "thread_support", "MAX_THREADS"]
 
@@ -69,6 +69,14 @@ function now() { return performance.timeOrigin + performance.now(); }
 function trace(buffer, slot, index, start, end) {
   const k = Atomics.add(new Int32Array(buffer), L.TRACE_COUNT, 1);
   if (k < L.TRACE_RECORDS) new Float64Array(buffer, TRACE_AT + 32 * k, 4).set([slot, index, start, end]);
+}
+// the arguments of call i (i64 ones, marked in mask, as BigInt) from the batch's Float64 block, into call
+function argumentsOf(args, i, params, mask, call) {
+  for (let p = 0; p < params; p++) {
+    const value = args[i * params + p];
+    call[p] = (mask >> p) & 1 ? BigInt(value) : value;
+  }
+  return call;
 }
 function recordFailure(buffer, slot, index, error) {
   const control = new Int32Array(buffer);
@@ -123,10 +131,7 @@ function work() {
     if (Atomics.load(control, L.STOP)) break;
     const i = Atomics.add(control, L.NEXT, 1);
     if (i >= count) break;
-    for (let p = 0; p < params; p++) {
-      const value = args[i * params + p];
-      call[p] = (mask >> p) & 1 ? BigInt(value) : value;
-    }
+    argumentsOf(args, i, params, mask, call);
     try {
       const start = tracing ? now() : 0;
       fn(...call);
@@ -252,17 +257,17 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
       }
     });
   }
-  function slice(ids, fn, name, items, mask, failures) {
-    const count = items.length, params = count ? items[0].length : 0;
-    for (let i = 0; i < count; i++) for (let p = 0; p < params; p++) args[i * params + p] = Number(items[i][p]);
+  // one batch of calls start .. start + count - 1 of flat (params numbers per call) on every thread
+  function slice(ids, fn, nameBytes, flat, start, count, params, mask, failures) {
+    for (let k = 0, at = start * params; k < count * params; k++) args[k] = flat[at + k];
     control[L.NEXT] = 0; control[L.STOP] = 0; control[L.WORKER_CALLS] = 0;
     control[L.COUNT] = count; control[L.PARAMS] = params; control[L.MODULE] = ids[0]; control[L.MEMORY] = ids[1];
     control[L.I64_MASK] = mask;
-    const bytes = encoder.encode(name);
-    new Uint8Array(buffer, L.NAME_BYTES, 64).set(bytes.subarray(0, 64));
-    control[L.NAME_LENGTH] = Math.min(64, bytes.length);
+    new Uint8Array(buffer, L.NAME_BYTES, nameBytes.length).set(nameBytes);
+    control[L.NAME_LENGTH] = nameBytes.length;
     for (let s = 0; s < L.SLOTS; s++) control[L.FAIL + s] = -1;
     const tracing = control[L.TRACE] !== 0, opened = tracing ? now() : 0;
+    const call = new Array(params);
     Atomics.store(control, L.ENTRY, 0);           // open: workers may enter from now on
     Atomics.add(control, L.GEN, 1);
     Atomics.notify(control, L.GEN);
@@ -270,10 +275,11 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
       if (Atomics.load(control, L.STOP)) break;
       const i = Atomics.add(control, L.NEXT, 1);
       if (i >= count) break;
+      argumentsOf(args, i, params, mask, call);
       try {
-        const start = tracing ? now() : 0;
-        fn(...items[i]);
-        if (tracing) trace(buffer, 0, i, start, now());
+        const begin = tracing ? now() : 0;
+        fn(...call);
+        if (tracing) trace(buffer, 0, i, begin, now());
       } catch (error) {
         recordFailure(buffer, 0, i, error);
         break;
@@ -307,16 +313,19 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
       return Array.from(new Float64Array(buffer, TRACE_AT, 4 * k));
     },
     forget() { for (const entry of workers) { entry.worker.postMessage({ forget: true }); entry.memoryId = 0; } },
-    run(module, memory, exports, name, items, mask) {
-      const ids = send(module, memory);
-      const fn = exports[name];
-      const per = Math.max(1, Math.floor(L.MAX_ARGS / Math.max(1, items.length ? items[0].length : 1)));
-      const failures = [];
-      for (let start = 0; start < items.length && failures.length === 0; start += per) {
-        slice(ids, fn, name, items.slice(start, start + per), mask, failures);
-        if (failures.length && failures[0] >= 0) failures[0] += start;
-      }
-      return failures.length ? failures : undefined;  // undefined reaches Python as None
+    // the batch runner of one export: called with the number of calls and their arguments, params numbers
+    // per call, one after the other (no array to convert); returns undefined, or [first failing call, error name, message]
+    batch(module, memory, exports, name, params, mask) {
+      const fn = exports[name], nameBytes = encoder.encode(name).subarray(0, 64);
+      const per = Math.max(1, Math.floor(L.MAX_ARGS / Math.max(1, params)));
+      return (total, ...flat) => {
+        const ids = send(module, memory), failures = [];
+        for (let start = 0; start < total && failures.length === 0; start += per) {
+          slice(ids, fn, nameBytes, flat, start, Math.min(per, total - start), params, mask, failures);
+          if (failures.length && failures[0] >= 0) failures[0] += start;
+        }
+        return failures.length ? failures : undefined;  // undefined reaches Python as None
+      };
     },
   };
   return pool;
@@ -373,16 +382,24 @@ class JsThreadPool:
         """Calls that workers (not the calling thread) ran so far."""
         return int(self._pool.workerCalls)
 
-    def run(self, module: Any, memory: Any, exports: Any, export_name: str, argument_lists: list[list],
-            i64_mask: int = 0) -> tuple[int, str, str] | None:
-        """Run ``exports[export_name](*args)`` for every list of JS values in ``argument_lists`` on the
-        threads (``i64_mask``: bit p set where parameter p is an i64); returns None, or (first failing
-        index, exception name, message); index -2: a worker could not instantiate the module."""
-        failed = self._pool.run(module, memory, exports, export_name, to_js(argument_lists), i64_mask)
-        if failed is None:
-            return None
-        index, name, message = failed.to_py()
-        return int(index), str(name), str(message)
+    def batch(self, module: Any, memory: Any, exports: Any, export_name: str, params: int,
+              i64_mask: int = 0) -> Callable[[list[tuple]], tuple[int, str, str] | None]:
+        """The runner of batches of ``exports[export_name]`` (``params`` parameters; ``i64_mask``: bit p set where
+        parameter p is an i64) of ``module``'s instance over ``memory``: a function of ``argument_lists`` (a
+        list of tuples of numbers, unchecked; i64 ones below 2**53 in magnitude, as they travel as Float64)
+        that runs every call on the threads and returns None, or (first failing index, exception name,
+        message); index -2: a worker could not instantiate the module. Make one per export and keep it: a
+        batch then converts nothing but the numbers."""
+        run = self._pool.batch(module, memory, exports, export_name, params, i64_mask)
+
+        def run_batch(argument_lists: list[tuple]) -> tuple[int, str, str] | None:
+            failed = run(len(argument_lists), *[value for arguments in argument_lists for value in arguments])
+            if failed is None:
+                return None
+            index, name, message = failed.to_py()
+            return int(index), str(name), str(message)
+
+        return run_batch
 
     def set_tracing(self, on: bool) -> None:
         """Record (or stop recording) when each call of the following batches ran on which thread (a profiling
