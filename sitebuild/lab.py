@@ -14,7 +14,9 @@ Pyodide does not ship. ``build_lab`` therefore
    also works: piplite indexes the wheel too),
 4. copies the example notebooks (``notebooks/`` of the project) into the lab
    and runs ``jupyter lite build`` with a Python that has jupyterlite-core and
-   jupyterlite-pyodide-kernel (the ``lab`` extra).
+   jupyterlite-pyodide-kernel (the ``lab`` extra),
+5. makes the kernel's page-worker bridge race-free (``lab_coincident``: the
+   bundled coincident 1.2.3 let a busy machine stall the kernel for ever).
 
 Standard library only; the Python given does the JupyterLite work.
 """
@@ -31,6 +33,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .lab_coincident import patch_coincident
+
 __all__ = ["LAB_DIR", "KERNEL_LOCK_PACKAGES", "NOTEBOOKS_DIR", "LabBuildError", "build_lab", "kernel_settings"]
 
 #: where the lab goes inside the site
@@ -44,6 +48,8 @@ KERNEL_LOCK_PACKAGES = ("micropip", "jedi")
 _KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 #: the kernel extension's bundled wheels, under the Python's prefix
 _KERNEL_WHEELS = Path("share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi")
+#: the kernel extension's scripts in the built lab
+_KERNEL_STATIC = Path("extensions/@jupyterlite/pyodide-kernel-extension/static")
 #: the lab's pages are lab/<app>/index.html: the site's Pyodide is two levels up from them
 _PYODIDE_FROM_LAB_PAGES = "../../pyodide/pyodide.mjs"
 #: the Python version of the npm Pyodide (wheels are fetched for it)
@@ -165,6 +171,11 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
         _run([python, "-c", "import sys; from jupyterlite_core.app import main; sys.exit(main())",
               "build", "--lite-dir", str(lite), "--output-dir", str(site_dir / LAB_DIR)],
              f"built the lab in {site_dir / LAB_DIR}", log, cwd=lite)  # its task database stays in the temp dir
+    try:
+        patched = patch_coincident(site_dir / LAB_DIR / _KERNEL_STATIC)
+    except ValueError as error:
+        raise LabBuildError(f"the kernel's bridge could not be made race-free: {error}") from error
+    log(f"made the kernel's bridge race-free in {', '.join(patched) or 'no file (already done)'}")
     return {"lock": lock_names, "piplite": [w.name for w in piplite], "notebooks": [n.name for n in notebooks]}
 
 

@@ -225,3 +225,29 @@ def test_lab_refuses_a_python_without_jupyterlite(tmp_path):
     from sitebuild import lab
     with pytest.raises(lab.LabBuildError, match="jupyterlite-pyodide-kernel"):
         lab.build_lab(tmp_path, tmp_path, python="/bin/false", cache_dir=tmp_path / "cache", log=lambda m: None)
+
+
+def test_lab_makes_the_bundled_coincident_race_free(tmp_path):
+    """The kernel extension installed here (the ``lab`` extra) bundles coincident twice (the page's chunk and
+    the worker); each gets the three rewrites once, stays valid JavaScript, and a second pass leaves it."""
+    from sitebuild.lab_coincident import COINCIDENT_MARKER, HANDOFF_REWRITES, patch_coincident
+    installed = Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static"
+    static = tmp_path / "static"
+    static.mkdir()
+    for script in installed.glob("*.js"):
+        (static / script.name).write_bytes(script.read_bytes())
+    rewritten = patch_coincident(static)
+    assert len(rewritten) == 2 and any(name.startswith("coincident.worker.") for name in rewritten), rewritten
+    for name in rewritten:
+        text = (static / name).read_text(encoding="utf-8")
+        assert text.count("Atomics.store(") == 2 and text.count("Promise.resolve(w.value)") == 1
+        module = tmp_path / f"{name}.mjs"  # the worker is an ES module; the page's chunk is a plain script
+        module.write_text(text, encoding="utf-8")
+        checked = subprocess.run(["node", "--check", str(module)], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr[-2000:]
+    assert patch_coincident(static) == []
+    (static / "other.js").write_text(f'const key = "{COINCIDENT_MARKER}";', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"other.js: '{HANDOFF_REWRITES[0][0]}' matched 0 times"):
+        patch_coincident(static)
+    with pytest.raises(ValueError, match="no bundled coincident"):
+        patch_coincident(tmp_path)
