@@ -23,6 +23,11 @@ __all__ = ["merge_bits"]
 def merge_bits(word: str, mask: str, bits: str) -> str:
     """One line of WGSL statements: the bits of ``word`` (an ``atomic<u32>`` reference, evaluated several times:
     no side effects) under ``mask`` := ``bits`` (already shifted and within ``mask``), in one atomic step. The
-    statements declare ``old`` and ``swap``: put them in a block of their own (a function or a switch case)."""
-    return (f"var old = atomicLoad(&{word}); loop {{ let swap = atomicCompareExchangeWeak(&{word}, old, "
+    statements declare ``old`` and ``swap``: put them in a block of their own (a function or a switch case).
+
+    The first compare-exchange guesses the word is 0 (fresh memory) rather than reading it with ``atomicLoad``:
+    a failed guess returns the word, so a store costs one or two atomic operations (as the two-step store cost
+    two), and lavapipe compiles a shader of 64 unrolled byte stores in 0.75-1.1 s, as the two-step one (0.7-1.1 s;
+    1.5-1.8 s with the load first; benchmarks/webgpu_subword_stores.py)."""
+    return (f"var old = 0u; loop {{ let swap = atomicCompareExchangeWeak(&{word}, old, "
             f"(old & ~({mask})) | ({bits})); if (swap.exchanged) {{ break; }} old = swap.old_value; }}")
