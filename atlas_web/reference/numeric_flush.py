@@ -7,8 +7,10 @@ step reads a subnormal operand as a zero of its sign and gives a zero of its
 sign for a subnormal result (denormals-are-zero and flush-to-zero, as a GPU in
 that mode). MAD's product and sum, LERP's three steps and each step of a
 per-lane ReduceAdd/ReduceMul flush apart; the other rows (a single step, or a
-transcendental computed as one) flush their operands and their result. Every
-other row, and every other type, runs as in the exact reference.
+transcendental computed as one) flush their operands and their result. A step's
+result is its f32 one: BF16 computes in f32 and flushes that before rounding to
+BF16 (a device rounds the float unit's result). Every other row, and every other
+type, runs as in the exact reference.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import functools
 import numpy as np
 
 from ..isa.opcodes import OPCODE_TABLE, SUBNORMAL_FLUSHED_TYPES, Access, OperandKind
+from ..isa.types import Type
 from .numeric_cooperative import fold_in_order, lane_reduce
-from .numeric_floats import computed, lerp, mad
+from .numeric_floats import computed, finish, lerp, mad
 from .numeric_lane_rules import PURE_LANE_RULES, typed_op
 from .numeric_outcome import Outcome
 
@@ -69,8 +72,11 @@ def flushing_op(name: str, ty):
     if name in _STEPWISE:
         return _STEPWISE[name]
 
+    in_f32 = typed_op(name, Type.F32)   # BF16's function is F32's rounded to BF16 (computed, round_to)
+
     def op(ty, *arrays: np.ndarray) -> np.ndarray:
-        return flush(exact(ty, *(flush(a) for a in arrays)))
+        # the f32 result flushed before BF16's rounding, which would take (1 - 2^-12) * 2^-126 to 2^-126
+        return finish(ty, flush(in_f32(Type.F32, *(flush(a) for a in arrays))))
     op.__name__ = f"flushing_{name.lower()}"
     return op
 

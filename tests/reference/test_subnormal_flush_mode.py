@@ -89,6 +89,12 @@ FLUSHING_CASES = [
     ("EXP to a subnormal", _unary(EXP), F32, [-100.0], f32(math.exp(-100.0)), ftz(f32(math.exp(-100.0)))),
     ("SIN of a subnormal", _unary(SIN), F32, [S], S, 0.0),
     ("BF16 ADD of two subnormals", _binary(ADD, BF16), BF16, [2.0 ** -130, 2.0 ** -130], 2.0 ** -129, 0.0),
+    # the f32 product (1 - 2^-12.2) * 2^-126 is subnormal: flushed before its rounding to BF16 (which gives 2^-126),
+    # as webgpu multiplies on the float unit and rounds to BF16 in integer code (and as MAD's product)
+    ("BF16 MUL to an f32 subnormal that rounds to a normal", _binary(MUL, BF16), BF16,
+     [181 / 128 * 2.0 ** -63, 181 / 128 * 2.0 ** -64], TINY, 0.0),
+    ("BF16 MAD's product likewise", _ternary(MAD, ty=BF16), BF16,
+     [181 / 128 * 2.0 ** -63, 181 / 128 * 2.0 ** -64, 0.0], TINY, 0.0),
     # the chain x * 1e-30 * 1e30 with x = 1e-10: the partial 1e-40 is subnormal
     ("a MUL chain through a subnormal", lambda: [MUL(dst=r(9), lhs=r(1), rhs=r(2), ty=F32),
                                                MUL(dst=r(10), lhs=r(9), rhs=r(3), ty=F32)],
