@@ -149,3 +149,36 @@ def test_the_runner_raises_a_worker_call_trap_and_stays_usable(backends_page):
     assert len(outcome["refused"]) == 2 and "takes 1 argument" in outcome["refused"][0], outcome["refused"]
     assert "nope" in outcome["refused"][1]
     assert outcome["worker_calls"] > 0
+
+
+#: an instance is released with its last reference after batches on the workers (shared memory: the caller kept
+#: in its context refers to the module and memory, not to it) and on the calling thread (a memory that is not
+#: shared: that caller refers to the instance, so the context must not keep it: a cycle would leave the instance
+#: and its host-function proxies to the collector)
+RELEASE_CODE = """
+import gc, weakref
+from wasm_backend.encoding.module import ModuleBuilder
+from wasm_backend.encoding.types import ValType
+from wasm_backend.runners.js_runner import JsRunner
+
+runner = JsRunner(threads=2)
+result = {}
+for shared in (True, False):
+    mb = ModuleBuilder("released")
+    mb.import_memory("env", "memory", 1, 1, shared=shared)
+    mb.add_function("k", [ValType.I32], [], export=True)
+    instance = runner.instantiate(runner.compile(mb.to_bytes()), memory=runner.create_memory(1, 1, shared=shared))
+    runner.parallel_caller(instance, "k")([(0,), (1,)])
+    released = weakref.ref(instance)
+    gc.disable()
+    try:
+        del instance
+        result["shared" if shared else "unshared"] = released() is None
+    finally:
+        gc.enable()
+runner.close()
+"""
+
+
+def test_an_instance_is_released_with_its_last_reference_after_batches(backends_page):
+    assert run_python(backends_page, RELEASE_CODE) == {"shared": True, "unshared": True}

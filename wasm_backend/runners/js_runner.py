@@ -410,7 +410,12 @@ class JsRunner(WasmRunner):
     def _parallel_caller(self, instance: WasmInstance, export_name: str,
                          params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
         """One per instance and export, kept in the instance's context: a JsThreadPool batch runner made once
-        (a batch then converts the numbers only; see ``parallel_caller``)."""
+        (a batch then converts the numbers only; see ``parallel_caller``). Where the browser refused workers
+        (or nothing is shared) the calls run one after the other on this thread, by a caller made each time:
+        it refers to the instance, which its context would then keep alive (a cycle, freed by the collector
+        only, with its host functions' proxies)."""
+        if self._pool is None or instance.memory is None or not instance.memory.limits.shared:
+            return lambda argument_lists: [self._call(instance, export_name, args, None) for args in argument_lists]
         callers = instance.context.parallel_callers
         caller = callers.get(export_name)
         if caller is None:
@@ -419,9 +424,8 @@ class JsRunner(WasmRunner):
 
     def _new_parallel_caller(self, instance: WasmInstance, export_name: str,
                              params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
-        if self._pool is None or instance.memory is None or not instance.memory.limits.shared:
-            # the browser refused workers (or nothing is shared): one call after the other on this thread
-            return lambda argument_lists: [self._call(instance, export_name, args, None) for args in argument_lists]
+        """The pool's batch runner of the export (it refers to the module, memory and exports, not the
+        instance)."""
         i64_mask = sum(1 << p for p, t in enumerate(params) if t is ValType.I64)
         run = self._pool.batch(instance.module.native.module, instance.memory.native,  # type: ignore[union-attr]
                                instance.context.exports, export_name, len(params), i64_mask)
