@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["COINCIDENT_MARKER", "HANDOFF_REWRITES", "patch_coincident"]
+__all__ = ["COINCIDENT_MARKER", "HANDOFF_REWRITES", "bundled_coincident", "is_patched", "patch_coincident",
+           "unpatched_bundles"]
 
 #: the message key of coincident 1.x: a file holding it is a bundled coincident
 COINCIDENT_MARKER = "64e10b34-2bf7-4616-9668-f99de5aa046e"
@@ -49,6 +50,24 @@ HANDOFF_REWRITES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def bundled_coincident(static_dir: Path) -> list[Path]:
+    """The scripts (``*.js``) directly under ``static_dir`` that bundle coincident, sorted; reads only."""
+    return sorted(p for p in Path(static_dir).glob("*.js") if COINCIDENT_MARKER in p.read_text(encoding="utf-8"))
+
+
+def is_patched(text: str) -> bool:
+    """Whether a bundle's text is the rewritten one: it ends with this module's mark and none of the
+    race-prone handoffs that ``HANDOFF_REWRITES`` replaces is left in it. Pure: never writes anything."""
+    return text.endswith(_DONE) and not any(re.search(pattern, text) for _, pattern, _ in HANDOFF_REWRITES)
+
+
+def unpatched_bundles(static_dir: Path) -> list[Path]:
+    """The bundled coincidents under ``static_dir`` that are not rewritten (``is_patched`` is false), sorted;
+    an empty list when every one is (or none is there: count ``bundled_coincident`` for that). Read-only,
+    unlike ``patch_coincident``: a check that must not repair what it checks uses this."""
+    return [p for p in bundled_coincident(static_dir) if not is_patched(p.read_text(encoding="utf-8"))]
+
+
 def patch_coincident(static_dir: Path) -> list[str]:
     """Rewrite every bundled coincident under ``static_dir`` (the kernel extension's ``static/`` in the
     built lab) in place; returns the names of the files rewritten now (already rewritten ones are left).
@@ -56,7 +75,7 @@ def patch_coincident(static_dir: Path) -> list[str]:
     Raises ValueError when no file holds coincident or a rewrite does not match exactly once in a file
     that does (another pyodide-kernel release: check its coincident before changing the pin).
     """
-    bundles = sorted(p for p in Path(static_dir).glob("*.js") if COINCIDENT_MARKER in p.read_text(encoding="utf-8"))
+    bundles = bundled_coincident(static_dir)
     if not bundles:
         raise ValueError(f"no bundled coincident (key {COINCIDENT_MARKER}) in {static_dir}")
     rewritten = []

@@ -230,13 +230,20 @@ def test_lab_refuses_a_python_without_jupyterlite(tmp_path):
 def test_lab_makes_the_bundled_coincident_race_free(tmp_path):
     """The kernel extension installed here (the ``lab`` extra) bundles coincident twice (the page's chunk and
     the worker); each gets the three rewrites once, stays valid JavaScript, and a second pass leaves it."""
-    from sitebuild.lab_coincident import COINCIDENT_MARKER, HANDOFF_REWRITES, patch_coincident
+    from sitebuild.lab_coincident import (COINCIDENT_MARKER, HANDOFF_REWRITES, bundled_coincident, is_patched,
+                                          patch_coincident, unpatched_bundles)
     installed = Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static"
     static = tmp_path / "static"
     static.mkdir()
     for script in installed.glob("*.js"):
         (static / script.name).write_bytes(script.read_bytes())
+    bundles = bundled_coincident(static)
+    before = {p: p.read_bytes() for p in bundles}
+    assert len(bundles) == 2 and unpatched_bundles(static) == bundles  # the lab's check fails on these...
+    assert not any(is_patched(p.read_text(encoding="utf-8")) for p in bundles)
+    assert {p: p.read_bytes() for p in bundles} == before  # ...and leaves them as they were
     rewritten = patch_coincident(static)
+    assert unpatched_bundles(static) == [] and all(is_patched(p.read_text(encoding="utf-8")) for p in bundles)
     assert len(rewritten) == 2 and any(name.startswith("coincident.worker.") for name in rewritten), rewritten
     for name in rewritten:
         text = (static / name).read_text(encoding="utf-8")
