@@ -338,11 +338,16 @@ class WebGpuBackend(Backend):
 
     @closes
     def close(self) -> None:
-        """Release the device memory (and the device, when the backend made its driver); the backend is
-        closed (later calls raise BackendClosed)."""
-        self._memory.close()
-        if self._owns_driver:
-            self._driver.close()
+        """Release the device memory: buffers, pools and the launcher's scratch buffers (lane state and its
+        windows, runtime words, kernel work memory), destroyed now also on a driver the backend shares with
+        others; and the device, when the backend made its driver. The backend is closed (later calls raise
+        BackendClosed)."""
+        try:
+            self._launcher.close()
+        finally:
+            self._memory.close()
+            if self._owns_driver:
+                self._driver.close()
 
 
 def _exact_sum(words: list[int]) -> float:

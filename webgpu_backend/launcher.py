@@ -176,6 +176,24 @@ class Launcher:
     def _window_buffer(self, window: int):
         return self.state if window == 0 else self.state_windows[window - 1]
 
+    def buffers(self) -> list:
+        """Every GPU buffer the launcher holds: launch slots, runtime words, lane state and its windows, kernel
+        partials and work memory, the snapshot copies, and replaced ones not yet destroyed. All its own: no
+        scratch is shared with another launcher on the same driver."""
+        return [self.launch_slots, self.rt, self.state, *self.state_windows, self.partials, self.work,
+                self.snapshot_src_a, self.snapshot_src_b, *self._retired]
+
+    def close(self) -> None:
+        """Destroy every buffer of ``buffers()`` (work already submitted that uses one still finishes: WebGPU
+        frees a buffer once that work is done) and drop the recorded launches naming them. The driver and its
+        caches are left to their owner (other backends may share the driver). The launcher is unusable after
+        (its buffers raise InvalidBuffer); WebGpuBackend.close calls this and refuses later calls itself."""
+        for buffer in self.buffers():
+            self.driver.destroy_buffer(buffer)
+        self.state_windows.clear()
+        self._retired.clear()
+        self._records.clear()
+
     def _destroy_retired(self) -> None:
         for buffer in self._retired:
             self.driver.destroy_buffer(buffer)
