@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from atlas_web import LaunchConfig, Program
-from atlas_web.distributed import Sharded, Stage
+from atlas_web.distributed import MultiDeviceExecutor, Sharded, Stage
 from atlas_web.isa import ADD, CVT, DIV, LDG, MOV_IMM, MUL, STG, Address, Register, Type
 from atlas_web.registry import discover_backends, get_backend
 
-__all__ = ["X", "Y", "N", "square_program", "divide_program", "two_stages", "two_stages_expected", "mixes", "start"]
+__all__ = ["X", "Y", "N", "square_program", "divide_program", "two_stages", "two_stages_expected", "mixes", "start", "executor"]
 
 X, Y = Register(0), Register(1)
 GID = Register(255)
@@ -70,6 +70,13 @@ def mixes() -> list[tuple[str, ...]]:
     return out
 
 
-def start(names) -> list:
-    """A fresh backend per name."""
-    return [get_backend(name) for name in names]
+def start(names, close=None) -> list:
+    """A fresh backend per name, each handed to ``close`` (the tests' fixture: closed when the test ends)."""
+    backends = [get_backend(name) for name in names]
+    return [close(backend) for backend in backends] if close is not None else backends
+
+
+def executor(close, names, **options) -> MultiDeviceExecutor:
+    """A MultiDeviceExecutor over fresh backends named ``names``; ``close`` (the tests' fixture) closes the
+    executor and then the backends when the test ends."""
+    return close(MultiDeviceExecutor(start(names, close), **options))

@@ -17,15 +17,14 @@ from distributed.protocol import deserialize, serialize
 import atlas_web.numpy as anp
 
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramError, TrapCode
-from atlas_web.distributed import (DataParallel, Hybrid, MultiDeviceExecutor, PipelineParallel, Replicated, Sharded,
-                                   Stage)
+from atlas_web.distributed import DataParallel, Hybrid, PipelineParallel, Replicated, Sharded, Stage
 from atlas_web.distributed.dask_arrays import map_blocks
 from atlas_web.distributed.dask_chunks import to_atlas, to_numpy
 from atlas_web.distributed.dask_cluster import DistributedExecutor, Payload, WorkerLost   # the test extra's dask
 from atlas_web.distributed.dask_launch import Resident, drop_resident
 from atlas_web.isa import GEMM, AllGather, AllReduce, Address, ReduceOperation, Type
 
-from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
+from .helpers import N, X, Y, divide_program, executor, square_program, two_stages, two_stages_expected
 
 
 BLOCK = 4
@@ -64,9 +63,9 @@ def test_data_parallel_on_the_cluster_matches_numpy(cluster):
     assert ys.read() == (x * x).tobytes()
 
 
-def test_collectives_on_the_cluster_match_local_devices(cluster):
+def test_collectives_on_the_cluster_match_local_devices(cluster, close):
     x = np.random.default_rng(2).standard_normal(4 * BLOCK).astype(np.float32)
-    local = MultiDeviceExecutor(start(("cpu", "wasm")))
+    local = executor(close, ("cpu", "wasm"))
     assert _square_with_collectives(cluster, x) == _square_with_collectives(local, x)
 
 
@@ -144,12 +143,12 @@ def test_an_existing_client_with_the_cpu_backend_is_left_open(cluster):
     assert cluster.client.status == "running"
 
 
-def test_a_launch_with_collectives_is_one_task_per_worker_per_segment(cluster):
+def test_a_launch_with_collectives_is_one_task_per_worker_per_segment(cluster, close):
     x = np.random.default_rng(5).standard_normal(4 * BLOCK).astype(np.float32)
     before = cluster.tasks_submitted
     got = _square_with_collectives(cluster, x)        # 2 collectives: 3 segments on each of 2 workers, 2 combines
     assert cluster.tasks_submitted - before == 3 * 2 + 2
-    assert got == _square_with_collectives(MultiDeviceExecutor(start(("wasm", "wasm"))), x)
+    assert got == _square_with_collectives(executor(close, ("wasm", "wasm")), x)
     before = cluster.tasks_submitted
     xs, ys = cluster.array(x, Type.F32, Sharded()), cluster.empty(x.size, Type.F32, Sharded())
     cluster.execute_cluster(square_program(Type.F32), DataParallel(LaunchConfig(grid=(4, 1, 1), block=(BLOCK, 1, 1)),
@@ -174,7 +173,7 @@ def test_trap_before_a_collective_on_the_cluster_changes_nothing(cluster):
                                                    reduction=ReduceOperation.Sum, ty=Type.I32)], {}), strategy)
 
 
-def test_replicated_buffers_stay_resident_on_the_workers(cluster, monkeypatch):
+def test_replicated_buffers_stay_resident_on_the_workers(cluster, monkeypatch, close):
     m = inner = n = 8
     a = np.random.default_rng(6).standard_normal((m, inner)).astype(np.float32)
     b = np.random.default_rng(7).standard_normal((inner, n)).astype(np.float32)
@@ -196,7 +195,7 @@ def test_replicated_buffers_stay_resident_on_the_workers(cluster, monkeypatch):
                           b=Address.BufferOffset(weights.handle), m=m // 2, n=n, k=inner, ty=Type.F32)], {}),
             DataParallel(LaunchConfig(grid=(2, 1, 1), block=(1, 1, 1))))
         return sc.read()
-    local = MultiDeviceExecutor(start(("wasm", "wasm")))
+    local = executor(close, ("wasm", "wasm"))
     want = gemm(local, local.array(b.reshape(-1), Type.F32))
     weights = cluster.array(b.reshape(-1), Type.F32)      # Replicated
     assert [gemm(cluster, weights) for _ in range(3)] == [want] * 3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from contextlib import closing
 
 import numpy as np
 import pytest
@@ -35,9 +36,9 @@ class _Meeting:
         return getattr(self._backend, name)
 
 
-def _run(names, parallel: bool):
+def _run(close, names, parallel: bool):
     barrier, seen = threading.Barrier(len(names) if parallel else 1), []
-    devices = [_Meeting(backend, barrier, seen) for backend in start(names)]
+    devices = [_Meeting(backend, barrier, seen) for backend in start(names, close)]
     x = np.random.default_rng(2).standard_normal(8 * len(names)).astype(np.float32)
     with MultiDeviceExecutor(devices, parallel=parallel) as ex:
         xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
@@ -47,21 +48,21 @@ def _run(names, parallel: bool):
 
 
 @pytest.mark.parametrize("names", [("wasm", "wasm"), ("wasm", "cpu", "wasm")], ids="+".join)
-def test_local_devices_launch_at_once(names):
-    equal, seen = _run(names, parallel=True)
+def test_local_devices_launch_at_once(names, close):
+    equal, seen = _run(close, names, parallel=True)
     assert equal
     assert threading.current_thread().name in seen and len(set(seen)) == len(names)   # rank 0 on this thread
 
 
-def test_parallel_false_runs_the_devices_one_after_another_here():
-    equal, seen = _run(("wasm", "cpu"), parallel=False)
+def test_parallel_false_runs_the_devices_one_after_another_here(close):
+    equal, seen = _run(close, ("wasm", "cpu"), parallel=False)
     assert equal and seen == [threading.current_thread().name] * 2
 
 
-def test_without_threads_every_job_runs_here(monkeypatch):
+def test_without_threads_every_job_runs_here(monkeypatch, close):
     from atlas_web.distributed import device_threads
     monkeypatch.setattr(device_threads, "THREADS", False)     # as under Pyodide
-    threads = DeviceThreads()
+    threads = close(closing(DeviceThreads()))
     assert threads.run([(object(), threading.current_thread), (object(), threading.current_thread)]) == \
         [(True, threading.current_thread())] * 2
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, LaunchConfig, Program, ProgramError, TrapCode
-from atlas_web.distributed import (DataParallel, Hybrid, MultiDeviceExecutor, Sharded, Tiled)
+from atlas_web.distributed import DataParallel, Hybrid, Sharded, Tiled
 from atlas_web.distributed.mesh import lane_runs, position_runs, split_grid
 from atlas_web.isa import (ADD, CVT, LDG, MUL, STG, Address, AllGather, AllReduce, Broadcast, ReduceOperation,
                            ReduceScatter, Register, Type)
 from atlas_web.isa.registers import SpecialRegister as S
 
-from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
+from .helpers import N, X, Y, divide_program, executor, square_program, two_stages, two_stages_expected
 
 OFF_X, OFF_Y = Register(5), Register(6)
 
@@ -86,8 +86,8 @@ def _position_program() -> Program:
         STG(dst=Address.RegisterIndirect(r(27)), src=r(28), ty=u32)], {})
 
 
-def _position_run(names, mesh, config, x):
-    ex = MultiDeviceExecutor(start(names))
+def _position_run(close, names, mesh, config, x):
+    ex = executor(close, names)
     xs, ys = ex.array(x.reshape(-1), Type.U32, Tiled()), ex.empty(x.size, Type.U32, Tiled())
     ex.execute_distributed(_position_program(), DataParallel(
         config, pointers={X: xs, Y: ys}, mesh=mesh, block_offset=(OFF_X, OFF_Y),
@@ -97,19 +97,19 @@ def _position_run(names, mesh, config, x):
 
 @pytest.mark.parametrize("names,mesh", [(("cpu", "wasm", "wasm", "cpu"), (2, 2)), (("wasm", "cpu", "cpu"), (1, 3)),
                                         (("cpu", "wasm"), (2, 1))], ids=lambda v: "+".join(map(str, v)))
-def test_a_2d_program_on_a_device_mesh_matches_one_device_and_numpy(names, mesh):
+def test_a_2d_program_on_a_device_mesh_matches_one_device_and_numpy(names, mesh, close):
     config = LaunchConfig.grid_2d(10, 9, block=(2, 3))      # grid (5, 3): uneven splits on both axes
     x = np.random.default_rng(5).integers(0, 1 << 32, size=(9, 10), dtype=np.uint64).astype(np.uint32)
-    got = _position_run(names, mesh, config, x)
+    got = _position_run(close, names, mesh, config, x)
     yy, xx = np.mgrid[0:9, 0:10].astype(np.uint32)
     assert got == (x * x + np.uint32(1000) * xx + yy).astype(np.uint32).tobytes()
-    assert got == _position_run(("cpu",), None, config, x)
+    assert got == _position_run(close, ("cpu",), None, config, x)
 
 
-def test_sharded_buffers_and_a_collective_on_a_2d_mesh():
+def test_sharded_buffers_and_a_collective_on_a_2d_mesh(close):
     config = LaunchConfig(grid=(2, 2, 1), block=(2, 2, 1))     # one block per device of the 2 x 2 mesh
     x = np.random.default_rng(6).standard_normal(config.total_threads).astype(np.float32)
-    ex = MultiDeviceExecutor(start(("wasm", "cpu", "cpu", "wasm")))
+    ex = executor(close, ("wasm", "cpu", "cpu", "wasm"))
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
     program = square_program(Type.F32, AllReduce(buffer=Address.BufferOffset(ys.handle), n=4,
                                                  reduction=ReduceOperation.Sum, ty=Type.F32))
@@ -121,12 +121,12 @@ def test_sharded_buffers_and_a_collective_on_a_2d_mesh():
     assert ys.read() == np.tile(total, 4).tobytes()
 
 
-def test_trap_on_a_2d_mesh_is_the_lowest_global_lane():
+def test_trap_on_a_2d_mesh_is_the_lowest_global_lane(close):
     config = LaunchConfig(grid=(3, 2, 1), block=(2, 2, 1))
     x = np.arange(1, config.total_threads + 1, dtype=np.int32)
     x[[21, 7]] = 0      # lane 7 lies in block 1, on mesh device 0 (blocks x 0..1, y 0); lane 21 in block 5
     for names, mesh in ((("cpu",), None), (("wasm", "cpu", "cpu", "wasm"), (2, 2)), (("cpu", "wasm"), (1, 2))):
-        ex = MultiDeviceExecutor(start(names))
+        ex = executor(close, names)
         xs, ys = ex.array(x, Type.I32, Sharded()), ex.empty(x.size, Type.I32, Sharded())
         with pytest.raises(AtlasTrap) as trap:
             ex.execute_distributed(divide_program(), DataParallel(config, pointers={X: xs, Y: ys}, mesh=mesh))
@@ -134,8 +134,8 @@ def test_trap_on_a_2d_mesh_is_the_lowest_global_lane():
         assert ys.read() == bytes(x.nbytes)
 
 
-def test_mesh_refusals():
-    ex = MultiDeviceExecutor(start(("cpu", "cpu")))
+def test_mesh_refusals(close):
+    ex = executor(close, ("cpu", "cpu"))
     xs = ex.empty(16, Type.F32, Tiled())
     config = LaunchConfig(grid=(2, 2, 1), block=(2, 2, 1))
     with pytest.raises(ProgramError, match="holds 3 devices"):
@@ -150,18 +150,18 @@ def test_mesh_refusals():
 
 
 @pytest.mark.parametrize("micro_batches", [1, 2])
-def test_hybrid_runs_a_pipeline_per_replica_group(micro_batches):
+def test_hybrid_runs_a_pipeline_per_replica_group(micro_batches, close):
     x = np.arange(1, N + 1, dtype=np.int32)
-    ex = MultiDeviceExecutor(start(("cpu", "wasm", "wasm", "cpu")))
+    ex = executor(close, ("cpu", "wasm", "wasm", "cpu"))
     stages, out = two_stages(ex, x, N // (2 * micro_batches))     # stage 0 on group rank 0, stage 1 on group rank 1
     ex.execute_distributed(None, Hybrid(stages, micro_batches, replicas=2))
     assert out.read() == two_stages_expected(x)
 
 
-def test_hybrid_trap_and_refusals():
+def test_hybrid_trap_and_refusals(close):
     x = np.arange(1, N + 1, dtype=np.int32)
     x[[13, 6]] = 0       # piece 3 (replica 1) and piece 1 (replica 0): the divide stage traps first in piece 1
-    ex = MultiDeviceExecutor(start(("cpu", "wasm", "cpu", "wasm")))
+    ex = executor(close, ("cpu", "wasm", "cpu", "wasm"))
     stages, out = two_stages(ex, x, N // 4)
     with pytest.raises(AtlasTrap) as trap:
         ex.execute_distributed(None, Hybrid(stages, 2, replicas=2))
@@ -175,10 +175,10 @@ def test_hybrid_trap_and_refusals():
         Hybrid(stages, 1, replicas=0)
 
 
-def test_collectives_within_the_rows_of_a_2d_mesh():
+def test_collectives_within_the_rows_of_a_2d_mesh(close):
     config = LaunchConfig(grid=(2, 2, 1), block=(4, 1, 1))      # one block per device; rows: ranks {0, 1}, {2, 3}
     x = np.random.default_rng(9).standard_normal(config.total_threads).astype(np.float32)
-    ex = MultiDeviceExecutor(start(("cpu", "wasm", "wasm", "cpu")))
+    ex = executor(close, ("cpu", "wasm", "wasm", "cpu"))
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
     gathered = ex.empty(2 * x.size, Type.F32, Sharded(chunk=2))    # each device: its row's 2 x 4 squares
     scattered = ex.empty(x.size, Type.F32, Sharded())

@@ -8,19 +8,15 @@ import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, ExecutionFailed, ExecutionParams, LaunchConfig, Program, ProgramError, TrapCode
-from atlas_web.distributed import DataParallel, MultiDeviceExecutor, Replicated, Sharded, split_blocks
+from atlas_web.distributed import DataParallel, Replicated, Sharded, split_blocks
 from atlas_web.isa import (BRA, EXIT, GEMM, AllGather, AllReduce, Address, Broadcast, Label, ReduceOperation,
                            ReduceScatter, Type)
 from atlas_web.isa.addresses import make_pointer
 from atlas_web.reference import CpuBackend
 
-from .helpers import X, Y, divide_program, mixes, square_program, start
+from .helpers import X, Y, divide_program, executor, mixes, square_program
 
 BLOCK = 4
-
-
-def _executor(names):
-    return MultiDeviceExecutor(start(names))
 
 
 def test_split_blocks_is_contiguous_in_rank_order():
@@ -30,9 +26,9 @@ def test_split_blocks_is_contiguous_in_rank_order():
 
 @pytest.mark.parametrize("names", mixes(), ids="+".join)
 @pytest.mark.parametrize("blocks", [1, 5])
-def test_data_parallel_matches_one_device(names, blocks):
+def test_data_parallel_matches_one_device(names, blocks, close):
     x = np.random.default_rng(blocks).standard_normal(blocks * BLOCK).astype(np.float32)
-    ex = _executor(names)
+    ex = executor(close, names)
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(x.size, Type.F32, Sharded())
     config = LaunchConfig(grid=(blocks, 1, 1), block=(BLOCK, 1, 1))
     ex.execute_distributed(square_program(Type.F32), DataParallel(config, pointers={X: xs, Y: ys}))
@@ -41,11 +37,11 @@ def test_data_parallel_matches_one_device(names, blocks):
 
 
 @pytest.mark.parametrize("names", mixes(), ids="+".join)
-def test_collectives_in_a_program(names):
+def test_collectives_in_a_program(names, close):
     k = len(names)
     n = BLOCK   # one block per device: each device's shard holds BLOCK elements
     x = np.random.default_rng(3).standard_normal(k * n).astype(np.float32)
-    ex = _executor(names)
+    ex = executor(close, names)
     config = LaunchConfig(grid=(k, 1, 1), block=(BLOCK, 1, 1))
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(k * n, Type.F32, Sharded())
     gathered = ex.empty(k * n, Type.F32, Replicated())
@@ -70,17 +66,17 @@ def test_collectives_in_a_program(names):
     assert xs.read() == np.tile(x.reshape(k, n)[k - 1], k).tobytes()
 
 
-def test_trap_is_the_lowest_global_lane_and_changes_nothing():
+def test_trap_is_the_lowest_global_lane_and_changes_nothing(close):
     x = np.arange(1, 5 * BLOCK + 1, dtype=np.int32)
     x[[9, 14]] = 0
     config = LaunchConfig(grid=(5, 1, 1), block=(BLOCK, 1, 1))
-    single = CpuBackend()
+    single = close(CpuBackend())
     hx, hy = single.allocate_typed(x, Type.I32), single.allocate_typed(np.zeros_like(x), Type.I32)
     with pytest.raises(AtlasTrap) as one:
         single.execute_program_with_params(divide_program(), ExecutionParams(
             config, {X: (Type.U64, make_pointer(int(hx), 0)), Y: (Type.U64, make_pointer(int(hy), 0))}))
     for names, collective in ((("cpu", "wasm", "cpu"), False), (("wasm", "wasm"), False), (("wasm", "cpu"), True)):
-        ex = _executor(names)
+        ex = executor(close, names)
         xs, ys = ex.array(x, Type.I32, Sharded()), ex.empty(x.size, Type.I32, Sharded())
         program = divide_program()
         if collective:   # the segmented path: a collective after the trapping segment
@@ -94,8 +90,8 @@ def test_trap_is_the_lowest_global_lane_and_changes_nothing():
         assert ys.read() == bytes(x.nbytes)
 
 
-def test_replicated_buffer_written_differently_is_refused():
-    ex = _executor(("cpu", "cpu"))
+def test_replicated_buffer_written_differently_is_refused(close):
+    ex = executor(close, ("cpu", "cpu"))
     x = np.arange(8, dtype=np.float32)
     xs, ys = ex.array(x, Type.F32, Sharded()), ex.empty(8, Type.F32, Replicated())
     with pytest.raises(ExecutionFailed, match="Replicated"):
@@ -104,8 +100,8 @@ def test_replicated_buffer_written_differently_is_refused():
     assert ys.read() == bytes(32)
 
 
-def test_refusals():
-    ex = _executor(("cpu", "cpu"))
+def test_refusals(close):
+    ex = executor(close, ("cpu", "cpu"))
     buf = ex.empty(8, Type.F32, Sharded())
     config = DataParallel(LaunchConfig(grid=(2, 1, 1), block=(4, 1, 1)))
     reduce3 = AllReduce(buffer=Address.BufferOffset(buf.handle), n=4, reduction=ReduceOperation.Sum, devices=3)
@@ -128,10 +124,10 @@ def test_refusals():
 
 
 @pytest.mark.parametrize("names", [("cpu", "cpu", "cpu"), ("wasm", "cpu", "wasm")], ids="+".join)
-def test_executor_collectives_fold_in_rank_order(names):
+def test_executor_collectives_fold_in_rank_order(names, close):
     k, n = len(names), 33
     parts = [np.random.default_rng(r).standard_normal(n).astype(np.float32) * 10 ** r for r in range(k)]
-    ex = _executor(names)
+    ex = executor(close, names)
     handles = [int(b.allocate_typed(p, Type.F32)) for b, p in zip(ex.devices, parts)]
     ex.all_reduce(handles, n, Type.F32, ReduceOperation.Sum)
     want = ((parts[0] + parts[1]).astype(np.float32) + parts[2]).astype(np.float32)
@@ -154,17 +150,17 @@ def test_executor_collectives_fold_in_rank_order(names):
         ex.all_reduce(handles[:2], n, Type.F32)
 
 
-def test_sharded_gemm_rows_match_one_device():
+def test_sharded_gemm_rows_match_one_device(close):
     m, n, inner = 6, 5, 7
     a = np.random.default_rng(8).standard_normal((m, inner)).astype(np.float32)
     b = np.random.default_rng(9).standard_normal((inner, n)).astype(np.float32)
-    single = CpuBackend()
+    single = close(CpuBackend())
     ha, hb = single.allocate_typed(a.reshape(-1), Type.F32), single.allocate_typed(b.reshape(-1), Type.F32)
     hc = single.allocate_typed(np.zeros(m * n, np.float32), Type.F32)
     single.execute_program(Program([GEMM(c=Address.BufferOffset(int(hc)), a=Address.BufferOffset(int(ha)),
                                          b=Address.BufferOffset(int(hb)), m=m, n=n, k=inner, ty=Type.F32)], {}),
                            LaunchConfig())
-    ex = _executor(("cpu", "cpu", "cpu"))
+    ex = executor(close, ("cpu", "cpu", "cpu"))
     rows = m // 3
     sa, sb = ex.array(a.reshape(-1), Type.F32, Sharded(chunk=rows * inner)), ex.array(b.reshape(-1), Type.F32)
     sc = ex.empty(m * n, Type.F32, Sharded(chunk=rows * n))

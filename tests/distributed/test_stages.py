@@ -8,33 +8,33 @@ import numpy as np
 import pytest
 
 from atlas_web import AtlasTrap, ExecutionFailed, LaunchConfig, Program, ProgramError, TrapCode
-from atlas_web.distributed import ModelParallel, MultiDeviceExecutor, PipelineParallel, Replicated, Stage
+from atlas_web.distributed import ModelParallel, PipelineParallel, Replicated, Stage
 from atlas_web.isa import AllReduce, Address, ReduceOperation, Type
 
-from .helpers import N, X, Y, divide_program, square_program, start, two_stages, two_stages_expected
+from .helpers import N, X, Y, divide_program, executor, square_program, two_stages, two_stages_expected
 
 
 @pytest.mark.parametrize("names", [("cpu",), ("wasm", "cpu"), ("cpu", "wasm")], ids="+".join)
-def test_model_parallel_matches_sequential(names):
+def test_model_parallel_matches_sequential(names, close):
     x = np.arange(1, N + 1, dtype=np.int32)
-    ex = MultiDeviceExecutor(start(names))
+    ex = executor(close, names)
     stages, out = two_stages(ex, x, N)
     ex.execute_distributed(None, ModelParallel(stages))
     assert out.read() == two_stages_expected(x)
 
 
 @pytest.mark.parametrize("micro_batches", [1, 2, 4])
-def test_pipeline_parallel_matches_sequential(micro_batches):
+def test_pipeline_parallel_matches_sequential(micro_batches, close):
     x = np.arange(1, N + 1, dtype=np.int32)
-    ex = MultiDeviceExecutor(start(("wasm", "cpu")))
+    ex = executor(close, ("wasm", "cpu"))
     stages, out = two_stages(ex, x, N // micro_batches)
     ex.execute_distributed(None, PipelineParallel(stages, micro_batches))
     assert out.read() == two_stages_expected(x)
 
 
-def test_trap_in_a_later_stage_changes_nothing():
+def test_trap_in_a_later_stage_changes_nothing(close):
     x = np.arange(N, dtype=np.int32)    # x[0] = 0: the divide stage traps at lane 0 of micro-batch 0
-    ex = MultiDeviceExecutor(start(("cpu", "wasm")))
+    ex = executor(close, ("cpu", "wasm"))
     stages, out = two_stages(ex, x, N // 2)
     with pytest.raises(AtlasTrap) as trap:
         ex.execute_distributed(None, PipelineParallel(stages, 2))
@@ -43,8 +43,8 @@ def test_trap_in_a_later_stage_changes_nothing():
     assert stages[0].pointers[Y].read() == bytes(4 * N)   # the first stage's finished output is not kept either
 
 
-def test_refusals():
-    ex = MultiDeviceExecutor(start(("cpu", "cpu")))
+def test_refusals(close):
+    ex = executor(close, ("cpu", "cpu"))
     x = np.arange(1, N + 1, dtype=np.int32)
     stages, _ = two_stages(ex, x, N // 2, Replicated())
     with pytest.raises(ExecutionFailed, match="read only"):
