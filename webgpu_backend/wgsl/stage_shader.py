@@ -43,7 +43,7 @@ from .rules_atlas import neighbour_table_wgsl
 from .runtime_layout import GUARD_WGSL, NO_TRAP, launch_struct, RuntimeLayout
 from .segments import NO_LABEL, render_segment
 from .subword import merge_bits
-from ..state_windows import FIRST_WINDOW_BINDING, StateWindows
+from ..state_windows import StateWindows
 
 __all__ = ["StageShader", "build_stage_shader", "FIRST_CHUNK_BINDING", "SHARED_RESERVED_BYTES",
            "wide_register_file_base", "shared_backup_words"]
@@ -219,7 +219,7 @@ class _StageBuilder:
             lines.append(f"@group(0) @binding({FIRST_CHUNK_BINDING + k}) var<storage, read_write> "
                          f"mem{k}: array<{element}>;")
         for j in range(1, self.windows.count if self.windows else 1):
-            lines.append(f"@group(0) @binding({FIRST_WINDOW_BINDING + j - 1}) var<storage, read_write> "
+            lines.append(f"@group(0) @binding({StateWindows.binding(j)}) var<storage, read_write> "
                          f"{StateWindows.name(j)}: array<u32>;")
         return "\n".join(lines)
 
