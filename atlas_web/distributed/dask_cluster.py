@@ -117,19 +117,21 @@ class RemoteBackend:
         self.client, self.address, self.name = client, address, name
         self.tasks = 0     # tasks this proxy submitted (for tests and benchmarks)
 
-    def _start(self, method: str, *args):
+    def _submit(self, function, *args):
+        """Submit ``function(self.name, *args)`` as one task pinned to this worker (counted in ``tasks``)."""
         self.tasks += 1
-        future = self.client.submit(_worker_call, self.name, method, args, workers=[self.address],
-                                    allow_other_workers=False, pure=False)
+        return self.client.submit(function, self.name, *args, workers=[self.address], allow_other_workers=False,
+                                  pure=False)
+
+    def _start(self, method: str, *args):
+        future = self._submit(_worker_call, method, args)
         return lambda: self._result(future, method)
 
     def start_placed(self, program, launch, registers: dict, pointers: dict, buffers: list):
         """Start ``program_split.run_placed`` on the worker as one task (place, run, read back, free); the
         returned wait() gives (AtlasTrap or None, bytes per buffer) or raises WorkerLost."""
         wrapped = (program, launch, registers, pointers, [(handle, Payload(data)) for handle, data in buffers])
-        self.tasks += 1
-        future = self.client.submit(_worker_run_placed, self.name, wrapped, workers=[self.address],
-                                    allow_other_workers=False, pure=False)
+        future = self._submit(_worker_run_placed, wrapped)
 
         def wait():
             trap, datas = self._result(future, "a stage's launch")
