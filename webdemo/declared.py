@@ -73,8 +73,10 @@ def _number(ty: Type, text: str, line: int) -> int | float:
         value = float(text) if ty.is_float() else int(text, 0)
     except ValueError:
         raise ProgramError(f"line {line}: {text!r} is not a {ty.name.lower()} value") from None
-    if not ty.is_float() and not ty.int_range()[0] <= value <= ty.int_range()[1]:
-        low, high = ty.int_range()
+    if ty.is_float():
+        return value
+    low, high = ty.int_range()
+    if not low <= value <= high:
         raise ProgramError(f"line {line}: {text} is outside the {ty.name.lower()} range [{low}, {high}]")
     return value
 
