@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 from .codegen_fused import EPILOGUE_MAX
 from .fusion import Step
-from .nodes import CoopMapNode, FusedMapNode, GemmEpilogueNode, GemmNode, Leaf, MapNode, Term
+from .nodes import CoopMapNode, FusedMapNode, FusedReduceNode, GemmEpilogueNode, GemmNode, Leaf, MapNode, Term
 from .shapes import row_major, size_of
 
-__all__ = ["fuse_epilogues"]
+__all__ = ["fuse_epilogues", "written_buffers"]
 
 #: the GEMM rows' names by batch (GemmNode.batch 1: GEMM, else BatchedGEMM)
 _GEMM_NAMES = {True: "GEMM", False: "BatchedGEMM"}
@@ -43,21 +43,22 @@ def _as_fused(step: Step) -> tuple[FusedMapNode, list] | None:
     return FusedMapNode(size_of(node.shape), leaves, (term,), (len(leaves),)), [*step.operands, step.out]
 
 
-def _buffers(step: Step) -> tuple[set[int], set[int]]:
-    """(ids of the buffers ``step`` reads, ids of those it writes)."""
-    values = [v for v in step.operands if isinstance(v, tuple)]
+def written_buffers(step: Step) -> set[int]:
+    """Ids of the buffers ``step`` writes: its ``out``, or a fused pass's outputs (the operands after its
+    leaves), or a GEMM epilogue's outputs and C (which its GEMM writes)."""
     node = step.node
-    if isinstance(node, FusedMapNode):
-        written = {id(v[0]) for v in values[len(node.leaves):]}
-        return {id(v[0]) for v in values[:len(node.leaves)]}, written
+    if isinstance(node, (FusedMapNode, FusedReduceNode)):
+        return {id(v[0]) for v in step.operands[len(node.leaves):]}
     if isinstance(node, GemmEpilogueNode):
-        leaves = node.epilogue.leaves
-        written = {id(v[0]) for v in step.operands[2 + len(leaves):]} | {id(step.operands[2 + node.c_leaf][0])}
-        return {id(v[0]) for v in values}, written
-    reads = {id(v[0]) for v in values}
-    if step.out is None:   # a fused reduction: its output is its last operand
-        return reads, {id(step.operands[-1][0])}
-    return reads, {id(step.out[0])}
+        return ({id(v[0]) for v in step.operands[2 + len(node.epilogue.leaves):]}
+                | {id(step.operands[2 + node.c_leaf][0])})
+    return set() if step.out is None else {id(step.out[0])}
+
+
+def _reads(step: Step) -> set[int]:
+    """Ids of the buffers ``step`` may read (a fused pass: its leaves'; otherwise every buffer operand)."""
+    operands = step.operands[:len(step.node.leaves)] if isinstance(step.node, FusedMapNode) else step.operands
+    return {id(v[0]) for v in operands if isinstance(v, tuple)}
 
 
 def _merge(gemm: Step, consumer: Step) -> Step | None:
@@ -92,14 +93,13 @@ def fuse_epilogues(steps: list[Step], supports: Callable[[str, Any], bool]) -> l
         c, inputs = id(step.out[0]), {id(v[0]) for v in step.operands if isinstance(v, tuple)}
         merged = None
         for later in range(index + 1, len(out)):
-            reads, writes = _buffers(out[later])
-            if c in reads:
+            if c in _reads(out[later]):
                 merged = _merge(step, out[later])
                 if merged is not None:
                     out[later] = merged
                     del out[index]
                 break
-            if writes & (inputs | {c}):
+            if written_buffers(out[later]) & (inputs | {c}):
                 break
         if merged is None:
             index += 1

@@ -26,9 +26,8 @@ from typing import Any, Callable
 from ..errors import ArrayError
 from . import codegen_fused  # noqa: F401  (registers the fused nodes' programs)
 from .array import Array
-from .epilogue import fuse_epilogues
+from .epilogue import fuse_epilogues, written_buffers
 from .fusion import Record, Step, fuse
-from .nodes import FusedMapNode, FusedReduceNode, GemmEpilogueNode
 from .runtime import TRACES, DeviceBuffer, as_device, launch
 
 __all__ = ["jit", "JitFunction"]
@@ -97,14 +96,7 @@ class _Plan:
                 self.sizes.append(buffer.nbytes)
             return ("slot", slot, base)
 
-        written = {id(s.out[0]) for s in steps if s.out is not None}
-        for step in steps:
-            if isinstance(step.node, (FusedMapNode, FusedReduceNode)):  # outputs follow the leaves
-                written.update(id(v[0]) for v in step.operands[len(step.node.leaves):])
-            elif isinstance(step.node, GemmEpilogueNode):  # C (a leaf of the pass) and the pass's outputs
-                leaves = len(step.node.epilogue.leaves)
-                written.update(id(v[0]) for v in step.operands[2 + leaves:])
-                written.add(id(step.operands[2 + step.node.c_leaf][0]))
+        written = set().union(*map(written_buffers, steps))
         self.steps = [(s.what, s.node, s.fallback, [ref(v) for v in s.operands],
                        None if s.out is None else ref(s.out)) for s in steps]
         self.result = _template(result, ref)
