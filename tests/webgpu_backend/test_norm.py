@@ -91,3 +91,22 @@ def test_rows_of_subnormals_and_of_huge_values(webgpu):
     assert not compare(case, inputs, got), compare(case, inputs, got)[:3]
     assert np.isnan(got[2 * 513:3 * 513]).all() and np.isfinite(np.delete(got, np.s_[2 * 513:3 * 513])).all()
 
+
+
+def test_group_workgroup_and_loop_limit_refusal_as_softmax():
+    """Norm groups take Softmax's workgroups (16, 64 past 2^19 elements) and past the engine's loop limit both
+    shaders are refused, naming the instruction, the type and the row or group length."""
+    from atlas_web.errors import UnsupportedOperation
+    from webgpu_backend.wgsl.emitter import ShaderFeatures
+    from webgpu_backend.wgsl.kernels.norm import NormSpec
+    from webgpu_backend.wgsl.kernels.softmax import LONG_ROW, LONG_WORKGROUP, WORKGROUP, SoftmaxSpec
+
+    def spec(size):
+        return NormSpec("LayerNorm", 1, size, 0, 0, 0, 0, 0, (0, 1, 2, 3), kind="bf16")
+    assert (spec(LONG_ROW).workgroup, spec(LONG_ROW + 1).workgroup) == (WORKGROUP, LONG_WORKGROUP)
+    limited = ShaderFeatures(loop_limit=4)
+    assert f"@workgroup_size({WORKGROUP})" in spec(4 * WORKGROUP).source(limited)
+    with pytest.raises(UnsupportedOperation, match=r"LayerNorm.*BF16.*a group of 65 elements.*4 loop iterations"):
+        spec(4 * WORKGROUP + 1).source(limited)
+    with pytest.raises(UnsupportedOperation, match=r"LogSoftmax.*F16.*a row of 65 elements.*(16 per workgroup)"):
+        SoftmaxSpec(1, 65, True, kind="f16").source(limited)

@@ -40,23 +40,16 @@ from atlas_web.isa.extents import array_operands
 from atlas_web.isa.types import Type
 
 from ..emitter import ShaderFeatures
-from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .conv2d import KINDS, element_reader, element_writer
 from .gemm import f32_bits
+from .softmax import check_loop_limit, row_workgroup
 
 __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
 #: the types the kernels compute
 NORM_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
-#: invocations per workgroup: few (SwiftShader and llvmpipe switch through every invocation at each barrier: in
-#: one Chromium page, SwiftShader, LayerNorm/RMSNorm 256 x 1024 ran 2.2-2.8x TF.js webgpu's composition with 16,
-#: about 1x with 64, benchmarks/peers/nn_webgpu.py); groups longer than LONG_GROUP take LONG_WORKGROUP
-#: (llvmpipe's loop limit, 60,000 iterations per invocation, then allows 3.84M elements instead of 960K)
-WORKGROUP = 16
-LONG_GROUP = 1 << 19
-LONG_WORKGROUP = 64
 #: the launch words holding the arrays' byte offsets, in binding-role order
 _ROLES = ("dst", "src_a", "src_b", "src_c", "src_d", "src_e")
 #: the source arrays of each row, in operand order (after the output)
@@ -87,8 +80,11 @@ class NormSpec:
 
     @property
     def workgroup(self) -> int:
-        """Invocations per workgroup."""
-        return LONG_WORKGROUP if self.size > LONG_GROUP else WORKGROUP
+        """Invocations per workgroup: Softmax's (softmax.row_workgroup: 16, 64 past 2^19 elements for llvmpipe's
+        loop limit; few, as SwiftShader and llvmpipe switch through every invocation at each barrier: in one
+        Chromium page, SwiftShader, LayerNorm/RMSNorm 256 x 1024 ran 2.2-2.8x TF.js webgpu's composition with
+        16, about 1x with 64, benchmarks/peers/nn_webgpu.py)."""
+        return row_workgroup(self.size)
 
     def source(self, features: ShaderFeatures) -> str:
         return norm_source(self, features)
@@ -227,10 +223,7 @@ def _batch_body(spec: NormSpec) -> str:
 def norm_source(spec: NormSpec, features: ShaderFeatures) -> str:
     """The WGSL of ``spec``'s shader. Raises UnsupportedOperation for a group longer than the engine's loop limit
     allows one invocation to walk."""
-    if features.loop_limit and -(-spec.size // spec.workgroup) > features.loop_limit:
-        ty = next(t for t, kind in KINDS.items() if kind == spec.kind)
-        raise unsupported(spec.name, ty, f"a group of {spec.size} elements takes more than the engine's "
-                          f"{features.loop_limit} loop iterations per invocation ({spec.workgroup} per workgroup)")
+    check_loop_limit(spec.name, spec.kind, "group", spec.size, spec.workgroup, features)
     guard = GUARD_WGSL if spec.guarded else "true"
     body = _batch_body(spec) if spec.name == "BatchNorm" else _statistics_body(spec)
     return "\n".join([features.enable_directives + launch_struct(),

@@ -51,7 +51,7 @@ from .binding import ROLE_BINDINGS, shared_sources
 from .conv2d import KINDS, element_reader, element_writer
 
 __all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP", "LONG_ROW",
-           "LONG_WORKGROUP"]
+           "LONG_WORKGROUP", "row_workgroup", "check_loop_limit"]
 
 #: the types the kernel computes
 SOFTMAX_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
@@ -61,6 +61,21 @@ WORKGROUP = 16
 #: invocation, then allows rows of 3.84M elements instead of 960K)
 LONG_ROW = 1 << 19
 LONG_WORKGROUP = 64
+
+
+def row_workgroup(n: int) -> int:
+    """Invocations per workgroup for a row (or a norm's group) of ``n`` elements walked by one workgroup."""
+    return LONG_WORKGROUP if n > LONG_ROW else WORKGROUP
+
+
+def check_loop_limit(name: str, kind: str, what: str, n: int, workgroup: int, features: ShaderFeatures) -> None:
+    """Raise UnsupportedOperation (naming instruction ``name`` of element kind ``kind``) when a ``what`` ("row",
+    "group") of ``n`` elements walked by ``workgroup`` invocations takes more loop iterations per invocation than
+    the engine allows (``features.loop_limit``; 0: no limit)."""
+    if features.loop_limit and -(-n // workgroup) > features.loop_limit:
+        ty = next(t for t, k in KINDS.items() if k == kind)
+        raise unsupported(name, ty, f"a {what} of {n} elements takes more than the engine's "
+                          f"{features.loop_limit} loop iterations per invocation ({workgroup} per workgroup)")
 _NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
 #: exp_nonpositive's polynomial (x^5 first) and cutoff, as WGSL literals (XNNPACK's f32 rr2-p5, as coop_softmax)
 _P = tuple(repr(float.fromhex(c)) for c in ("0x1.0F9F9Cp-7", "0x1.573A1Ap-5", "0x1.555A80p-3", "0x1.FFFDC6p-2",
@@ -101,10 +116,7 @@ def softmax_source(spec: SoftmaxSpec, features: ShaderFeatures) -> str:
     """The WGSL of ``spec``'s shader. Raises UnsupportedOperation for a row longer than the engine's loop limit
     allows one invocation to walk."""
     name = "LogSoftmax" if spec.log else "Softmax"
-    if features.loop_limit and -(-spec.n // spec.workgroup) > features.loop_limit:
-        ty = next(t for t, kind in KINDS.items() if kind == spec.kind)
-        raise unsupported(name, ty, f"a row of {spec.n} elements takes more than the engine's "
-                          f"{features.loop_limit} loop iterations per invocation ({spec.workgroup} per workgroup)")
+    check_loop_limit(name, spec.kind, "row", spec.n, spec.workgroup, features)
     helpers = HelperSet()
     for helper in ("float_key", "log_f32"):
         helpers.require(helper)
@@ -261,7 +273,7 @@ class SoftmaxKernel(Kernel):
 
     def spec(self, instr, reads: str = "ro", guarded: bool = True, max_groups: int = 65535) -> SoftmaxSpec:
         return SoftmaxSpec(instr.rows, instr.n, self.log, reads, guarded, looped=instr.rows > max_groups,
-                           kind=KINDS[instr.ty], workgroup=LONG_WORKGROUP if instr.n > LONG_ROW else WORKGROUP)
+                           kind=KINDS[instr.ty], workgroup=row_workgroup(instr.n))
 
     def plan(self, instr, operands: dict, device: DeviceLimits) -> KernelPlan:
         spec = self.spec(instr, shared_sources(operands)[0], max_groups=device.max_groups)
