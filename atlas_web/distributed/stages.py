@@ -122,7 +122,7 @@ def run_stages(executor, strategy: ModelParallel | PipelineParallel | Hybrid) ->
     for tick in range(micro_batches + len(stages) - 1):
         jobs = [(r * micro_batches + m, r * group + stages[tick - m].device, tick - m)
                 for r in range(replicas) for m in range(micro_batches) if 0 <= tick - m < len(stages)]
-        started = [(executor.devices[device], _start(executor, stages[s], device, named[s], work, piece, pieces))
+        started = [_start(executor.devices[device], stages[s], named[s], work, piece, pieces)
                    for piece, device, s in jobs]
         results = []
         for ok, value in executor.run_jobs(started):    # every job of the tick ran: raise the first failure
@@ -139,16 +139,15 @@ def run_stages(executor, strategy: ModelParallel | PipelineParallel | Hybrid) ->
             buffer.data[:] = work[buffer.handle]
 
 
-def _start(executor, stage: Stage, device: int, buffers, work, micro: int, micro_batches: int):
-    """The job running ``stage`` on device ``device`` over ``buffers``' micro-batch pieces: place, run, read back,
-    free (``run_placed``; on a Dask worker one task, started now); the job gives (AtlasTrap or None, bytes per
-    buffer)."""
-    backend = executor.devices[device]
+def _start(backend, stage: Stage, buffers, work, micro: int, micro_batches: int):
+    """(``backend``, the job running ``stage`` on it over ``buffers``' micro-batch pieces), for ``run_jobs``: place,
+    run, read back, free (``run_placed``; on a Dask worker one task, started now); the job gives (AtlasTrap or
+    None, bytes per buffer)."""
     placed = [(buffer.handle, bytes(work[buffer.handle][_piece(buffer, micro, micro_batches)])) for buffer in buffers]
     pointers = {register: buffer.handle for register, buffer in stage.pointers.items()}
     args = (stage.program, stage.config, stage.registers, pointers, placed)
     start = getattr(backend, "start_placed", None)
-    return start(*args) if start is not None else (lambda: run_placed(backend, *args))
+    return backend, (start(*args) if start is not None else (lambda: run_placed(backend, *args)))
 
 
 def _keep(buffers, datas, work, micro: int, micro_batches: int, pipeline: bool, device: int) -> None:
