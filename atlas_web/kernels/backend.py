@@ -12,29 +12,30 @@ UnsupportedOperation, AtlasTrap or ExecutionFailed from a launch. See docs/kerne
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable
 
 from .. import numpy as anp
 from ..backend import Backend
 from ..errors import ArrayError
 from ..isa.types import Type
+from ..launch import as_int
 from ..numpy.array import Array
 from .launch import copy_into, copy_rows, run_instruction
+
+
+__all__ = ["KernelBackend"]
 
 
 def index_operand(what: str, name: str, value: Any) -> int:
     """``value`` as a Python int (an int or NumPy integer; not a bool, a float or a 0-d array of floats):
     a decoding position or length must not be truncated into another row. Raises ArrayError naming
     ``what`` and ``name``."""
-    if isinstance(value, bool):
-        raise ArrayError(f"{what}: {name} must be an integer, not the bool {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ArrayError(f"{what}: {name} must be an integer, not {value!r} ({type(value).__name__})") from None
+    number = as_int(value)
+    if number is None:
+        kind = f"the bool {value!r}" if isinstance(value, bool) else f"{value!r} ({type(value).__name__})"
+        raise ArrayError(f"{what}: {name} must be an integer, not {kind}")
+    return number
 
-__all__ = ["KernelBackend"]
 
 F32 = Type.F32
 
@@ -226,7 +227,7 @@ class KernelBackend:
         if not x.size:
             return
         if self.has_kernel("RoPE"):
-            run_instruction(what, f"rope.f32 [{{p0}}], [{{p0}}], [{{p1}}], 1, {seq}, {heads}, {d}, {int(position)}, "
+            run_instruction(what, f"rope.f32 [{{p0}}], [{{p0}}], [{{p1}}], 1, {seq}, {heads}, {d}, {position}, "
                                   "false", [(x, 0), (freqs, 0)])
             return
         angles = anp.reshape(anp.arange(position, position + seq, dtype=anp.float32, device=self.device),
@@ -258,10 +259,10 @@ class KernelBackend:
         half = d // 2
         if self.has_kernel("RoPE"):
             run_instruction(what, f"rope.f32 [{{p0}}], [{{p0}}], [{{p1}}], 1, 1, {heads}, {d}, 1, false",
-                            [(x, 0), (angles, int(position) * half)])
+                            [(x, 0), (angles, position * half)])
             return
         row = self.zeros((1, half))
-        copy_rows(what, row, 0, half, angles, int(position) * half, half, 1, half)
+        copy_rows(what, row, 0, half, angles, position * half, half, 1, half)
         self.apply_rope(x, anp.cos(row), anp.sin(row))
 
     # ---- attention pieces -----------------------------------------------------------------------------
@@ -311,7 +312,7 @@ class KernelBackend:
         if new_kv.shape != (heads, d) or not 0 <= position < max_seq:
             raise ArrayError(f"{what}: new_kv {new_kv.describe()} at position {position} does not fit cache "
                              f"{cache.describe()}")
-        copy_rows(what, cache, int(position) * d, max_seq * d, new_kv, 0, d, heads, d)
+        copy_rows(what, cache, position * d, max_seq * d, new_kv, 0, d, heads, d)
 
     def _decoding_attention(self, what: str, query: Any, key_cache: Any, value_cache: Any, name: str,
                             value: int, fits: Callable[[int], bool]
@@ -340,7 +341,7 @@ class KernelBackend:
         if self.has_kernel("Attention"):
             out = self.zeros((heads, d))
             run_instruction(what, f"attention.f32 [{{p0}}], [{{p1}}], [{{p2}}], [{{p3}}], 1, {heads}, 1, {d}, "
-                                  f"{int(kv_len)}, false, {kv_heads}, {max_seq}", [(out, 0), (q, 0), (k, 0), (v, 0)])
+                                  f"{kv_len}, false, {kv_heads}, {max_seq}", [(out, 0), (q, 0), (k, 0), (v, 0)])
             return out
         return anp.attention(q.reshape(1, heads, 1, d), k[:, :kv_len].reshape(1, kv_heads, kv_len, d),
                              v[:, :kv_len].reshape(1, kv_heads, kv_len, d)).reshape(heads, d)
@@ -360,7 +361,7 @@ class KernelBackend:
         if rows is None:
             rows = self._rows[(heads, max_seq, d)] = (self.zeros((heads, max_seq, d)), self.zeros((heads, max_seq, d)))
         queries, outputs = rows
-        at, stride = int(position) * d, max_seq * d
+        at, stride = position * d, max_seq * d
         copy_rows(what, queries, at, stride, q, 0, d, heads, d)
         if self.has_kernel("Attention"):
             run_instruction(what, f"attention.f32 [{{p0}}], [{{p1}}], [{{p2}}], [{{p3}}], 1, {heads}, {max_seq}, "
