@@ -30,7 +30,7 @@ from ..encoding.types import ValType
 from ..thread_policy import PARALLEL_GEMM_THRESHOLD
 from .coop_context import COOP_OK, CoopContext
 from .coop_gemm_kernel import (
-    DEFAULT_TILING, ELEMENTS, TILINGS, GemmShape, build_gemm_driver, row_step, scratch_bytes,
+    DEFAULT_TILING, ELEMENTS, TILINGS, GemmShape, build_gemm_driver, round16, row_step, scratch_bytes,
 )
 from .coop_gemm_vector import build_gemv_driver, gemv_output_step, gemv_plan, gemv_scratch_bytes
 from .module_context import HOST_IMPORTS
@@ -233,7 +233,7 @@ class DriverContext:
 
 def unit_block_bytes(count: int) -> int:
     """The bytes of the parameter block of ``threaded_units`` for ``count`` arrays (16-byte multiple)."""
-    return -(-4 * count // 16) * 16
+    return round16(4 * count)
 
 
 def threaded_units(cc: CoopContext, arrays: dict[str, int], count: int, threaded: bool, emit) -> None:
