@@ -30,6 +30,7 @@ from . import dask_launch
 from .collectives import group_size
 from .executor import MultiDeviceExecutor, shard_bytes
 from .layouts import Replicated
+from .program_split import run_placed
 
 __all__ = ["DistributedExecutor", "RemoteBackend", "WorkerLost", "Payload", "worker_backend"]
 
@@ -102,7 +103,6 @@ def _worker_call(name: str, method: str, args: tuple):
 
 def _worker_run_placed(name: str, args: tuple):
     """Run on a worker: ``program_split.run_placed`` on its backend (a whole stage launch, one task)."""
-    from .program_split import run_placed
     program, launch, registers, pointers, buffers = args
     trap, datas = run_placed(worker_backend(name), program, launch, registers, pointers,
                              [(handle, _unwrapped(data)) for handle, data in buffers])
