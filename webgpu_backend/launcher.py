@@ -161,13 +161,11 @@ class Launcher:
         self.generation += 1
         return self.driver.create_buffer(max(size, min(2 * buffer.size, limit)), _STORAGE)
 
-    def _ensure_windows(self, windows: StateWindows, lanes: int) -> None:
-        """The state buffer and one buffer per further window, each grown to its window's bytes (each at most
-        one binding: plan_state_windows sized them)."""
-        sizes = windows.sizes()
-        self._ensure("state", sizes[0], lanes)
+    def _ensure_windows(self, windows: StateWindows) -> None:
+        """One buffer per window after the first (window 0 is the state buffer, grown by ``_ensure``), each grown
+        to its window's bytes (each at most one binding: plan_state_windows sized them)."""
         limit = self.driver.limit("maxStorageBufferBindingSize")
-        for j, size in enumerate(sizes[1:]):
+        for j, size in enumerate(windows.sizes()[1:]):
             if j == len(self.state_windows):
                 self.state_windows.append(self.driver.create_buffer(size, _STORAGE))   # named by no record yet
             elif self.state_windows[j].size < size:
@@ -370,10 +368,9 @@ class Launcher:
         runtime = compiled.runtime_layout(config, may_trap)
         self._ensure("rt", 4 * runtime.words, config.total_threads if may_trap else None)
         state_bytes, wide_offset, wide_bytes = compiled.state_layout(config, shaders, windows)
-        if windows is None:
-            self._ensure("state", state_bytes, config.total_threads)
-        else:
-            self._ensure_windows(windows, config.total_threads)
+        self._ensure("state", state_bytes, config.total_threads)     # with windows: window 0's bytes
+        if windows is not None:
+            self._ensure_windows(windows)
         if wide_bytes:
             io.clear(self.state, wide_offset, wide_bytes)
         header = bytearray(4 * runtime.resonance)
