@@ -25,10 +25,10 @@ import random
 import sys
 from typing import Callable
 
-__all__ = ["random_words", "uniform_f32", "uniform_f64", "randint", "randint_u32", "INT_TYPECODES", "random_u8", "engine_name", "ENGINES",
-           "MAX_RANDINT_COUNT"]
+__all__ = ["random_words", "uniform_f32", "uniform_f64", "randint", "randint_u32", "INT_TYPECODES", "random_u8",
+           "engine_name", "ENGINES", "MAX_RANDINT_COUNT"]
 
-#: the largest ``count`` of randint_u32: ``w * count`` stays below 2**53, exact in JavaScript's doubles
+#: the largest ``count`` (``hi - lo + 1``) of randint: ``w * count`` stays below 2**53, exact in JavaScript's doubles
 MAX_RANDINT_COUNT = 1 << 21
 _SCALE = 2.0 ** -32
 
@@ -140,7 +140,7 @@ def _numpy_imports() -> bool:
     return True
 
 
-#: engine name -> (is it usable here, the f32 map, the integer map); the first usable one is used
+#: engine name -> (is it usable here, the float map (f32, f64), the integer map); the first usable one is used
 ENGINES: dict[str, tuple[Callable[[], bool], Callable, Callable]] = {
     "numpy": (_numpy_imports, _uniform_numpy, _randint_numpy),
     "javascript": (lambda: sys.platform == "emscripten", _uniform_js, _randint_js),
