@@ -43,10 +43,10 @@ class _Placeholder:
 
 
 class _Trace:
-    """The launches of one traced call, in order, and which buffers hold traced values."""
+    """The launches of one traced call on ``device``, in order, and which buffers hold traced values."""
 
-    def __init__(self, name: str, placeholders: list[_Placeholder]) -> None:
-        self.name = name
+    def __init__(self, name: str, device: Any, placeholders: list[_Placeholder]) -> None:
+        self.name, self.device = name, device
         self.records: list[Record] = []
         #: the array operations that made the launches (elementwise, astype, reduce entries: the Arrays
         #: themselves), for atlas_web.translate.jit_to_kernel
@@ -212,7 +212,7 @@ class JitFunction:
                    for p, a in zip(placeholders, arrays)]
         it = iter(proxies)
         traced_args = [next(it) if isinstance(a, Array) else a for a in args]
-        trace = _Trace(self.__name__, placeholders)
+        trace = _Trace(self.__name__, device, placeholders)
         TRACES.append(trace)
         try:
             result = self.fn(*traced_args, **kwargs)
@@ -223,7 +223,7 @@ class JitFunction:
 
     def _trace(self, args: tuple, kwargs: dict) -> _Plan:
         trace, result, proxies = self.trace(*args, **kwargs)
-        device = proxies[0].device if proxies else as_device(self.device)
+        device = trace.device
         outputs = [r[1] for r in _outputs(_template(result, lambda v: ("buffer", v[0])), [])]
         steps = fuse_epilogues(fuse(trace.records, outputs), device.supports)
         return _Plan(device, steps, [p.buffer for p in proxies], result)
