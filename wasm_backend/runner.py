@@ -290,11 +290,7 @@ class WasmRunner(abc.ABC):
         meets first). Raises WasmInterfaceError for an unknown export, one with results, or unfitting
         arguments (before any call runs).
         """
-        export = instance.module.export(export_name)
-        if export.kind != ExternKind.FUNC or export.functype is None or export.functype.results:
-            raise WasmInterfaceError(f"parallel_call needs an exported function without results; {export_name!r} "
-                                     f"is {export.functype.text() if export.functype else export.kind.text}")
-        params = export.functype.params
+        params = self._parallel_params(instance, export_name)
         checked = []
         for args in argument_lists:
             if len(args) != len(params):
@@ -317,11 +313,17 @@ class WasmRunner(abc.ABC):
         engines where checking them costs much of a short batch (the browser's). The export is checked
         now: raises WasmInterfaceError for an unknown export or one with results. Engines with a faster
         path override ``_parallel_caller``; the default checks the arguments all the same."""
+        return self._parallel_caller(instance, export_name, self._parallel_params(instance, export_name))
+
+    @staticmethod
+    def _parallel_params(instance: WasmInstance, export_name: str) -> tuple[ValType, ...]:
+        """The parameter types of ``export_name``, an exported function without results; raises
+        WasmInterfaceError for an unknown export or one with results."""
         export = instance.module.export(export_name)
         if export.kind != ExternKind.FUNC or export.functype is None or export.functype.results:
             raise WasmInterfaceError(f"parallel_call needs an exported function without results; {export_name!r} "
                                      f"is {export.functype.text() if export.functype else export.kind.text}")
-        return self._parallel_caller(instance, export_name, export.functype.params)
+        return export.functype.params
 
     def _parallel_caller(self, instance: WasmInstance, export_name: str,
                          params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
