@@ -35,6 +35,12 @@ class OffThread:
         """Whether a call left by an interrupted or cancelled caller may still be running."""
         return self._pending is not None
 
+    @property
+    def running(self) -> bool:
+        """Whether a call is running on the worker now (its caller waiting for it, or gone)."""
+        pending = self._pending
+        return pending is not None and not pending.done()
+
     def settle(self) -> None:
         """Wait (interruptibly) until the call a caller left is done; its result or error is dropped."""
         pending = self._pending

@@ -122,6 +122,12 @@ class WgpuNativeDriver(GpuDriver):
         out["engine"] = f"{self.engine} (wgpu-py {wgpu.__version__})"
         return out
 
+    @property
+    def waiting_off_thread(self) -> bool:
+        """Whether an engine call that waits for the GPU is running on the worker thread now (its caller
+        waiting for it in Python, or gone: interrupted or cancelled)."""
+        return self._off.running
+
     def submit_and_wait(self) -> None:
         """Block until every submitted command has finished (interruptibly: see the module docstring)."""
         self._check_open()
