@@ -2,7 +2,8 @@
 
 Standard library only. ``DeviceThreads.run(jobs)`` takes (device, job) pairs: the jobs of the first job's device
 run on the calling thread, those of every other local device on that device's own worker thread (made on first
-use, kept until ``close``), the jobs of one device one after another in the order given. A device with a
+use, kept until ``close`` or until the device is collected), the jobs of one device one after another in the
+order given. A device with a
 ``start_program`` method is remote (a Dask worker behind ``RemoteBackend``): its jobs only wait for work already
 started, so they run on the calling thread too. Backends release Python's lock while they compute (wasmtime and
 NumPy calls), so devices overlap on a machine with cores to spare.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
@@ -27,17 +29,32 @@ THREADS = sys.platform != "emscripten"
 
 
 class DeviceThreads:
-    """One worker thread per distinct local device (keyed by the backend object); see the module docstring."""
+    """One worker thread per distinct local device (keyed by the backend object); see the module docstring.
+    A device that takes weak references is held weakly: once it is collected its thread ends (after its
+    current job) and a new device at the same address gets a thread of its own; any other device is held
+    until ``close``, so its address is not reused meanwhile."""
 
     def __init__(self) -> None:
-        self._pools: dict[int, ThreadPoolExecutor] = {}
-        self._lock = threading.Lock()
+        #: id(device) -> (a callable giving the device, None once it died; its pool)
+        self._pools: dict[int, tuple[Callable[[], Any], ThreadPoolExecutor]] = {}
+        # reentrant: a device may be collected (its weakref callback runs) while this thread holds it
+        self._lock = threading.RLock()
 
-    def _pool(self, key: int, rank: int) -> ThreadPoolExecutor:
+    def _pool(self, device: Any, rank: int) -> ThreadPoolExecutor:
+        key = id(device)
         with self._lock:
-            pool = self._pools.get(key)
-            if pool is None:
-                pool = self._pools[key] = ThreadPoolExecutor(1, thread_name_prefix=f"atlas-device-{rank}")
+            entry = self._pools.get(key)
+            if entry is not None and entry[0]() is device:
+                return entry[1]
+            if entry is not None:            # a dead device's, not yet forgotten
+                entry[1].shutdown(wait=False)
+            pool = ThreadPoolExecutor(1, thread_name_prefix=f"atlas-device-{rank}")
+            this = weakref.ref(self)         # the callback must not keep this object alive (a cycle)
+            try:
+                holder: Callable[[], Any] = weakref.ref(device, lambda ref: _forget(this, key, ref))
+            except TypeError:                # no weak references to it: held, so its id stays its own
+                holder = lambda: device  # noqa: E731
+            self._pools[key] = (holder, pool)
             return pool
 
     def run(self, jobs: Sequence[tuple[Any, Callable[[], Any]]], parallel: bool = True) -> list[tuple[bool, Any]]:
@@ -61,7 +78,7 @@ class DeviceThreads:
         for rank, (key, indices) in enumerate(groups.items()):
             device = jobs[indices[0]][0]
             if parallel and THREADS and rank and not hasattr(device, "start_program"):
-                futures.append(self._pool(key, rank).submit(run_group, indices))
+                futures.append(self._pool(device, rank).submit(run_group, indices))
             else:
                 here.append(indices)
         try:
@@ -78,9 +95,22 @@ class DeviceThreads:
     def close(self) -> None:
         """Stop the worker threads (after their current job)."""
         with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
+            pools, self._pools = self._pools, {}
+        for _, pool in pools.values():
             pool.shutdown(wait=True)
+
+
+def _forget(threads: "weakref.ref[DeviceThreads]", key: int, holder: Callable[[], Any]) -> None:
+    """A device died: its pool is dropped and its thread ends after its current job."""
+    owner = threads()
+    if owner is None:
+        return
+    with owner._lock:
+        entry = owner._pools.get(key)
+        if entry is None or entry[0] is not holder:
+            return
+        del owner._pools[key]
+    entry[1].shutdown(wait=False)
 
 
 def _wait_all(futures) -> BaseException | None:

@@ -112,3 +112,34 @@ def test_an_interrupt_while_waiting_for_the_other_devices_is_raised_after_they_f
         assert other_done.is_set(), "run() raised the interrupt while another device's job was still running"
     finally:
         threads.close()
+
+
+class _Device:
+    """A device that takes weak references (a backend does)."""
+
+
+def test_a_collected_device_s_thread_ends_and_a_new_device_at_its_address_gets_its_own():
+    """The threads were keyed by id(device) alone: a dead device's thread lived until close() and a new device
+    given the dead one's address (CPython reuses it at once) ran on the dead one's thread."""
+    threads = DeviceThreads()
+    try:
+        here, device = _Device(), _Device()
+        (_, _), (_, old) = threads.run([(here, lambda: 0), (device, threading.current_thread)])
+        assert old is not threading.current_thread()
+        address = id(device)
+        del device
+        old.join(timeout=10)          # bounded: a thread that is kept fails below
+        assert not old.is_alive(), "the collected device's thread is still running"
+        kept = []                     # new devices, held, until one is at the dead one's address
+        while len(kept) < 1000 and (not kept or id(kept[-1]) != address):
+            kept.append(_Device())
+        assert id(kept[-1]) == address, "no new object got the collected device's address"
+        (_, _), (_, new) = threads.run([(here, lambda: 0), (kept[-1], threading.current_thread)])
+        assert new is not old and new.is_alive()
+        # a device without weak references keeps its one thread across calls
+        other = object()
+        (_, _), (_, a) = threads.run([(here, lambda: 0), (other, threading.current_thread)])
+        (_, _), (_, b) = threads.run([(here, lambda: 0), (other, threading.current_thread)])
+        assert a is b
+    finally:
+        threads.close()
