@@ -23,11 +23,12 @@ Nothing is copied: cached values are shared between launches. Standard library o
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .cache import ProgramCache
-from .errors import AtlasTrap
+from .errors import AtlasTrap, ExecutionFailed
 from .isa.registers import Register
 from .isa.types import Type
 
@@ -134,16 +135,29 @@ class CompilePipeline:
     looked up first (``ProgramCache.last``, by identity: a launch loop passes the same Program object), which
     skips the cache for repeated launches. ``optimize``: the level programs are optimized at unless a compile
     names another (0, 1 or 2); ``target``: the backend the optimizer rewrites for (its ``supports`` and
-    ``ulp_tolerance``), None for the reference's semantics. Raises ExecutionFailed for a bad level (as for a
-    backend's other arguments). Thread-safe as ``ProgramCache`` is (two threads may both build a missing
-    entry; one is kept).
+    ``ulp_tolerance``), None for the reference's semantics; held weakly (the backend owns its pipeline: a
+    strong reference back made a cycle, and an unclosed backend lived until the cycle collector ran). Raises
+    ExecutionFailed for a bad level (as for a backend's other arguments). Thread-safe as ``ProgramCache`` is
+    (two threads may both build a missing entry; one is kept).
     """
 
     def __init__(self, capacity: int = 256, *, optimize: int = DEFAULT_OPTIMIZE, target: Any = None) -> None:
         from .launch import check_optimize
         self.programs = ProgramCache(capacity, plain_keys=True)
         self.optimize = check_optimize(optimize, "optimize")
-        self.target = target
+        self._target = None if target is None else weakref.ref(target)
+
+    @property
+    def target(self) -> Any:
+        """The backend the optimizer rewrites for, or None (the reference's semantics). Raises
+        ExecutionFailed once that backend was collected (its pipeline outlived it)."""
+        if self._target is None:
+            return None
+        target = self._target()
+        if target is None:
+            raise ExecutionFailed("this CompilePipeline's target backend was collected: a pipeline compiles "
+                                  "for its backend only while that backend lives")
+        return target
 
     def compile(self, program: "Program", preset_types: Mapping[Register, Type], key: tuple | None = None,
                 *, optimize: int | None = None) -> PipelineProgram:

@@ -1,11 +1,14 @@
 """What close() means, the same on every backend that starts here: it releases the device, memory, buffers
 and pools; every later call that touches them raises BackendClosed naming the call (capability queries
 still answer); close() again does nothing; the context manager closes (issue 16: webgpu raised
-IndexError from copy_from_buffer after close, cpu and wasm went on)."""
+IndexError from copy_from_buffer after close, cpu and wasm went on). A backend never closed is freed when
+its last reference goes, without the cycle collector."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -67,3 +70,25 @@ def test_the_context_manager_closes(available_backend_name):
         assert backend.copy_typed_from(handle, Type.I32).tolist() == [1, 2, 3]
     with pytest.raises(BackendClosed):
         backend.copy_typed_from(handle, Type.I32)
+
+
+def test_an_unclosed_backend_is_freed_by_its_last_reference(available_backend_name):
+    """No reference cycle holds a backend that was used and dropped unclosed: with the cycle collector off its
+    weak reference dies with the last reference (the compile pipeline held its backend back: a cycle)."""
+    from atlas_web.registry import get_backend
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        backend = get_backend(available_backend_name)
+        handle = backend.allocate_typed([1, 2, 3], Type.I32)
+        program = Program.from_text(f"mov_imm.u64 r1, {handle << 32}\nmov_imm.i32 r2, 7\nstg.i32 [r1 + 4], r2")
+        backend.execute_program(program, LaunchConfig())
+        asyncio.run(backend.execute_async(program, LaunchConfig()))
+        assert backend.copy_typed_from(handle, Type.I32).tolist() == [1, 7, 3]
+        ref = weakref.ref(backend)
+        del backend
+        assert ref() is None, [type(r).__name__ for r in gc.get_referrers(ref())]
+    finally:
+        if enabled:
+            gc.enable()
