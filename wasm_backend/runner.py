@@ -288,7 +288,8 @@ class WasmRunner(abc.ABC):
         this ``parallel_call`` runs any more (so nothing writes the memory after it returned): an
         interrupt first, else the one of the first failing tuple (the failure one thread calling in order
         meets first). Raises WasmInterfaceError for an unknown export, one with results, or unfitting
-        arguments (before any call runs).
+        arguments (before any call runs; the browser's runner on worker threads also refuses an i64 argument
+        of 2**53 - 1 or more in magnitude: see runners/js_runner.py).
         """
         params = self._parallel_params(instance, export_name)
         checked = []

@@ -117,6 +117,7 @@ w.local_get(0).i32_const(4).i32_mul().local_get(0).i32_store(MemArg(0, 2))   # s
 w.local_get(0).i32_const(1).i32_eq()
 with w.if_():
     w.unreachable()                                                           # and traps when x is 1
+mb.add_function("wide", [ValType.I32, ValType.I64], [], export=True)         # an i64 parameter, no body
 runner = JsRunner(threads=2)
 instance = runner.instantiate(runner.compile(mb.to_bytes()), memory=runner.create_memory(1, 16, shared=True))
 caller = runner.parallel_caller(instance, "k")
@@ -133,8 +134,16 @@ for attempt in (lambda: runner.parallel_call(instance, "k", [(1, 2)]), lambda: r
         attempt()
     except WasmInterfaceError as error:
         refused.append(str(error))
+wide = []   # an i64 argument of 2**53 - 1 or more in magnitude cannot travel as Float64: refused, naming it
+for attempt in (lambda: runner.parallel_call(instance, "wide", [(0, 1), (1, (1 << 53) - 1)]),
+                lambda: runner.parallel_caller(instance, "wide")([(0, -(1 << 60)), (1, 0)])):
+    try:
+        attempt()
+    except WasmInterfaceError as error:
+        wide.append(str(error))
+runner.parallel_caller(instance, "wide")([(0, (1 << 53) - 2), (1, 2 - (1 << 53))])   # the largest run
 import array
-result = {"trapped": trapped, "memory": array.array("i", runner.read_memory(instance, 0, 160)).tolist(),
+result = {"wide": wide, "trapped": trapped, "memory": array.array("i", runner.read_memory(instance, 0, 160)).tolist(),
           "same": runner.parallel_caller(instance, "k") is caller, "refused": refused,
           "worker_calls": runner.worker_calls}
 runner.close()
@@ -148,6 +157,8 @@ def test_the_runner_raises_a_worker_call_trap_and_stays_usable(backends_page):
     assert outcome["same"] is True        # one batch runner per instance and export, made once
     assert len(outcome["refused"]) == 2 and "takes 1 argument" in outcome["refused"][0], outcome["refused"]
     assert "nope" in outcome["refused"][1]
+    assert len(outcome["wide"]) == 2 and all("parameter 1 is i64" in e and "2**53" in e for e in outcome["wide"]), \
+        outcome["wide"]
     assert outcome["worker_calls"] > 0
 
 

@@ -39,7 +39,11 @@ cross-origin isolated page and Python running in a worker (the browser refuses
 to wait on the page's thread); elsewhere the runner runs on one thread and
 ``threads_reason`` says why. With threads, ``shared_memory`` is True and
 memories are created shared. The workers start with the first runner that asks for
-that many threads and serve every later one; ``close`` drops their instances.
+that many threads and serve every later one; ``close`` drops their instances. A
+batch's arguments travel as Float64, so an i64 argument of a batch on the workers
+must be below 2**53 - 1 in magnitude: ``parallel_call`` and a ``parallel_caller`` of an
+export with i64 parameters raise WasmInterfaceError naming the parameter otherwise
+(a caller of an export without one checks nothing).
 
 Budget. A browser can neither meter nor interrupt synchronous WebAssembly on
 the page's thread, so this runner has no budget: ``supports_budget`` is False,
@@ -105,6 +109,9 @@ _FROM_JS: dict[ValType, Callable[[Any], Any]] = {
     ValType.F64: lambda v: float(v),
 }
 _WRAP = {ValType.I32: 32, ValType.I64: 64}
+#: a batch's arguments travel as Float64, and Pyodide passes an int as a Number only below this in magnitude
+#: (Number.MAX_SAFE_INTEGER; from it on, a BigInt, which a Float64 cannot take)
+_FLOAT64_EXACT = (1 << 53) - 1
 
 _Uint8Array = js.Uint8Array
 _WebAssembly = js.WebAssembly
@@ -114,6 +121,18 @@ def _signed(value: int, valtype: ValType) -> int:
     bits = _WRAP[valtype]
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _check_float64_exact(export_name: str, wide: list[int], argument_lists: list[tuple]) -> None:
+    """Raises WasmInterfaceError naming the first i64 argument (parameter index in ``wide``) of
+    ``argument_lists`` that a batch cannot pass: its Float64 arguments take integers below 2**53 - 1 in
+    magnitude (from there on Pyodide passes a BigInt, and the batch threw a bare JsException)."""
+    for arguments in argument_lists:
+        for p in wide:
+            if not -_FLOAT64_EXACT < arguments[p] < _FLOAT64_EXACT:
+                raise WasmInterfaceError(
+                    f"{export_name!r} parameter {p} is i64; {arguments[p]!r} is beyond what a batch on the worker "
+                    f"threads passes (below 2**53 - 1 in magnitude: its arguments travel as Float64)")
 
 
 def _sections(data: bytes) -> dict[SectionId, tuple[int, int]]:
@@ -426,12 +445,14 @@ class JsRunner(WasmRunner):
                              params: tuple[ValType, ...]) -> Callable[[list[tuple]], None]:
         """The pool's batch runner of the export (it refers to the module, memory and exports, not the
         instance)."""
-        i64_mask = sum(1 << p for p, t in enumerate(params) if t is ValType.I64)
+        wide = [p for p, t in enumerate(params) if t is ValType.I64]
         run = self._pool.batch(instance.module.native.module, instance.memory.native,  # type: ignore[union-attr]
-                               instance.context.exports, export_name, len(params), i64_mask)
+                               instance.context.exports, export_name, len(params), sum(1 << p for p in wide))
         error_of = self._error_of
 
         def caller(argument_lists: list[tuple]) -> None:
+            if wide:   # only exports with i64 parameters pay for the check (the backend's have none)
+                _check_float64_exact(export_name, wide, argument_lists)
             failed = run(argument_lists)
             if failed is not None:
                 index, name, message = failed

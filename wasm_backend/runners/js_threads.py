@@ -386,7 +386,8 @@ class JsThreadPool:
               i64_mask: int = 0) -> Callable[[list[tuple]], tuple[int, str, str] | None]:
         """The runner of batches of ``exports[export_name]`` (``params`` parameters; ``i64_mask``: bit p set where
         parameter p is an i64) of ``module``'s instance over ``memory``: a function of ``argument_lists`` (a
-        list of tuples of numbers, unchecked; i64 ones below 2**53 in magnitude, as they travel as Float64)
+        list of tuples of numbers, unchecked; i64 ones below 2**53 - 1 in magnitude, as they travel as Float64:
+        from there on Pyodide passes a BigInt and this raises JsException; JsRunner checks them)
         that runs every call on the threads and returns None, or (first failing index, exception name,
         message); index -2: a worker could not instantiate the module. Make one per export and keep it: a
         batch then converts nothing but the numbers."""
