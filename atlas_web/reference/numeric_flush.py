@@ -26,7 +26,7 @@ from .numeric_floats import computed, finish, lerp, mad
 from .numeric_lane_rules import PURE_LANE_RULES, typed_op
 from .numeric_outcome import Outcome
 
-__all__ = ["flush", "flushing_op", "FLUSHING_LANE_RULES", "flushing_lane_reduce", "FLUSHED_ROWS"]
+__all__ = ["flush", "subnormal", "flushing_op", "FLUSHING_LANE_RULES", "flushing_lane_reduce", "FLUSHED_ROWS"]
 
 #: the smallest normal magnitude of f32 (and BF16), 2**-126
 _TINY = np.float32(2.0 ** -126)
@@ -35,13 +35,19 @@ _TINY = np.float32(2.0 ** -126)
 FLUSHED_ROWS = frozenset(row.name for row in OPCODE_TABLE if row.may_flush_subnormals)
 
 
-def flush(values: np.ndarray) -> np.ndarray:
-    """``values`` (float32: F32 or BF16 storage) with every subnormal replaced by a zero of its sign (a new
-    array; NaN, infinities, zeros and normal numbers unchanged)."""
+def subnormal(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` (float32: F32 or BF16 storage; or a scalar) are f32 subnormals: nonzero and below
+    2**-126 in magnitude (a bool array, a NumPy bool for a scalar; NaN is not)."""
     values = np.asarray(values)
     with np.errstate(invalid="ignore"):
-        subnormal = (np.abs(values) < _TINY) & (values != 0)
-    return np.where(subnormal, np.copysign(np.float32(0.0), values), values).astype(values.dtype, copy=False)
+        return (np.abs(values) < _TINY) & (values != 0)
+
+
+def flush(values: np.ndarray) -> np.ndarray:
+    """``values`` (float32: F32 or BF16 storage) with every subnormal replaced by a zero of its sign (a new
+    array; NaN, infinities, zeros and normal numbers unchanged, bit for bit)."""
+    values = np.asarray(values)
+    return np.where(subnormal(values), np.copysign(np.float32(0.0), values), values).astype(values.dtype, copy=False)
 
 
 def _flushing_step(ufunc):

@@ -13,12 +13,16 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence, TypeVar
 
+import numpy as np
+
 from atlas_web import AtlasTrap, Backend, LaunchConfig, Program
 from atlas_web.isa import Type
 from atlas_web.isa.opcodes import SUBNORMAL_FLUSHED_TYPES
 from atlas_web.reference import CpuBackend
+from atlas_web.reference.numeric_flush import flush, subnormal
+from atlas_web.reference.numeric_formats import load, store
 
-from .values import decode, encode, ulp_distance
+from .values import decode, ulp_distance
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,6 @@ def run_case(backend: Backend, case: Case) -> Result:
 
 #: types whose subnormals are f32 subnormals: what a device that flushes f32 subnormals reads and writes as 0
 FLUSHED_TYPES = SUBNORMAL_FLUSHED_TYPES
-#: the smallest normal magnitude of those types (2^-126)
-_SMALLEST_NORMAL = 2.0 ** -126
 
 
 def flushes_subnormals(backend: Backend) -> bool:
@@ -115,11 +117,8 @@ def subnormals_flushed(ty: Type | None, data: bytes) -> bytes:
     other types and None: ``data`` as it is)."""
     if ty not in FLUSHED_TYPES:
         return data
-    return encode(ty, [math.copysign(0.0, v) if _subnormal(v) else v for v in decode(ty, data)])
-
-
-def _subnormal(value) -> bool:
-    return isinstance(value, float) and value != 0.0 and abs(value) < _SMALLEST_NORMAL
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(-1, ty.size_bytes())
+    return store(ty, flush(load(ty, raw))).tobytes()   # the flush mode's own rule, bit for bit
 
 
 R = TypeVar("R")
@@ -190,7 +189,7 @@ def compare_buffers(types: Sequence[Type | None], expected: Sequence[bytes], act
                 problems.append(f"output {k} element {first}: reference {w[first]}, backend {g[first]}")
             continue
         for i, (w, g) in enumerate(zip(decode(ty, want), decode(ty, got))):
-            if flushed and ty in FLUSHED_TYPES and _subnormal(w) and g == 0.0 \
+            if flushed and ty in FLUSHED_TYPES and subnormal(np.float32(w)) and g == 0.0 \
                     and math.copysign(1, g) == math.copysign(1, w):
                 continue
             d = ulp_distance(w, g, ty)
