@@ -239,6 +239,17 @@ fn cos_poly(r: f32) -> f32 {
     let z = r * r;
     return (1.0 - 0.5 * z) + (z * z) * (0.0416666679084301 + z * (-0.00138888880610466
         + z * (2.4800587198114954e-05 + z * -2.7299597604724113e-07)));
+}
+
+// sin(q * pi/2 + r), |r| <= pi/4: the one quadrant table of sin, cos and sin_cos (cos is quadrant q + 1);
+// one polynomial per call
+fn sin_quadrant(q: u32, r: f32) -> f32 {
+    switch q & 3u {
+        case 0u: { return sin_poly(r); }
+        case 1u: { return cos_poly(r); }
+        case 2u: { return -sin_poly(r); }
+        default: { return -cos_poly(r); }
+    }
 }"""
 
 
@@ -250,13 +261,7 @@ fn sin_f32(x: f32) -> f32 {
     if (is_nan(x) || a == bitcast<f32>(0x7f800000u ^ launch.zero)) { return bitcast<f32>(0x7fc00000u ^ launch.zero); }
     if (a < 0.785398006439209) { return sin_poly(x); }
     let red = reduce_half_pi(a);
-    var v: f32;
-    switch red.q {
-        case 0u: { v = sin_poly(red.r); }
-        case 1u: { v = cos_poly(red.r); }
-        case 2u: { v = -sin_poly(red.r); }
-        default: { v = -cos_poly(red.r); }
-    }
+    let v = sin_quadrant(red.q, red.r);
     return select(v, -v, x < 0.0);
 }"""
 
@@ -269,12 +274,7 @@ fn cos_f32(x: f32) -> f32 {
     if (is_nan(x) || a == bitcast<f32>(0x7f800000u ^ launch.zero)) { return bitcast<f32>(0x7fc00000u ^ launch.zero); }
     if (a < 0.785398006439209) { return cos_poly(a); }
     let red = reduce_half_pi(a);
-    switch red.q {
-        case 0u: { return cos_poly(red.r); }
-        case 1u: { return -sin_poly(red.r); }
-        case 2u: { return -cos_poly(red.r); }
-        default: { return sin_poly(red.r); }
-    }
+    return sin_quadrant(red.q + 1u, red.r);
 }"""
 
 
@@ -290,16 +290,8 @@ fn sin_cos_f32(x: f32) -> vec2<f32> {
     }
     if (a < 0.785398006439209) { return vec2<f32>(sin_poly(x), cos_poly(a)); }
     let red = reduce_half_pi(a);
-    let s = sin_poly(red.r);
-    let c = cos_poly(red.r);
-    var v: vec2<f32>;
-    switch red.q {
-        case 0u: { v = vec2<f32>(s, c); }
-        case 1u: { v = vec2<f32>(c, -s); }
-        case 2u: { v = vec2<f32>(-s, -c); }
-        default: { v = vec2<f32>(-c, s); }
-    }
-    return vec2<f32>(select(v.x, -v.x, x < 0.0), v.y);
+    let s = sin_quadrant(red.q, red.r);
+    return vec2<f32>(select(s, -s, x < 0.0), sin_quadrant(red.q + 1u, red.r));
 }"""
 
 
