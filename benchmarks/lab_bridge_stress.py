@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks.lab_ready import offline_lab
+from sitebuild.lab_coincident import bridge_races
 
 #: runs ``code`` on the open notebook's kernel; 'STALL' when it has not answered within ``ms``
 _RUN = """async ([code, ms]) => {
@@ -42,8 +43,6 @@ _RUN = """async ([code, ms]) => {
   })();
   return await Promise.race([run, new Promise((done) => setTimeout(() => done('STALL'), ms))]);
 }"""
-#: what the bridge's races printed (see tests/web/test_lab.py)
-_RACES = ("fatal error", "in JSON at position", "value.then is not a function")
 
 
 def _stress_page(context, url: str, stats: int, executes: int) -> tuple[str, list[str]]:
@@ -67,7 +66,7 @@ def _stress_page(context, url: str, stats: int, executes: int) -> tuple[str, lis
         else:
             outcome = f"ok: {stats} stats, {executes} small cells" if not outcome.startswith("STALL") else outcome
         page.wait_for_timeout(500)
-        return outcome, [e[:160] for e in errors if any(race in e for race in _RACES)]
+        return outcome, [e[:160] for e in bridge_races(errors)]
     finally:
         page.close()
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["COINCIDENT_MARKER", "HANDOFF_REWRITES", "bundled_coincident", "is_patched", "patch_coincident",
-           "unpatched_bundles"]
+__all__ = ["COINCIDENT_MARKER", "HANDOFF_REWRITES", "BRIDGE_RACE_SIGNATURES", "bridge_races", "bundled_coincident",
+           "is_patched", "patch_coincident", "unpatched_bundles"]
 
 #: the message key of coincident 1.x: a file holding it is a bundled coincident
 COINCIDENT_MARKER = "64e10b34-2bf7-4616-9668-f99de5aa046e"
@@ -48,6 +48,17 @@ HANDOFF_REWRITES: tuple[tuple[str, str, str], ...] = (
      r"(\w+)=\((\w+),(\w+)\)=>\2\?(\w+)\(\3,0\):",
      r"\1=(\2,\3)=>\2?(w=>w.async===!1?{value:Promise.resolve(w.value)}:w)(\4(\3,0)):"),
 )
+
+
+#: what a page's console shows when the races above strike: the worker's fatal Pyodide error ("Pyodide has
+#: suffered a fatal error") over a half-copied answer ("SyntaxError: ... in JSON at position N"), and the page's
+#: ".value.then is not a function" of a synchronous waitAsync answer
+BRIDGE_RACE_SIGNATURES = ("fatal error", "in JSON at position", "value.then is not a function")
+
+
+def bridge_races(console: list[str]) -> list[str]:
+    """The lines of ``console`` (a page's error messages) that show the bridge's races (BRIDGE_RACE_SIGNATURES)."""
+    return [line for line in console if any(signature in line for signature in BRIDGE_RACE_SIGNATURES)]
 
 
 def bundled_coincident(static_dir: Path) -> list[Path]:

@@ -258,3 +258,13 @@ def test_lab_makes_the_bundled_coincident_race_free(tmp_path):
         patch_coincident(static)
     with pytest.raises(ValueError, match="no bundled coincident"):
         patch_coincident(tmp_path)
+
+
+def test_bridge_races_are_the_console_lines_with_a_race_signature():
+    """One list of the bridge races' console signatures (the lab test and benchmarks/lab_bridge_stress.py read it)."""
+    from sitebuild.lab_coincident import bridge_races
+    console = ["Pyodide has suffered a fatal error. Please report this to the Pyodide maintainers.",
+               "SyntaxError: Expected double-quoted property name in JSON at position 7",
+               "Uncaught TypeError: A(...).value.then is not a function", "Failed to load resource: 404"]
+    assert bridge_races(console) == console[:3]
+    assert bridge_races([]) == []

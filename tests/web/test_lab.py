@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from atlas_web import AtlasTrap, CpuBackend, LaunchConfig, Program, Type
-from sitebuild.lab_coincident import bundled_coincident, unpatched_bundles
+from sitebuild.lab_coincident import bridge_races, bundled_coincident, unpatched_bundles
 
 from .conftest import BOOT_TIMEOUT_MS, EVALUATE_TIMEOUT_MS, ROOT, PageLog, evaluate_within
 
@@ -86,11 +86,8 @@ def offline(browser):
 #: the first attempt's limit: the lab runs each notebook in 20-90 s here, several minutes on 2 busy cores.
 #: The kernel that never finished (once in about six suite runs) was the bundled coincident's races, now
 #: rewritten at build time (sitebuild/lab_coincident.py); the retry stays for a page merely too slow on a
-#: loaded CI machine, and a console showing those races fails at once (_BRIDGE_RACES)
+#: loaded CI machine, and a console showing those races fails at once (lab_coincident.bridge_races)
 FIRST_ATTEMPT_MS = 180_000
-#: what the kernel's page<->worker bridge printed when its races struck: a half-copied answer parsed by the
-#: worker (a fatal Pyodide error: "SyntaxError: ... in JSON at position N") or a synchronous waitAsync answer
-_BRIDGE_RACES = ("Pyodide has suffered a fatal error", "value.then is not a function")
 
 
 def _run_notebook(browser, site_url: str, name: str, artifacts) -> list[dict]:
@@ -113,7 +110,7 @@ def _run_notebook(browser, site_url: str, name: str, artifacts) -> list[dict]:
             except pytest.fail.Exception as failure:
                 report = f"{failure}\nlab state: {_lab_state(page)}\nconsole: {log.errors[-20:]}"
                 page.screenshot(path=str(artifacts / f"lab-{stem}-attempt{attempt}-failed.png"), timeout=30_000)
-                if attempt == 2 or any(race in error for error in log.errors for race in _BRIDGE_RACES):
+                if attempt == 2 or bridge_races(log.errors):
                     pytest.fail(report)
                 warnings.warn(f"the lab's first run of {name} did not finish; running it again in a fresh "
                               f"page: {report}")
