@@ -196,13 +196,16 @@ def sitebuild():
 
 
 def build_site() -> None:
-    """Build the site, with the JupyterLite lab, into SITE_DIR (the environment first: the lab needs the
-    venv's jupyterlite); raises BuildError when Pyodide, a wheel or the lab cannot be made."""
+    """Build the site, with the JupyterLite lab and the page's memory snapshot, into SITE_DIR (the environment
+    first: the lab needs the venv's jupyterlite, the snapshot its Playwright and Chromium, without which the
+    page starts Python without one); raises BuildError when Pyodide, a wheel, the lab or the snapshot cannot
+    be made."""
     ensure_environment()
     site = sitebuild()
     try:
-        site.build_site(ROOT, SITE_DIR, cache_dir=NPM_CACHE, lab_python=str(VENV_PYTHON), log=say)
-    except (site.PyodideFetchError, site.WheelError, site.LabBuildError, OSError) as exc:
+        site.build_site(ROOT, SITE_DIR, cache_dir=NPM_CACHE, lab_python=str(VENV_PYTHON),
+                        snapshot_python=str(VENV_PYTHON), log=say)
+    except (site.PyodideFetchError, site.WheelError, site.LabBuildError, site.SnapshotError, OSError) as exc:
         raise BuildError(f"building the site failed: {exc}") from exc
 
 

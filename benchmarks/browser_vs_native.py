@@ -13,7 +13,8 @@ after the browser and keeps the better run. Workloads:
 
 The ratio is browser time / native time (above 1: slower in the browser). A digest of every output is
 compared between the two sides, so both ran the same computation. The page load to the first result is
-measured twice in one Chromium: with a fresh profile (cold) and again with its cache warm.
+measured with a fresh profile (cold) and again with its cache warm, booting Python from the site's memory
+snapshot (sitebuild.snapshot) and, in another fresh profile, without it (``?snapshot=off``).
 
 Run ``PYTHONPATH=. python3 benchmarks/browser_vs_native.py [--size N] [--repeats R] [--json FILE]``: it builds
 the site into a temporary directory, serves it on 127.0.0.1 and drives Debian's Chromium with the flags of
@@ -160,18 +161,26 @@ def _in_browser(page, n: int, example_size: int, repeats: int) -> dict[str, dict
 
 
 def _open_demo(context, url: str, timeout_ms: int = 600_000) -> tuple[Any, dict]:
+    """A new page of ``context`` at ``url`` once ready: (page, its timings with "boot": how Python started)."""
     page = context.new_page()
     page.goto(url)
     page.wait_for_function("document.body.dataset.state !== 'booting'", timeout=timeout_ms)
     if page.evaluate("document.body.dataset.state") != "ready":
         raise RuntimeError(f"the demo page did not start: {page.inner_text('body')[-1000:]}")
-    return page, page.evaluate("window.atlasWeb.timings")
+    return page, {**page.evaluate("window.atlasWeb.timings"), "boot": page.evaluate("window.atlasWeb.boot.source")}
+
+
+#: the page loads measured: name -> the page's URL parameters (snapshot=off: Python started without the
+#: site's memory snapshot, as before it had one)
+PAGE_LOADS: dict[str, str] = {"snapshot": "", "no snapshot": "?snapshot=off"}
 
 
 @contextmanager
 def demo_page() -> Iterator[tuple[Any, dict, str]]:
-    """The demo page ready in headless Chromium: (page, {"cold": timings, "warm": timings} of the page load,
-    user agent). Builds the site into a temporary directory and serves it on 127.0.0.1 meanwhile."""
+    """The demo page ready in headless Chromium: (page, {"<load> cold"/"<load> warm": timings} of the page
+    loads of PAGE_LOADS, user agent). Each load kind gets a fresh profile (cold: nothing cached) and is loaded
+    twice (warm: files revalidated, compiled wasm cached). Builds the site, with its memory snapshot, into a
+    temporary directory and serves it on 127.0.0.1 meanwhile."""
     import tempfile
 
     import sitebuild
@@ -181,22 +190,28 @@ def demo_page() -> Iterator[tuple[Any, dict, str]]:
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as scratch:
         site = Path(scratch) / "site"
-        sitebuild.build_site(root, site, cache_dir=root / ".cache" / "npm", log=lambda message: None)
+        sitebuild.build_site(root, site, cache_dir=root / ".cache" / "npm", snapshot_python=sys.executable,
+                             log=lambda message: None)
         with sitebuild.start_server(site) as server, sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                str(Path(scratch) / "profile"), executable_path=str(CHROMIUM), headless=True,
-                args=list(CHROMIUM_ARGS))
+            loads: dict[str, dict] = {}
+            contexts = []
             try:
-                cold_page, cold = _open_demo(context, server.url + "index.html")
-                cold_page.close()
-                page, warm = _open_demo(context, server.url + "index.html")
-                yield page, {"cold": cold, "warm": warm}, page.evaluate("navigator.userAgent")
+                for name, query in PAGE_LOADS.items():
+                    contexts.append(playwright.chromium.launch_persistent_context(
+                        str(Path(scratch) / f"profile-{len(contexts)}"), executable_path=str(CHROMIUM),
+                        headless=True, args=list(CHROMIUM_ARGS)))
+                    for kind in ("cold", "warm"):
+                        page, loads[f"{name} {kind}"] = _open_demo(contexts[-1], server.url + "index.html" + query)
+                        page.close()
+                page, _ = _open_demo(contexts[0], server.url + "index.html")
+                yield page, loads, page.evaluate("navigator.userAgent")
             finally:
-                context.close()
+                for context in contexts:
+                    context.close()
 
 
 def run_browser(n: int, example_size: int, repeats: int) -> tuple[dict, dict, str]:
-    """(browser results, {"cold": timings, "warm": timings} of the page load, user agent)."""
+    """(browser results, the page loads ({"snapshot cold": timings, ...}: see demo_page), user agent)."""
     with demo_page() as (page, load, agent):
         return _in_browser(page, n, example_size, repeats), load, agent
 
@@ -227,10 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<26}{there['best'] * scale:>9.2f} {unit}{here['best'] * scale:>9.2f} {unit}"
               f"{there['best'] / here['best']:>8.2f}   {there['first'] * 1e3:>9.1f} ms / {here['first'] * 1e3:7.1f} ms"
               f"   {same}")
-    for name in ("cold", "warm"):
-        timings = load[name]
-        print(f"page load ({name} cache): Pyodide {timings['pyodide']} ms, wheels {timings['wheels']} ms, "
-              f"first result {timings['firstResult']} ms")
+    for name, timings in load.items():
+        print(f"page load ({name}, Python from {timings['boot']}): Pyodide {timings['pyodide']} ms, "
+              f"wheels {timings['wheels']} ms, first result {timings['firstResult']} ms")
     if options.json:
         options.json.write_text(json.dumps({"native": native, "browser": browser, "page_load": load,
                                             "user_agent": agent, "size": options.size,

@@ -8,7 +8,9 @@ Layout of the built site::
     lab/              the JupyterLite lab with the example notebooks (sitebuild.lab), when asked for
     wheels/           atlas_web-<v>-py3-none-any.whl        the project (atlas_web and the backends)
                       atlas_web_demo-<v>-py3-none-any.whl   the page's Python (webdemo) and the examples
-    site.json         the manifest boot.js reads: Pyodide's path, the wheels, the module to start
+    python.snapshot   Pyodide's memory with the wheels installed and the first result's modules imported
+                      (sitebuild.snapshot; made in headless Chromium when ``snapshot_python`` is given)
+    site.json         the manifest worker.js reads: Pyodide's path, the wheels, the module to start, the snapshot
 
 The site is built in a sibling staging directory and moved into place at the
 end, so a half-built site is never served.
@@ -20,12 +22,13 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from .lab import LAB_DIR, build_lab
 from .pyodide_dist import PYODIDE_FILES, PYODIDE_VERSION, ensure_pyodide
+from .snapshot import ensure_snapshot
 from .wheel import ProjectMetadata, find_packages, project_metadata, write_wheel
 
 __all__ = ["MANIFEST_NAME", "DEMO_PACKAGES", "DEMO_DISTRIBUTION", "ENTRY_MODULE", "SiteManifest", "build_site",
@@ -56,6 +59,11 @@ class SiteManifest:
     python_packages: tuple[str, ...]
     #: the JupyterLite lab's directory ("lab/"), or "" when the site was built without it
     lab_path: str = ""
+    #: the memory snapshot worker.js boots from (sitebuild.snapshot), "" when the site has none; its key (the
+    #: file must carry the same) and the runtime features it was made with (worker.js restores it only there)
+    snapshot_path: str = ""
+    snapshot_key: str = ""
+    snapshot_features: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -93,21 +101,27 @@ def _copy_static(www: Path, staging: Path, dist_dir: Path) -> None:
 
 
 def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | None = None,
-               lab_python: str | None = None, log: Callable[[str], None] = print) -> SiteManifest:
+               lab_python: str | None = None, snapshot_python: str | None = None,
+               log: Callable[[str], None] = print) -> SiteManifest:
     """Build the site of the project at ``root`` into ``dist_dir`` (default ``root/www/dist``).
 
     ``cache_dir`` holds the npm download (default ``root/.cache/npm``). With
     ``lab_python`` (a Python with the ``lab`` extra) the JupyterLite lab is
     built too, under ``lab/`` (see sitebuild.lab; the wheels it fetches are
-    cached beside the npm cache). Returns the manifest written. Raises
-    PyodideFetchError when Pyodide cannot be fetched, WheelError for a bad
-    pyproject.toml, LabBuildError when the lab cannot be built, OSError for
-    file errors.
+    cached beside the npm cache). With ``snapshot_python`` (a Python with
+    Playwright) the page's memory snapshot is made in headless Chromium, or
+    taken from the ``snapshots`` cache beside the npm cache (sitebuild.snapshot);
+    without it, or without Chromium, the page starts Python without one.
+    Returns the manifest written. Raises PyodideFetchError when Pyodide cannot
+    be fetched, WheelError for a bad pyproject.toml, LabBuildError when the lab
+    cannot be built, SnapshotError when the snapshot cannot be made, OSError
+    for file errors.
     """
     root = Path(root).resolve()
     www = root / "www"
     dist_dir = Path(dist_dir).resolve() if dist_dir is not None else www / "dist"
-    pyodide_dir = ensure_pyodide(cache_dir if cache_dir is not None else root / ".cache" / "npm", log=log)
+    npm_cache = Path(cache_dir) if cache_dir is not None else root / ".cache" / "npm"
+    pyodide_dir = ensure_pyodide(npm_cache, log=log)
     project = project_metadata(root)
     demo = demo_metadata(root, project)
     dist_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -120,8 +134,7 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
         wheels = tuple(f"{_WHEEL_DIR}/{write_wheel(meta, root, staging / _WHEEL_DIR).name}" for meta in (project, demo))
         lab_path = ""
         if lab_python is not None:
-            npm_cache = cache_dir if cache_dir is not None else root / ".cache" / "npm"
-            build_lab(root, staging, python=lab_python, cache_dir=Path(npm_cache).parent / "lab-wheels", log=log)
+            build_lab(root, staging, python=lab_python, cache_dir=npm_cache.parent / "lab-wheels", log=log)
             lab_path = f"{LAB_DIR}/"
         manifest = SiteManifest(
             pyodide_version=PYODIDE_VERSION, pyodide_path=f"{_PYODIDE_DIR}/", wheels=wheels,
@@ -129,6 +142,12 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
             python_packages=tuple(sorted({p.split(".")[0] for p in project.packages + demo.packages})),
             lab_path=lab_path)
         (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
+        snapshot = None if snapshot_python is None else ensure_snapshot(
+            staging, wheels, ENTRY_MODULE, python=snapshot_python, cache_dir=npm_cache.parent / "snapshots", log=log)
+        if snapshot is not None:
+            manifest = replace(manifest, snapshot_path=snapshot.path, snapshot_key=snapshot.key,
+                               snapshot_features=snapshot.features)
+            (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
         staging.chmod(0o755)
         if dist_dir.exists():
             shutil.rmtree(dist_dir)
@@ -136,5 +155,6 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    log(f"site built in {dist_dir}: Pyodide {PYODIDE_VERSION}, {', '.join(manifest.wheels)}")
+    log(f"site built in {dist_dir}: Pyodide {PYODIDE_VERSION}, {', '.join(manifest.wheels)}"
+        + (f", memory snapshot for {manifest.snapshot_features}" if manifest.snapshot_path else ", no memory snapshot"))
     return manifest

@@ -15,7 +15,9 @@ atlas_web / examples, so it runs (and is tested) natively too:
 - ``chart``: the timings of one example across backends and sizes as inline SVG;
 - ``session``: the page's state and actions, free of the DOM;
 - ``controller``: the session as messages: the requests the page sends to its
-  Web Worker and the events (progress, rows) the worker posts back.
+  Web Worker and the events (progress, rows) the worker posts back;
+- ``preload``: the modules the first result imports, imported before the
+  build takes the memory snapshot the page boots from (sitebuild.snapshot).
 
 ``webdemo.page`` runs in the page's Web Worker (www/worker.js) and binds a
 controller to it through Pyodide's ``js``; it imports it only under
@@ -25,4 +27,4 @@ The page's thread (www/boot.js) only draws: no Python runs there.
 
 from __future__ import annotations
 
-__all__ = ["checks", "choices", "runs", "declared", "chart", "session", "controller"]
+__all__ = ["checks", "choices", "runs", "declared", "chart", "session", "controller", "preload"]

@@ -5,7 +5,9 @@ the worker's global scope there: ``js.postMessage`` reaches the page);
 importing it anywhere but under Emscripten raises ImportError saying so.
 worker.js awaits ``start()`` once the wheels are installed (it returns when
 the first result is posted, the backend probe following in a task) and
-forwards each request of the page to ``handle(action, args_json)``.
+forwards each request of the page to ``handle(action, args_json)``. ``preload()``
+(webdemo.preload) is what sitebuild.snapshot calls before taking the memory
+snapshot the page boots from.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ if sys.platform != "emscripten":
 import js  # noqa: E402 - Pyodide only, after the platform check
 
 from .controller import Controller  # noqa: E402
+from .preload import preload  # noqa: E402
 
-__all__ = ["start", "handle"]
+__all__ = ["start", "handle", "preload"]
 
 #: the page's controller (and its session, ``_STATE["session"]``), kept for the worker's lifetime
 _STATE: dict[str, object] = {}

@@ -5,7 +5,10 @@
 const timings = {};
 const started = performance.now();
 const $ = (id) => document.getElementById(id);
-const worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
+// ?snapshot=off on the page starts Python without the site's memory snapshot (see worker.js)
+const workerURL = new URL("worker.js", import.meta.url);
+if (new URLSearchParams(location.search).get("snapshot") === "off") workerURL.searchParams.set("snapshot", "off");
+const worker = new Worker(workerURL, { type: "module" });
 const pending = new Map();
 let nextId = 0;
 let loadedText = null;   // the program text last loaded from an example (an edit makes the textarea differ)
@@ -171,13 +174,17 @@ worker.onmessage = ({ data }) => {
     $("boot-status").textContent = data.text;
   } else if (data.mark) {
     mark(data.mark);
+  } else if (data.boot) {
+    // how Python started: "snapshot" (restored from the site's memory snapshot) or "normal", and why
+    window.atlasWeb.boot = { source: data.boot, note: data.note };
+    document.body.dataset.boot = data.boot;
   } else if (data.started) {
     $("boot-progress").value = 5;
     $("boot-status").textContent = "Ready.";
     $("boot").hidden = true;
     $("boot-timings").textContent =
       `Pyodide ${timings.pyodide} ms · wheels ${timings.wheels} ms · first result ${timings.firstResult} ms ` +
-      "after the page started loading (Python runs in a Web Worker)";
+      `after the page started loading (Python runs in a Web Worker; ${window.atlasWeb.boot.note})`;
     Object.assign(window.atlasWeb, { ready: true, manifest: data.manifest });
     document.body.dataset.state = "ready";
   } else if (data.failed) {

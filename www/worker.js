@@ -1,37 +1,120 @@
 // The page's Python, off the page's thread: Pyodide, our wheels and webdemo.page run in this dedicated
-// worker (WebGPU and WebAssembly are available here), so a long run never blocks the page.
+// worker (WebAssembly and WebGPU are available here), so a long run never blocks the page.
 //
-// To the page it posts: {step, text} while booting, {failed} if booting fails, the JSON events of
-// webdemo.page (strings), and {reply, value | error} for each request {id, action, args}. The actions
-// "python" / "python-sync" run Python source in this Pyodide (the tests use them).
+// To the page it posts: {step, text} while booting, {boot: "snapshot" | "normal", note} once Python runs,
+// {failed} if booting fails, the JSON events of webdemo.page (strings), and {reply, value | error} for each
+// request {id, action, args}. The actions "python" / "python-sync" run Python source in this Pyodide (the
+// tests use them).
+//
+// Booting from the memory snapshot. When site.json names a snapshot (sitebuild.snapshot made it at build time
+// in headless Chromium, with the wheels installed and the first result's modules imported), Pyodide is
+// restored from it instead of starting CPython (seconds of work), then the wheels are installed again: the
+// snapshot holds the wasm memory (sys.modules included) but not the files, which Pyodide keeps in JS. The
+// snapshot is used only where this runtime makes the same choices the maker's did (SNAPSHOT_FEATURES: a
+// snapshot keeps CPython's call trampoline and Pyodide's stack-switching flag, which differ between runtimes)
+// and only when the key inside the file is site.json's (the wheels and Pyodide it was made with); otherwise,
+// or when restoring fails, Python starts normally and {boot: "normal", note} says why. The URL parameter
+// ``snapshot=off`` on the page (passed on to this worker) starts normally too.
+//
+// With ``make-snapshot`` in its URL the worker makes that snapshot instead (sitebuild.snapshot drives it):
+// it posts {snapshot: bytes, features} or {failed}.
 
 let pyodide = null;
 let page = null;
+const options = new URL(self.location).searchParams;
+
+//: "ATLASNAP", then the key's length (u32, little-endian), the key (UTF-8) and the gzip of Pyodide's snapshot
+const SNAPSHOT_MAGIC = "ATLASNAP";
 
 function step(value, text) {
   self.postMessage({ step: value, text });
 }
 
-async function boot() {
-  step(1, "Reading the site manifest…");
-  const response = await fetch(new URL("site.json", self.location), { cache: "no-cache" });
-  if (!response.ok) throw new Error(`site.json: HTTP ${response.status}`);
-  const manifest = await response.json();
-  const base = new URL(".", self.location);
-  const pyodideURL = new URL(manifest.pyodide_path, base);
+/** What a memory snapshot keeps of the runtime it was made in: JS Promise Integration (Pyodide's run_sync)
+ * and whether CPython's wasm call trampoline (typed function references / wasm GC) can be built. */
+function snapshotFeatures() {
+  const jspi = "Suspending" in WebAssembly ? "jspi" : "Suspender" in WebAssembly ? "jspi-old" : "no-jspi";
+  // a module declaring one struct type: valid only where wasm GC is
+  const gc = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 3, 1, 0x5f, 0]));
+  const ios = /iPad|iPhone|iPod/.test(self.navigator.userAgent) ||
+    (self.navigator.platform === "MacIntel" && self.navigator.maxTouchPoints > 1);
+  return `${jspi} ${gc ? "wasm-gc" : "no-wasm-gc"}${ios ? " ios" : ""}`;
+}
 
+/** Pyodide's snapshot bytes from ``url``, checked against ``key``; rejects saying what is wrong. */
+async function readSnapshot(url, key) {
+  const response = await fetch(url, { cache: "no-cache" });
+  if (!response.ok) throw new Error(`${url.pathname}: HTTP ${response.status}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const magic = new TextDecoder().decode(bytes.subarray(0, 8));
+  if (magic !== SNAPSHOT_MAGIC) throw new Error("the file is not an atlas-web snapshot");
+  const length = new DataView(bytes.buffer).getUint32(8, true);
+  const found = new TextDecoder().decode(bytes.subarray(12, 12 + length));
+  if (found !== key) throw new Error(`it was made for other wheels or another Pyodide (key ${found.slice(0, 12)}…, ` +
+                                     `site.json wants ${key.slice(0, 12)}…)`);
+  const stream = new Blob([bytes.subarray(12 + length)]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** Why the snapshot in ``manifest`` is not tried here, or "" when it is. */
+function snapshotRefusal(manifest) {
+  if (!manifest.snapshot_path) return "the site was built without a snapshot";
+  if (options.get("snapshot") === "off") return "snapshot=off was asked for";
+  const here = snapshotFeatures();
+  if (here !== manifest.snapshot_features) {
+    return `the snapshot was made where ${manifest.snapshot_features}, this browser has ${here}`;
+  }
+  return "";
+}
+
+/** Pyodide, restored from the site's snapshot where it can be, else started normally. */
+async function startPython(loadPyodide, manifest, base) {
+  const indexURL = new URL(manifest.pyodide_path, base).href;
+  let note = snapshotRefusal(manifest);
+  if (!note) {
+    step(2, `Restoring Python (Pyodide ${manifest.pyodide_version}) from the site's memory snapshot in a worker…`);
+    try {
+      const bytes = readSnapshot(new URL(manifest.snapshot_path, base), manifest.snapshot_key);
+      const restored = await loadPyodide({ indexURL, _loadSnapshot: bytes });
+      self.postMessage({ boot: "snapshot", note: "Python restored from the site's memory snapshot" });
+      return restored;
+    } catch (error) {
+      note = `restoring the memory snapshot failed: ${error && error.message ? error.message : error}`;
+    }
+  }
   step(2, `Loading Python (Pyodide ${manifest.pyodide_version}) in a worker…`);
-  const { loadPyodide } = await import(new URL("pyodide.mjs", pyodideURL).href);
-  pyodide = await loadPyodide({ indexURL: pyodideURL.href });
-  self.postMessage({ mark: "pyodide" });
+  const started = await loadPyodide({ indexURL });
+  self.postMessage({ boot: "normal", note: `Python started without the snapshot: ${note}` });
+  return started;
+}
 
-  step(3, `Installing ${manifest.project_name} ${manifest.project_version}…`);
+/** Install the site's wheels into ``python`` (Pyodide's loadPackage, by URL); raises on any problem. */
+async function installWheels(python, manifest, base) {
   const problems = [];
-  await pyodide.loadPackage(manifest.wheels.map((wheel) => new URL(wheel, base).href), {
+  await python.loadPackage(manifest.wheels.map((wheel) => new URL(wheel, base).href), {
     messageCallback: () => {},
     errorCallback: (message) => problems.push(message),
   });
   if (problems.length) throw new Error(`installing the wheels failed: ${problems.join("; ")}`);
+}
+
+async function readManifest() {
+  const response = await fetch(new URL("site.json", self.location), { cache: "no-cache" });
+  if (!response.ok) throw new Error(`site.json: HTTP ${response.status}`);
+  return await response.json();
+}
+
+async function boot() {
+  step(1, "Reading the site manifest…");
+  const manifest = await readManifest();
+  const base = new URL(".", self.location);
+  const { loadPyodide } = await import(new URL("pyodide.mjs", new URL(manifest.pyodide_path, base)).href);
+
+  pyodide = await startPython(loadPyodide, manifest, base);
+  self.postMessage({ mark: "pyodide" });
+
+  step(3, `Installing ${manifest.project_name} ${manifest.project_version}…`);
+  await installWheels(pyodide, manifest, base);
   self.postMessage({ mark: "wheels" });
 
   step(4, "Starting the page…");
@@ -40,7 +123,23 @@ async function boot() {
   self.postMessage({ started: true, manifest });
 }
 
-const ready = boot().catch((error) => {
+/** The snapshot sitebuild.snapshot ships: Python with the wheels installed and the entry module's preload()
+ * done (the modules of the first result imported), nothing started. */
+async function makeSnapshot() {
+  const manifest = await readManifest();
+  const base = new URL(".", self.location);
+  const { loadPyodide } = await import(new URL("pyodide.mjs", new URL(manifest.pyodide_path, base)).href);
+  const python = await loadPyodide({ indexURL: new URL(manifest.pyodide_path, base).href, _makeSnapshot: true });
+  await installWheels(python, manifest, base);
+  python.runPython(`import importlib\nimportlib.import_module(${JSON.stringify(manifest.entry_module)}).preload()`);
+  // Pyodide refuses a snapshot unless its loadedPackages record is empty (it checks that JS table slot
+  // against {}); the restored worker installs the wheels again anyway
+  for (const name of Object.keys(python.loadedPackages)) delete python.loadedPackages[name];
+  const snapshot = python.makeMemorySnapshot();
+  self.postMessage({ snapshot, features: snapshotFeatures() }, [snapshot.buffer]);
+}
+
+const ready = (options.has("make-snapshot") ? makeSnapshot() : boot()).catch((error) => {
   self.postMessage({ failed: String(error && error.message ? error.message : error) });
   throw error;
 });

@@ -15,19 +15,11 @@ from pathlib import Path
 import pytest
 
 import sitebuild
+from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - the benchmarks import them from here
 
 ROOT = Path(__file__).resolve().parents[2]
 #: screenshots and reports of the browser tests (gitignored)
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-#: a headless Chromium that stays off the network (the machine has none: without these flags it keeps
-#: trying) and offers WebGPU on SwiftShader (navigator.gpu needs a secure context: 127.0.0.1 is one)
-CHROMIUM_ARGS: tuple[str, ...] = (
-    "--no-sandbox",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-quic", "--disable-default-apps", "--disable-breakpad",
-    "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader",
-)
 #: how long Pyodide may take to boot: ~20 s on an idle machine, minutes on 2 busy cores (9.6 MB of wasm to compile)
 BOOT_TIMEOUT_MS = 420_000
 #: how long one evaluation in a page (a Python cell, a notebook, a compute round trip) may take: a few
@@ -52,11 +44,12 @@ done:
 
 @pytest.fixture(scope="package")
 def site_dir(tmp_path_factory) -> Path:
-    """The site with its JupyterLite lab, built once per session into a temporary directory (Pyodide from
-    the npm cache; the lab's kernel wheels fetched once into .cache/lab-wheels; this Python has the lab extra)."""
+    """The site with its JupyterLite lab and the page's memory snapshot, built once per session into a
+    temporary directory (Pyodide from the npm cache; the lab's kernel wheels fetched once into .cache/lab-wheels;
+    the snapshot made once per set of wheels into .cache/snapshots; this Python has the lab and test extras)."""
     target = tmp_path_factory.mktemp("site") / "dist"
     sitebuild.build_site(ROOT, target, cache_dir=ROOT / ".cache" / "npm", lab_python=sys.executable,
-                         log=lambda message: None)
+                         snapshot_python=sys.executable, log=lambda message: None)
     return target
 
 

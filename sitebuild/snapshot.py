@@ -1,0 +1,198 @@
+"""The page's memory snapshot: Pyodide with our wheels installed and the first result's modules imported.
+
+Starting CPython in Pyodide is most of the page's load (seconds of compute
+after the files arrive). A memory snapshot (Pyodide's ``_makeSnapshot`` /
+``makeMemorySnapshot`` / ``_loadSnapshot``) is the wasm memory of a Python that
+already started: www/worker.js restores it, installs the wheels again (the
+files live in JS, not in the snapshot) and starts the page with the modules of
+the first result already imported (webdemo.preload).
+
+The snapshot is made at build time **in headless Chromium** (CHROMIUM, through
+Playwright, in a subprocess: ``python -m sitebuild.snapshot SITE OUT``), by
+the worker itself in its ``make-snapshot`` mode, so it holds exactly what the
+worker would hold. It cannot be made in Node: a snapshot keeps choices CPython
+and Pyodide make at start-up from the runtime's features -- whether JS Promise
+Integration exists (Pyodide's run_sync; Node 20 has none, so a Node snapshot's
+run_sync raises "WebAssembly stack switching not supported in this JavaScript
+runtime") and CPython's wasm call trampoline (wasm GC; Node 20 has none, so a
+Node snapshot keeps the JS trampoline and Chromium's JSPI traps with
+"SuspendError: trying to suspend JS frames"). The worker therefore restores a
+snapshot only where its own features (worker.js snapshotFeatures, recorded
+here as ``features``) are the maker's, and falls back to a normal start
+otherwise or when restoring fails.
+
+The file (SNAPSHOT_NAME) is SNAPSHOT_MAGIC, the key's length (u32, little
+endian), the key (UTF-8) and the gzip of Pyodide's snapshot (31 MB of memory,
+7 MB compressed). The key (``snapshot_key``) is a hash of the Pyodide release,
+the wheels, worker.js and the entry module: site.json names it and the worker
+refuses a file with another key. Made snapshots are cached under the build's
+cache directory by key (``<key>.snapshot`` and ``<key>.features``), so a
+rebuild with the same wheels costs nothing; a miss costs one Chromium boot of
+Pyodide (~10 s on an idle 2-core machine).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+from urllib.parse import unquote
+
+from .chromium import CHROMIUM, CHROMIUM_ARGS
+from .pyodide_dist import PYODIDE_VERSION
+from .server import ISOLATION_HEADERS, start_server
+
+__all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "SnapshotError", "snapshot_key",
+           "ensure_snapshot", "make_snapshot", "pack_snapshot"]
+
+#: the snapshot's file in the built site
+SNAPSHOT_NAME = "python.snapshot"
+#: the first 8 bytes of SNAPSHOT_NAME (worker.js checks them)
+SNAPSHOT_MAGIC = b"ATLASNAP"
+#: how long making the snapshot may take: one Pyodide boot, ~10 s idle, minutes on 2 busy cores
+MAKE_TIMEOUT_S = 420
+_MAKER_PAGE = "__make_snapshot__.html"
+_UPLOAD = "__snapshot__"
+#: the page the build opens: it starts worker.js in its make-snapshot mode and posts the snapshot back
+_MAKER_HTML = f"""<!doctype html><meta charset="utf-8"><title>making the snapshot</title>
+<script type="module">
+const worker = new Worker("worker.js?make-snapshot", {{ type: "module" }});
+worker.onerror = (event) => {{ window.snapshotResult = {{ failed: event.message || "the worker did not start" }}; }};
+worker.onmessage = async ({{ data }}) => {{
+  if (data.failed) window.snapshotResult = {{ failed: data.failed }};
+  if (!data.snapshot) return;
+  const response = await fetch("{_UPLOAD}?features=" + encodeURIComponent(data.features),
+                               {{ method: "POST", body: data.snapshot }});
+  window.snapshotResult = response.ok ? {{ done: true }} : {{ failed: `upload: HTTP ${{response.status}}` }};
+}};
+</script>"""
+
+
+class SnapshotError(Exception):
+    """Making the snapshot failed: the browser could not start, the worker failed, or it took too long."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot in the built site: its file name, key and the runtime features it was made with."""
+
+    path: str
+    key: str
+    features: str
+
+
+def snapshot_key(site_dir: Path, wheels: Sequence[str], entry_module: str) -> str:
+    """The hash naming one snapshot: PYODIDE_VERSION, the wheels' bytes, worker.js's bytes and the entry module."""
+    digest = hashlib.sha256(f"atlas-web snapshot 1\0{PYODIDE_VERSION}\0{entry_module}\0".encode())
+    for relative in (*wheels, "worker.js"):
+        digest.update(relative.encode() + b"\0" + hashlib.sha256((Path(site_dir) / relative).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def pack_snapshot(key: str, memory: bytes) -> bytes:
+    """SNAPSHOT_NAME's bytes: SNAPSHOT_MAGIC, the key's length and bytes, the gzip of Pyodide's ``memory``."""
+    encoded = key.encode()
+    return SNAPSHOT_MAGIC + struct.pack("<I", len(encoded)) + encoded + gzip.compress(memory, compresslevel=6, mtime=0)
+
+
+def _browser_missing(python: str) -> str:
+    """Why ``python`` cannot make a snapshot here ("" when it can)."""
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (`python3 build.py test` installs Debian's chromium)"
+    probe = subprocess.run([python, "-c", "import playwright.sync_api"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"{python} has no Playwright (the test extra)"
+    return ""
+
+
+def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *, python: str, cache_dir: Path,
+                    log: Callable[[str], None] = print) -> Snapshot | None:
+    """Put the snapshot of the site at ``site_dir`` (its site.json and wheels written) into it as SNAPSHOT_NAME.
+
+    Taken from ``cache_dir`` when one with the same key was made before, else
+    made with ``python`` (a Python with Playwright) in CHROMIUM. Returns None,
+    saying why through ``log``, when there is no Chromium or Playwright (the
+    site then boots without a snapshot). Raises SnapshotError when making it
+    fails, OSError for file errors.
+    """
+    site_dir, cache_dir = Path(site_dir), Path(cache_dir)
+    key = snapshot_key(site_dir, wheels, entry_module)
+    packed, features_file = cache_dir / f"{key}.snapshot", cache_dir / f"{key}.features"
+    if not (packed.is_file() and features_file.is_file()):
+        missing = _browser_missing(python)
+        if missing:
+            log(f"no memory snapshot (the page starts Python without one): {missing}")
+            return None
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
+            out = Path(scratch) / "snapshot"
+            command = [python, "-m", "sitebuild.snapshot", str(site_dir), str(out), key]
+            result = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                                    timeout=MAKE_TIMEOUT_S + 60)
+            if result.returncode != 0:
+                raise SnapshotError(f"making the memory snapshot failed: {result.stderr.strip()[-3000:]}")
+            os.replace(out.with_suffix(".features"), features_file)
+            os.replace(out, packed)
+        log(f"memory snapshot made in {CHROMIUM.name} ({packed.stat().st_size} bytes)")
+    target = site_dir / SNAPSHOT_NAME
+    target.write_bytes(packed.read_bytes())
+    return Snapshot(path=SNAPSHOT_NAME, key=key, features=features_file.read_text(encoding="utf-8").strip())
+
+
+def make_snapshot(site_dir: Path, timeout_s: float = MAKE_TIMEOUT_S) -> tuple[bytes, str]:
+    """(Pyodide's snapshot, the features worker.js reported) of the site at ``site_dir``, made by its worker in
+    CHROMIUM (Playwright needed). Raises SnapshotError when the worker fails or takes over ``timeout_s``."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    uploaded: dict[str, object] = {}
+
+    def receive(route) -> None:
+        request = route.request
+        uploaded["memory"] = request.post_data_buffer
+        uploaded["features"] = request.url.split("features=", 1)[1]
+        route.fulfill(status=200, headers=dict(ISOLATION_HEADERS), body="ok")
+
+    with start_server(Path(site_dir)) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=list(CHROMIUM_ARGS))
+        try:
+            page = browser.new_page()
+            page.route(server.url + _MAKER_PAGE, lambda route: route.fulfill(
+                status=200, headers={**ISOLATION_HEADERS, "Content-Type": "text/html; charset=utf-8"},
+                body=_MAKER_HTML))
+            page.route(server.url + _UPLOAD + "*", receive)
+            page.goto(server.url + _MAKER_PAGE)
+            try:
+                page.wait_for_function("window.snapshotResult", timeout=timeout_s * 1000, polling=200)
+            except PlaywrightError as exc:
+                raise SnapshotError(f"the worker made no snapshot within {timeout_s:g} s: {exc}") from None
+            outcome = page.evaluate("window.snapshotResult")
+            if outcome.get("failed"):
+                raise SnapshotError(f"the worker could not make the snapshot: {outcome['failed']}")
+        finally:
+            browser.close()
+    return bytes(uploaded["memory"]), unquote(str(uploaded["features"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sitebuild.snapshot SITE OUT KEY``: make the snapshot of SITE, write OUT (packed with KEY,
+    see pack_snapshot) and OUT.features."""
+    site, out, key = (argv if argv is not None else sys.argv[1:])
+    memory, features = make_snapshot(Path(site))
+    out_path = Path(out)
+    out_path.with_suffix(".features").write_text(features + "\n", encoding="utf-8")
+    out_path.write_bytes(pack_snapshot(key, memory))
+    print(json.dumps({"bytes": len(memory), "features": features}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The page boots its Python from the site's memory snapshot (sitebuild.snapshot), and a snapshot that cannot be
+used -- a corrupt file, one made for other wheels -- makes it start Python normally and say why, never a blank
+page."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+
+import pytest
+
+import sitebuild
+from sitebuild.snapshot import SNAPSHOT_MAGIC
+
+from .conftest import open_page, run_python
+
+#: what the restored Python must still do: wait on a promise (JS Promise Integration survives the snapshot), import
+#: a module the snapshot did not (the wheels' files are installed again), and hold the first result's modules
+_RESTORED = """
+from pyodide.ffi import can_run_sync, run_sync
+import js, sys
+import wasm_backend
+result = [can_run_sync(), run_sync(js.Promise.resolve(7)), "webdemo.preload" in sys.modules,
+          "examples.collatz" in sys.modules]
+"""
+
+
+def test_the_demo_page_boots_from_the_memory_snapshot(demo, site_dir):
+    page, log = demo
+    manifest = sitebuild.read_manifest(site_dir)
+    assert manifest.snapshot_path == sitebuild.SNAPSHOT_NAME and manifest.snapshot_features
+    key = manifest.snapshot_key.encode()
+    assert (site_dir / manifest.snapshot_path).read_bytes()[:12 + len(key)] == \
+        SNAPSHOT_MAGIC + struct.pack("<I", len(key)) + key
+    assert page.evaluate("[document.body.dataset.boot, window.atlasWeb.boot.source]") == ["snapshot", "snapshot"]
+    assert "memory snapshot" in page.inner_text("#boot-timings")
+    assert run_python(page, _RESTORED) == [True, 7, True, True]
+    assert log.errors == []
+
+
+def _variant(site_dir, target, **replaced: bytes):
+    """A copy of the site at ``target``: symbolic links to ``site_dir``'s entries but the files in ``replaced``
+    (name -> bytes)."""
+    target.mkdir()
+    for entry in site_dir.iterdir():
+        if entry.name in replaced:
+            (target / entry.name).write_bytes(replaced[entry.name])
+        else:
+            (target / entry.name).symlink_to(entry)
+    return target
+
+
+def _corrupt_snapshot(site_dir) -> dict[str, bytes]:
+    """The snapshot with its key intact but memory that is not Pyodide's (Pyodide refuses to restore it)."""
+    key = sitebuild.read_manifest(site_dir).snapshot_key.encode()
+    return {sitebuild.SNAPSHOT_NAME: SNAPSHOT_MAGIC + struct.pack("<I", len(key)) + key + gzip.compress(b"\1" * 65536)}
+
+
+def _other_key(site_dir) -> dict[str, bytes]:
+    """site.json naming another key than the snapshot's (as if the wheels changed and the snapshot did not)."""
+    manifest = json.loads((site_dir / sitebuild.MANIFEST_NAME).read_text(encoding="utf-8"))
+    manifest["snapshot_key"] = "0" * 64
+    return {sitebuild.MANIFEST_NAME: json.dumps(manifest).encode()}
+
+
+@pytest.mark.parametrize(("variant", "reason"), [(_corrupt_snapshot, "restoring the memory snapshot failed"),
+                                                 (_other_key, "made for other wheels or another Pyodide")])
+def test_an_unusable_snapshot_starts_python_normally_and_says_why(browser, site_dir, tmp_path, variant, reason):
+    served = _variant(site_dir, tmp_path / "site", **variant(site_dir))
+    with sitebuild.start_server(served) as server:
+        page, log = open_page(browser, server.url + "index.html", "window.atlasWeb && window.atlasWeb.ready")
+        try:
+            boot = page.evaluate("window.atlasWeb.boot")
+            rows = page.eval_on_selector_all("#checks-body tr", "rows => rows.map(r => r.dataset.ok)")
+            shown = page.inner_text("#boot-timings")
+        finally:
+            page.close()
+    assert boot["source"] == "normal" and reason in boot["note"], boot
+    assert reason in shown
+    assert rows == ["true"] * 5
+    assert log.errors == []
