@@ -12,7 +12,7 @@ FlashAttention. Standard library only.
 * **Attention and FlashAttention** (F32; F16 and BF16 as RoPE's): one workgroup of ``tile`` invocations per
   query row (a grid-stride loop over ``batch * heads * seq_len`` rows), an online softmax over tiles of ``tile``
   keys: Attention's TILE (64), FlashAttention's block_size (at most MAX_TILE, 256: WebGPU's default limit of
-  invocations per workgroup), so FlashAttention's workgroup memory is ``16 * tile + 8 * head_dim`` bytes, set by
+  invocations per workgroup), so FlashAttention's workgroup memory is ``12 * tile + 8 * head_dim + 4`` bytes, set by
   block_size and head_dim alone: each invocation scores one key of the tile (the query row
   is in workgroup memory), the tile's maximum over its finite scores (ordered as ``float_key``: WGSL lets a
   device assume no NaN or infinity), a NaN or +inf score flags the row (all NaN, as IEEE arithmetic of the
@@ -194,7 +194,7 @@ var<workgroup> qrow: array<f32, {self.dim}>;
 var<workgroup> orow: array<f32, {self.dim}>;
 var<workgroup> keys: array<i32, {self.tile}>;
 var<workgroup> flags: array<u32, {self.tile}>;
-var<workgroup> sums: array<f32, {self.tile}>;
+var<workgroup> tile_sum: f32;
 var<workgroup> weights: array<f32, {self.tile}>;
 
 fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80000000u, k < 0)); }}
@@ -257,9 +257,9 @@ fn key_value(k: i32) -> f32 {{ return bitcast<f32>(select(u32(k), u32(-k) | 0x80
             if (lid == 0u) {{   // the tile's weights summed in key order by one invocation
                 var total = weights[0];
                 for (var t = 1u; t < {self.tile}u; t = t + 1u) {{ total = total + weights[t]; }}
-                sums[0] = total;
+                tile_sum = total;
             }}
-            l = alpha * l + workgroupUniformLoad(&sums[0]);
+            l = alpha * l + workgroupUniformLoad(&tile_sum);
             let count = min({self.tile}u, seen - j0);
             for (var d = lid; d < D; d = d + {self.tile}u) {{
                 var acc = alpha * orow[d];
