@@ -148,7 +148,11 @@ class MultiDeviceExecutor:
                     backend.free_buffer(handle)
 
     def _run_whole(self, program: Program, strategy: DataParallel, parts, runs, used) -> None:
-        """A launch without collectives: ``run_placed`` on every device (started on all before any wait)."""
+        """A launch without collectives: one job per device, ``run_placed`` (place its pieces, run, read back,
+        free), run by ``run_jobs`` when every job is made (the local devices at once, one thread each; a device
+        with ``start_program`` on the calling thread, one after another: DistributedExecutor's own ``_launch``
+        starts a cluster's); then the trap of the lowest global lane is raised, else the pieces are written
+        into the buffers."""
         config = strategy.config
         pointers = {register: buffer.handle for register, buffer in strategy.pointers.items()}
         jobs = []
