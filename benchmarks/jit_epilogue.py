@@ -1,6 +1,6 @@
 """jit's matmul epilogue fusion (atlas_web/numpy/epilogue.py): ``relu(x @ w + b)`` as one program (the GEMM, then
 the bias add and relu over its product: one launch) against the same function traced without the epilogue pass
-(the GEMM's launch, then the fused pass's), on the same backend, in one run, interleaved, best of ``--repeats``
+(``jit(..., epilogues=False)``: the GEMM's launch, then the fused pass's), on the same backend, in one run, interleaved, best of ``--repeats``
 rounds of ``--calls`` warm calls each (a result read back at the end of each round). Shapes: a decoding step's
 projection (1 x 256 @ 256 x 512), 4 and 64 rows (x 256 @ 256 x 256) unless ``--shapes`` says (products past
 EPILOGUE_MAX elements are not merged: both columns then time two launches).
@@ -20,9 +20,6 @@ import numpy as np
 import atlas_web.numpy as anp
 from atlas_web.registry import get_backend
 
-_JIT = sys.modules["atlas_web.numpy.jit"]   # the module (atlas_web.numpy.jit names the function)
-
-
 def layer(x, w, b):
     return anp.relu(x @ w + b)
 
@@ -32,13 +29,8 @@ def measure(device, m: int, k: int, n: int, repeats: int, calls: int) -> dict:
     x, w, b = (anp.array(rng.standard_normal(s).astype(np.float32), device=device) for s in ((m, k), (k, n), (n,)))
     fused = anp.jit(layer)
     fused(x, w, b).to_host()
-    apart = anp.jit(layer)
-    fuse_epilogues = _JIT.fuse_epilogues
-    _JIT.fuse_epilogues = lambda steps, supports: steps   # jit looks the pass up when it traces
-    try:
-        apart(x, w, b).to_host()   # traced (and compiled) without the pass
-    finally:
-        _JIT.fuse_epilogues = fuse_epilogues
+    apart = anp.jit(layer, epilogues=False)
+    apart(x, w, b).to_host()
     same = fused(x, w, b).to_host().tobytes() == apart(x, w, b).to_host().tobytes()
     best = {"fused": float("inf"), "apart": float("inf")}
     for _ in range(repeats):

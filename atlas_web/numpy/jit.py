@@ -148,11 +148,14 @@ def _outputs(template: Any, found: list) -> list:
 
 class JitFunction:
     """``fn`` compiled per signature (see the module's docstring); call it as ``fn``. ``device``: where
-    a call with no array arguments runs (default: the default device)."""
+    a call with no array arguments runs (default: the default device). ``epilogues``: a matmul's elementwise
+    consumers run in its GEMM's launch where they can (atlas_web/numpy/epilogue.py); False keeps the GEMM's
+    launch and the fused pass's apart (same bits; benchmarks/jit_epilogue.py compares the two)."""
 
-    def __init__(self, fn: Callable, device: Any = None) -> None:
+    def __init__(self, fn: Callable, device: Any = None, *, epilogues: bool = True) -> None:
         self.fn = fn
         self.device = device
+        self.epilogues = bool(epilogues)
         self.plans: dict[tuple, _Plan] = {}
         functools.update_wrapper(self, fn)
 
@@ -225,7 +228,9 @@ class JitFunction:
         trace, result, proxies = self.trace(*args, **kwargs)
         device = trace.device
         outputs = [r[1] for r in _outputs(_template(result, lambda v: ("buffer", v[0])), [])]
-        steps = fuse_epilogues(fuse(trace.records, outputs), device.supports)
+        steps = fuse(trace.records, outputs)
+        if self.epilogues:
+            steps = fuse_epilogues(steps, device.supports)
         return _Plan(device, steps, [p.buffer for p in proxies], result)
 
     def to_kernel(self, *args: Any, **kwargs: Any) -> dict:
@@ -234,9 +239,9 @@ class JitFunction:
         return jit_to_kernel(self, *args, **kwargs)
 
 
-def jit(fn: Callable | None = None, *, device: Any = None) -> Any:
+def jit(fn: Callable | None = None, *, device: Any = None, epilogues: bool = True) -> Any:
     """``fn`` traced and fused once per signature (see atlas_web/numpy/jit.py); usable as ``@jit`` or
-    ``@jit(device=...)``."""
+    ``@jit(device=..., epilogues=...)`` (see JitFunction)."""
     if fn is None:
-        return lambda f: JitFunction(f, device)
-    return JitFunction(fn, device)
+        return lambda f: JitFunction(f, device, epilogues=epilogues)
+    return JitFunction(fn, device, epilogues=epilogues)

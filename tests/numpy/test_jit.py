@@ -152,6 +152,16 @@ def test_matmul_with_an_elementwise_epilogue(device):
     assert m * n > EPILOGUE_MAX
 
 
+def test_epilogues_false_keeps_the_gemm_and_its_consumers_apart(device):
+    """jit(..., epilogues=False): the GEMM's launch, then the fused pass's, with the epilogue's bits."""
+    def layer(x, w, b):
+        return anp.relu(x @ w + b)
+    x, w, b = (anp.array(v, device=device) for v in (data((5, 16)), data((16, 7)), data((7,))))
+    apart, fused = anp.jit(layer, epilogues=False), anp.jit(epilogues=True)(layer)
+    assert kinds(apart, x, w, b) == ["GemmNode", "FusedMapNode"] and kinds(fused, x, w, b) == ["GemmEpilogueNode"]
+    same_bits(apart(x, w, b), fused(x, w, b))
+
+
 def test_epilogues_of_batched_and_chained_matmuls(device):
     """A batched GEMM with a SiLU-gated epilogue, then a second layer reading the first's result: each GEMM
     takes its own epilogue; values against NumPy (float64) and eager's bits."""
