@@ -164,7 +164,7 @@ def check_optimize(level: object, what: str, error: type = ExecutionFailed) -> i
 def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | float]]:
     """Preset registers checked and normalized like MOV_IMM immediates (wrapped or rounded to their
     type, NaN canonical); a new dict. Raises ProgramError naming the register."""
-    from .isa.instructions import MOV_IMM, _normalize_immediate  # type: ignore[attr-defined]  # from the table
+    from .isa.instructions import MOV_IMM, normalize_immediate  # type: ignore[attr-defined]  # MOV_IMM: from the table
 
     if not isinstance(registers, Mapping):
         raise ProgramError(f"ExecutionParams.registers must map Register -> (Type, value), got {registers!r}")
@@ -183,7 +183,7 @@ def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | 
             out[reg] = (ty, value)  # what MOV_IMM keeps; skipping it makes a launch with pointer presets cheap
             continue
         try:  # MOV_IMM's own normalization (it takes every type), without making the instruction
-            out[reg] = (ty, _normalize_immediate(MOV_IMM.INFO, value, ty))
+            out[reg] = (ty, normalize_immediate(MOV_IMM.INFO, value, ty))
         except ProgramError as error:
             raise ProgramError(f"ExecutionParams.registers[{reg}]: {error.reason.removeprefix('MOV_IMM: ')}") from None
     return out

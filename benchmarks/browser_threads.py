@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS
     from wasm_backend import WasmBackend
 
-    from benchmarks.browser_vs_native import _open_demo
+    from benchmarks.browser_vs_native import open_demo
 
     root = Path(__file__).resolve().parents[1]
     load_before = os.getloadavg()[0]
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 str(Path(scratch) / "profile"), executable_path=str(CHROMIUM), headless=True,
                 args=list(CHROMIUM_ARGS))
             try:
-                page, _ = _open_demo(context, server.url + "index.html")
+                page, _ = open_demo(context, server.url + "index.html")
                 agent = page.evaluate("navigator.userAgent")
                 browser = _in_browser(page, options.threads, options.repeats, options.timeline)
             finally:

@@ -160,7 +160,7 @@ def _in_browser(page, n: int, example_size: int, repeats: int) -> dict[str, dict
                           f"bench.measure(WasmBackend, {n}, {example_size}, {repeats})")
 
 
-def _open_demo(context, url: str, timeout_ms: int = 600_000) -> tuple[Any, dict]:
+def open_demo(context, url: str, timeout_ms: int = 600_000) -> tuple[Any, dict]:
     """A new page of ``context`` at ``url`` once ready: (page, its timings with "boot": how Python started)."""
     page = context.new_page()
     page.goto(url)
@@ -201,9 +201,9 @@ def demo_page() -> Iterator[tuple[Any, dict, str]]:
                         str(Path(scratch) / f"profile-{len(contexts)}"), executable_path=str(CHROMIUM),
                         headless=True, args=list(CHROMIUM_ARGS)))
                     for kind in ("cold", "warm"):
-                        page, loads[f"{name} {kind}"] = _open_demo(contexts[-1], server.url + "index.html" + query)
+                        page, loads[f"{name} {kind}"] = open_demo(contexts[-1], server.url + "index.html" + query)
                         page.close()
-                page, _ = _open_demo(contexts[0], server.url + "index.html")
+                page, _ = open_demo(contexts[0], server.url + "index.html")
                 yield page, loads, page.evaluate("navigator.userAgent")
             finally:
                 for context in contexts:

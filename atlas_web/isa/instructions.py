@@ -24,7 +24,7 @@ from .registers import Label, Predicate, Register, is_label_name
 from .types import Type
 
 __all__ = ["Instruction", "INSTRUCTION_CLASSES", "info_of", "by_opcode", "by_name", "ADDRESS_MODES_BY_RULE",
-           "make_instruction_class"]
+           "make_instruction_class", "normalize_immediate"]
 
 #: the address modes an ADDR operand accepts, by its rule ("global" or "shared")
 ADDRESS_MODES_BY_RULE: dict[str, tuple[type, ...]] = {
@@ -71,7 +71,11 @@ def _is_uint(value: object, bits: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < (1 << bits)
 
 
-def _normalize_immediate(info: OpcodeInfo, value: object, ty: Type, name: str = "value") -> int | float:
+def normalize_immediate(info: OpcodeInfo, value: object, ty: Type, name: str = "value") -> int | float:
+    """``value`` as instruction ``info`` keeps an immediate of ``ty`` (operand ``name``): an int wrapped to the
+    type's width (signed or unsigned range accepted), a float rounded to the type (an int beyond its range
+    an infinity, NaN canonical). Raises ProgramError naming the instruction and operand (a bool, a non-number,
+    an int that does not fit)."""
     if ty.is_float():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _fail(info, f"operand {name!r} must be an int or float for {ty.name}, got {value!r}")
@@ -184,9 +188,9 @@ def _make_post_init(info: OpcodeInfo):
             value = getattr(self, op.name)
             stored: object
             if op.kind is OperandKind.IMM:
-                stored = _normalize_immediate(info, value, self.ty)
+                stored = normalize_immediate(info, value, self.ty)
             elif op.kind is OperandKind.FLOAT:
-                stored = _normalize_immediate(info, value, float_storage(op, self.type), op.name)
+                stored = normalize_immediate(info, value, float_storage(op, self.type), op.name)
             else:
                 stored = _OPERAND_CHECKS[op.kind](info, op, value)
             if stored is not value:

@@ -20,7 +20,7 @@ from ..launch import ExecutionParams
 from .codegen import Kernel, generate
 
 __all__ = ["default_device", "set_default_device", "as_device", "DeviceBuffer", "launch", "kernel_for",
-           "cached_kernels", "TRACES"]
+           "cached_kernels", "kernel_refused", "TRACES"]
 
 class _ThreadTraces(threading.local):
     """The traces a thread is recording, innermost last, used as a list (``if TRACES``, ``TRACES[-1]``,
@@ -161,6 +161,11 @@ class DeviceBuffer:
 _kernels = ProgramCache(capacity=512)
 #: nodes whose cooperative form a backend refused, by backend class: they run per lane there
 _refused: set[tuple[type, object]] = set()
+
+
+def kernel_refused(device: Any, node: object) -> bool:
+    """Whether ``device``'s backend class refused ``node``'s cooperative kernel (it then runs per lane there)."""
+    return (type(device), node) in _refused
 
 
 def cached_kernels() -> int:

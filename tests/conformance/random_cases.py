@@ -25,7 +25,7 @@ from atlas_web.isa import (
 from .case_tools import bytes_of, lane_pointer
 from .harness import Buffer, Case
 
-__all__ = ["random_program_cases", "TYPES", "LANES"]
+__all__ = ["random_program_cases", "RandomProgramBuilder", "TYPES", "LANES"]
 
 LANES = 64
 CONFIG = LaunchConfig(grid=(2, 1, 1), block=(32, 1, 1))
@@ -40,7 +40,7 @@ _UNARY_FLOAT = (FLOOR, CEIL, ROUND, TRUNC, SQRT)
 _SCRATCH = Register(240)
 
 
-class _Builder:
+class RandomProgramBuilder:
     """Builds one random program from ``rng`` (the same choices give the same program for any handles)."""
 
     def __init__(self, rng: random.Random, handles: list[int], types: tuple[Type, ...]) -> None:
@@ -169,7 +169,7 @@ def random_program_cases(draw, max_statements: int = 14) -> Case:
     outputs = tuple(Buffer(ty, bytes(LANES * _SLOTS * ty.size_bytes()), output=True) for ty in types)
 
     def build(handles: list[int]):
-        builder = _Builder(random.Random(seed), handles, types)
+        builder = RandomProgramBuilder(random.Random(seed), handles, types)
         builder.i32_input = types.index(Type.I32)
         b = builder.b
         for k, ty in enumerate(types):

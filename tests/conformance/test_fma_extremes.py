@@ -9,7 +9,7 @@ import math
 import pytest
 
 from atlas_web import LaunchConfig, Program, Type, UnsupportedOperation
-from tests.wasm_backend.test_runtime_helpers import FMA64_EDGES, _f64_bits, _fraction_fma
+from tests.wasm_backend.test_runtime_helpers import FMA64_EDGES, f64_bits, fraction_fma
 
 
 def _program(op: str, a: float, b: float, c: float, handle: int) -> Program:
@@ -29,7 +29,7 @@ def test_fused_f64_at_the_extremes_matches_exact_rounding(available_backend, ref
     reference_handle = reference.allocate_typed(1, Type.F64)
     for a, b, c in FMA64_EDGES:
         addend = c if op == "fma" else -c
-        want = _fraction_fma(a, b, addend)  # fms: a*b - c is a*b + (-c), also for the sign of an exact zero
+        want = fraction_fma(a, b, addend)  # fms: a*b - c is a*b + (-c), also for the sign of an exact zero
         program = _program(op, a, b, c, handle)
         if not backend.supports(op.upper(), Type.F64):
             with pytest.raises(UnsupportedOperation):
@@ -39,5 +39,5 @@ def test_fused_f64_at_the_extremes_matches_exact_rounding(available_backend, ref
         got = backend.copy_typed_from(handle, Type.F64)[0]
         reference.execute_program(_program(op, a, b, c, reference_handle), LaunchConfig())
         oracle = reference.copy_typed_from(reference_handle, Type.F64)[0]
-        assert _f64_bits(float(got)) == _f64_bits(want) == _f64_bits(float(oracle)), (op, a, b, c, got, want)
+        assert f64_bits(float(got)) == f64_bits(want) == f64_bits(float(oracle)), (op, a, b, c, got, want)
         assert not math.isnan(got)

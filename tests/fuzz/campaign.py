@@ -19,7 +19,7 @@ from tests.conformance.values import decode, ulp_distance
 from .generator import FuzzCase
 from .known_issues import known_issue
 
-__all__ = ["Outcome", "run", "mismatches", "minimize", "repro_text", "check"]
+__all__ = ["Outcome", "run", "mismatches", "minimize", "repro_text", "check", "POINTER"]
 
 
 @dataclass
@@ -106,7 +106,7 @@ def check(reference, backend, case: FuzzCase) -> tuple[list[str], str | None]:
 
 
 #: the lines tests/conformance/case_tools.lane_pointer writes (registers r230-r233, r240: scratch)
-_POINTER = re.compile(r"\s*(cvt\.u64\.u32 r230|mov_imm\.u64 r23[13]|mul\.u64 r232|or\.u64 r240|add\.u64 r232),")
+POINTER = re.compile(r"\s*(cvt\.u64\.u32 r230|mov_imm\.u64 r23[13]|mul\.u64 r232|or\.u64 r240|add\.u64 r232),")
 
 
 def _lines(program: Program) -> list[str]:
@@ -133,7 +133,7 @@ def minimize(reference, backend, case: FuzzCase, max_rounds: int = 200) -> Progr
             return False
 
     # the per-lane pointer lines stay: without them lanes write each other's bytes (a race, not a bug)
-    keep = [i for i, line in enumerate(lines) if _POINTER.match(line)]
+    keep = [i for i, line in enumerate(lines) if POINTER.match(line)]
     cut = [i for i in range(len(lines)) if i not in keep]
 
     def text_of(kept_cut: list[int]) -> list[str]:

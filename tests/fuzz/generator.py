@@ -32,7 +32,7 @@ from atlas_web.isa.operations import COOPERATIVE_OPERATION_TYPES
 
 from tests.conformance.case_tools import bytes_of, lane_pointer
 from tests.conformance.harness import Buffer
-from tests.conformance.random_cases import _Builder
+from tests.conformance.random_cases import RandomProgramBuilder
 
 __all__ = ["FuzzCase", "generate", "LANE_ROWS", "FUZZ_TYPES"]
 
@@ -68,7 +68,7 @@ class FuzzCase:
     needs: tuple[tuple[str, Type | None], ...]
 
 
-class _TableBuilder(_Builder):
+class _TableBuilder(RandomProgramBuilder):
     """The conformance builder with table-driven statements and the campaign's extra statement kinds."""
 
     def __init__(self, rng, handles, types, inexact, lanes):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from atlas_web import AtlasTrap
 from atlas_web.reference import CpuBackend
 
-from .campaign import _POINTER, check, minimize, repro_text
+from .campaign import POINTER, check, minimize, repro_text
 from .generator import generate
 
 
@@ -26,6 +26,6 @@ def test_minimizer_keeps_only_what_the_mismatch_needs():
     assert problems and known is None
     program = minimize(reference, wrong, case)
     # what is left besides the per-lane pointer setup (kept: cutting it makes lanes race) is the XOR
-    left = [line for line in program.to_text().splitlines() if line.strip() and not _POINTER.match(line)]
+    left = [line for line in program.to_text().splitlines() if line.strip() and not POINTER.match(line)]
     assert len(left) <= 2 and any("xor" in line for line in left), left
     assert "xor" in repro_text("planted", case, program, problems)

@@ -248,10 +248,10 @@ def _fma_f64_program(handles: list[int]) -> Program:
 def test_fma_f64_at_the_exponent_extremes_on_threads_rounds_once(backends):
     """Issue 16: on threads in SIMD lane mode FMA F64 was 3-13 ulp off (and once inf) at extreme exponents."""
     from atlas_web.reference.numeric_fma import fma_exact_scalar
-    from tests.wasm_backend.test_runtime_helpers import (FMA64_EDGES, FMA64_SPECIALS, _extreme_triples,
-                                                         _fraction_fma)
-    triples = [t for t in [*FMA64_EDGES, *_extreme_triples(1021, 17)] if all(map(math.isfinite, t))]
-    wanted = [_fraction_fma(*t) for t in triples]
+    from tests.wasm_backend.test_runtime_helpers import (FMA64_EDGES, FMA64_SPECIALS, extreme_triples,
+                                                         fraction_fma)
+    triples = [t for t in [*FMA64_EDGES, *extreme_triples(1021, 17)] if all(map(math.isfinite, t))]
+    wanted = [fraction_fma(*t) for t in triples]
     specials = list(itertools.product(FMA64_SPECIALS, repeat=3))  # inf, NaN, signed zeros on threads too
     triples, wanted = triples + specials, wanted + [fma_exact_scalar(*t) for t in specials]
     columns = [np.resize(np.array(column, dtype=np.float64), LANES) for column in zip(*triples)]

@@ -220,7 +220,7 @@ def test_extended_conversions(ext):
         assert _read(instance, D, n + 1) == held & ((1 << (64 * n + 64)) - 1)
 
 
-def _fraction_fma(a: float, b: float, c: float) -> float:
+def fraction_fma(a: float, b: float, c: float) -> float:
     """a*b + c rounded once to f64, from exact rationals (Python's int division rounds correctly, also to
     subnormals); an exact zero is -0 only when both a*b and c are negative zeros' signs, as IEEE says."""
     exact = Fraction(a) * Fraction(b) + Fraction(c)
@@ -232,7 +232,8 @@ def _fraction_fma(a: float, b: float, c: float) -> float:
         return math.inf if exact > 0 else -math.inf
 
 
-def _f64_bits(value: float) -> int:
+def f64_bits(value: float) -> int:
+    """The IEEE bits of ``value`` as an f64 (so that -0.0 and NaN payloads compare)."""
     return struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
@@ -251,7 +252,7 @@ FMA64_EDGES = [
 ]
 
 
-def _extreme_triples(count: int, seed: int):
+def extreme_triples(count: int, seed: int):
     """Triples with exponents from the whole f64 range, a third with an addend that nearly cancels the
     product, and products aimed at the subnormal and overflow boundaries."""
     rng = random.Random(seed)
@@ -273,11 +274,11 @@ def _extreme_triples(count: int, seed: int):
 def test_fma64_rounds_once_at_the_exponent_extremes():
     _, call = _helpers("fma64")
     fma64 = call("fma64")
-    for a, b, c in [*FMA64_EDGES, *_extreme_triples(3000, 16)]:
+    for a, b, c in [*FMA64_EDGES, *extreme_triples(3000, 16)]:
         if not all(math.isfinite(v) for v in (a, b, c)):
             continue
-        want = _fraction_fma(a, b, c)
-        assert _f64_bits(fma64(a, b, c)) == _f64_bits(want) == _f64_bits(fma_exact_scalar(a, b, c)), (a, b, c)
+        want = fraction_fma(a, b, c)
+        assert f64_bits(fma64(a, b, c)) == f64_bits(want) == f64_bits(fma_exact_scalar(a, b, c)), (a, b, c)
 
 
 #: zeros of both signs, infinities, NaN, the subnormal and normal extremes, the overflow threshold's
@@ -294,4 +295,4 @@ def test_fma64_of_special_operands_matches_the_reference():
     fma64 = call("fma64")
     for a, b, c in itertools.product(FMA64_SPECIALS, repeat=3):
         got, want = fma64(a, b, c), fma_exact_scalar(a, b, c)
-        assert (math.isnan(got) and math.isnan(want)) or _f64_bits(got) == _f64_bits(want), (a, b, c, got, want)
+        assert (math.isnan(got) and math.isnan(want)) or f64_bits(got) == f64_bits(want), (a, b, c, got, want)
