@@ -3,9 +3,10 @@
 Starting CPython in Pyodide is most of the page's load (seconds of compute
 after the files arrive). A memory snapshot (Pyodide's ``_makeSnapshot`` /
 ``makeMemorySnapshot`` / ``_loadSnapshot``) is the wasm memory of a Python that
-already started: www/worker.js restores it, installs the wheels again (the
-files live in JS, not in the snapshot) and starts the page with the modules of
-the first result already imported (webdemo.preload).
+already started: www/worker.js restores it, writes back the files of
+site-packages (the wheels as installed: Pyodide's file system lives in JS, not
+in the wasm memory, so the worker ships them in the same file) and starts the
+page with the modules of the first result already imported (webdemo.preload).
 
 The snapshot is made at build time **in headless Chromium** (CHROMIUM, through
 Playwright, in a subprocess: ``python -m sitebuild.snapshot SITE OUT``), by
@@ -22,8 +23,9 @@ here as ``features``) are the maker's, and falls back to a normal start
 otherwise or when restoring fails.
 
 The file (SNAPSHOT_NAME) is SNAPSHOT_MAGIC, the key's length (u32, little
-endian), the key (UTF-8) and the gzip of Pyodide's snapshot (31 MB of memory,
-7 MB compressed). The key (``snapshot_key``) is a hash of the Pyodide release,
+endian), the key (UTF-8) and the gzip of the worker's payload (worker.js
+packPayload: the files of site-packages and Pyodide's snapshot; 35 MB, 8 MB
+compressed). The key (``snapshot_key``) is a hash of the Pyodide release,
 the wheels, worker.js and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
 cache directory by key (``<key>.snapshot`` and ``<key>.features``), so a
@@ -97,10 +99,10 @@ def snapshot_key(site_dir: Path, wheels: Sequence[str], entry_module: str) -> st
     return digest.hexdigest()
 
 
-def pack_snapshot(key: str, memory: bytes) -> bytes:
-    """SNAPSHOT_NAME's bytes: SNAPSHOT_MAGIC, the key's length and bytes, the gzip of Pyodide's ``memory``."""
+def pack_snapshot(key: str, payload: bytes) -> bytes:
+    """SNAPSHOT_NAME's bytes: SNAPSHOT_MAGIC, the key's length and bytes, the gzip of the worker's ``payload``."""
     encoded = key.encode()
-    return SNAPSHOT_MAGIC + struct.pack("<I", len(encoded)) + encoded + gzip.compress(memory, compresslevel=6, mtime=0)
+    return SNAPSHOT_MAGIC + struct.pack("<I", len(encoded)) + encoded + gzip.compress(payload, compresslevel=6, mtime=0)
 
 
 def _browser_missing(python: str) -> str:
@@ -148,8 +150,8 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
 
 
 def make_snapshot(site_dir: Path, timeout_s: float = MAKE_TIMEOUT_S) -> tuple[bytes, str]:
-    """(Pyodide's snapshot, the features worker.js reported) of the site at ``site_dir``, made by its worker in
-    CHROMIUM (Playwright needed). Raises SnapshotError when the worker fails or takes over ``timeout_s``."""
+    """(the worker's payload: site-packages' files and Pyodide's snapshot, the features worker.js reported) of
+    the site at ``site_dir``, made by its worker in CHROMIUM (Playwright needed). Raises SnapshotError when the worker fails or takes over ``timeout_s``."""
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
@@ -157,7 +159,7 @@ def make_snapshot(site_dir: Path, timeout_s: float = MAKE_TIMEOUT_S) -> tuple[by
 
     def receive(route) -> None:
         request = route.request
-        uploaded["memory"] = request.post_data_buffer
+        uploaded["payload"] = request.post_data_buffer
         uploaded["features"] = request.url.split("features=", 1)[1]
         route.fulfill(status=200, headers=dict(ISOLATION_HEADERS), body="ok")
 
@@ -179,18 +181,18 @@ def make_snapshot(site_dir: Path, timeout_s: float = MAKE_TIMEOUT_S) -> tuple[by
                 raise SnapshotError(f"the worker could not make the snapshot: {outcome['failed']}")
         finally:
             browser.close()
-    return bytes(uploaded["memory"]), unquote(str(uploaded["features"]))
+    return bytes(uploaded["payload"]), unquote(str(uploaded["features"]))
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sitebuild.snapshot SITE OUT KEY``: make the snapshot of SITE, write OUT (packed with KEY,
     see pack_snapshot) and OUT.features."""
     site, out, key = (argv if argv is not None else sys.argv[1:])
-    memory, features = make_snapshot(Path(site))
+    payload, features = make_snapshot(Path(site))
     out_path = Path(out)
     out_path.with_suffix(".features").write_text(features + "\n", encoding="utf-8")
-    out_path.write_bytes(pack_snapshot(key, memory))
-    print(json.dumps({"bytes": len(memory), "features": features}))
+    out_path.write_bytes(pack_snapshot(key, payload))
+    print(json.dumps({"bytes": len(payload), "features": features}))
     return 0
 
 

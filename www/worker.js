@@ -8,8 +8,9 @@
 //
 // Booting from the memory snapshot. When site.json names a snapshot (sitebuild.snapshot made it at build time
 // in headless Chromium, with the wheels installed and the first result's modules imported), Pyodide is
-// restored from it instead of starting CPython (seconds of work), then the wheels are installed again: the
-// snapshot holds the wasm memory (sys.modules included) but not the files, which Pyodide keeps in JS. The
+// restored from it instead of starting CPython (seconds of work), then the files of site-packages (the wheels,
+// as installed) are written back from the snapshot too: Pyodide's snapshot holds the wasm memory (sys.modules
+// included) but not the files, which Pyodide keeps in JS. The
 // snapshot is used only where this runtime makes the same choices the maker's did (SNAPSHOT_FEATURES: a
 // snapshot keeps CPython's call trampoline and Pyodide's stack-switching flag, which differ between runtimes)
 // and only when the key inside the file is site.json's (the wheels and Pyodide it was made with); otherwise,
@@ -23,7 +24,8 @@ let pyodide = null;
 let page = null;
 const options = new URL(self.location).searchParams;
 
-//: "ATLASNAP", then the key's length (u32, little-endian), the key (UTF-8) and the gzip of Pyodide's snapshot
+//: "ATLASNAP", then the key's length (u32, little-endian), the key (UTF-8) and the gzip of the payload
+//: (packPayload: the files of site-packages and Pyodide's snapshot)
 const SNAPSHOT_MAGIC = "ATLASNAP";
 
 function step(value, text) {
@@ -41,7 +43,8 @@ function snapshotFeatures() {
   return `${jspi} ${gc ? "wasm-gc" : "no-wasm-gc"}${ios ? " ios" : ""}`;
 }
 
-/** Pyodide's snapshot bytes from ``url``, checked against ``key``; rejects saying what is wrong. */
+/** {memory, files} of the snapshot at ``url``, checked against ``key``: Pyodide's snapshot and the files of
+ * site-packages as they were ([path, bytes] pairs); rejects saying what is wrong. */
 async function readSnapshot(url, key) {
   const response = await fetch(url, { cache: "no-cache" });
   if (!response.ok) throw new Error(`${url.pathname}: HTTP ${response.status}`);
@@ -53,7 +56,43 @@ async function readSnapshot(url, key) {
   if (found !== key) throw new Error(`it was made for other wheels or another Pyodide (key ${found.slice(0, 12)}…, ` +
                                      `site.json wants ${key.slice(0, 12)}…)`);
   const stream = new Blob([bytes.subarray(12 + length)]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
+  const payload = new Uint8Array(await new Response(stream).arrayBuffer());
+  const indexLength = new DataView(payload.buffer).getUint32(0, true);
+  const index = JSON.parse(new TextDecoder().decode(payload.subarray(4, 4 + indexLength)));
+  const start = Math.ceil((4 + indexLength) / 16) * 16;  // where packPayload's offsets count from
+  return {
+    memory: payload.subarray(start + index.memory),
+    files: index.files.map(([path, offset, size]) => [path, payload.subarray(start + offset, start + offset + size)]),
+  };
+}
+
+/** The snapshot's payload (gzipped by sitebuild.snapshot): a u32 length and a JSON index {files: [[path,
+ * offset, size]...], memory: offset}, then, from the next multiple of 16, the files' bytes and Pyodide's
+ * ``memory`` (offsets from there; the memory 16-byte aligned: Pyodide reads it through a Uint32Array). */
+function packPayload(memory, files) {
+  const align = (offset) => Math.ceil(offset / 16) * 16;
+  let offset = 0;
+  const placed = files.map(([path, data]) => [path, (offset += data.length) - data.length, data.length]);
+  const index = new TextEncoder().encode(JSON.stringify({ files: placed, memory: align(offset) }));
+  const start = align(4 + index.length);
+  const payload = new Uint8Array(start + align(offset) + memory.length);
+  new DataView(payload.buffer).setUint32(0, index.length, true);
+  payload.set(index, 4);
+  files.forEach(([, data], k) => payload.set(data, start + placed[k][1]));
+  payload.set(memory, start + align(offset));
+  return payload;
+}
+
+/** [path, bytes] of every file under ``directory`` of Pyodide's file system ``FS``. */
+function filesUnder(FS, directory) {
+  const found = [];
+  for (const name of FS.readdir(directory)) {
+    if (name === "." || name === "..") continue;
+    const path = `${directory}/${name}`;
+    if (FS.isDir(FS.stat(path).mode)) found.push(...filesUnder(FS, path));
+    else found.push([path, FS.readFile(path)]);
+  }
+  return found;
 }
 
 /** Why the snapshot in ``manifest`` is not tried here, or "" when it is. */
@@ -67,25 +106,27 @@ function snapshotRefusal(manifest) {
   return "";
 }
 
-/** Pyodide, restored from the site's snapshot where it can be, else started normally. */
-async function startPython(loadPyodide, manifest, base) {
+/** {python: Pyodide, files}: restored from ``snapshot`` (readSnapshot's promise, or null where ``refusal``
+ * says why it is not tried) where it can be (``files``: what its site-packages held), else started normally
+ * (``files`` null). */
+async function startPython(loadPyodide, manifest, base, snapshot, refusal) {
   const indexURL = new URL(manifest.pyodide_path, base).href;
-  let note = snapshotRefusal(manifest);
-  if (!note) {
-    step(2, `Restoring Python (Pyodide ${manifest.pyodide_version}) from the site's memory snapshot in a worker…`);
+  let note = refusal;
+  if (snapshot) {
     try {
-      const bytes = readSnapshot(new URL(manifest.snapshot_path, base), manifest.snapshot_key);
-      const restored = await loadPyodide({ indexURL, _loadSnapshot: bytes });
+      const memory = snapshot.then((read) => read.memory);
+      memory.catch(() => {});  // loadPyodide awaits it only once its own modules are in: no unhandled rejection
+      const restored = await loadPyodide({ indexURL, _loadSnapshot: memory });
       self.postMessage({ boot: "snapshot", note: "Python restored from the site's memory snapshot" });
-      return restored;
+      return { python: restored, files: (await snapshot).files };
     } catch (error) {
       note = `restoring the memory snapshot failed: ${error && error.message ? error.message : error}`;
     }
   }
-  step(2, `Loading Python (Pyodide ${manifest.pyodide_version}) in a worker…`);
+  if (snapshot) step(2, `Loading Python (Pyodide ${manifest.pyodide_version}) in a worker…`);
   const started = await loadPyodide({ indexURL });
   self.postMessage({ boot: "normal", note: `Python started without the snapshot: ${note}` });
-  return started;
+  return { python: started, files: null };
 }
 
 /** Install the site's wheels into ``python`` (Pyodide's loadPackage, by URL); raises on any problem. */
@@ -98,6 +139,16 @@ async function installWheels(python, manifest, base) {
   if (problems.length) throw new Error(`installing the wheels failed: ${problems.join("; ")}`);
 }
 
+/** Write back the files a restored ``python`` had (its modules and the records of its install came with the
+ * snapshot's memory, its files did not: Pyodide keeps them in JS) and let importlib see them. */
+function restoreFiles(python, files) {
+  for (const [path, data] of files) {
+    python.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+    python.FS.writeFile(path, data);
+  }
+  python.runPython("import importlib; importlib.invalidate_caches()");
+}
+
 async function readManifest() {
   const response = await fetch(new URL("site.json", self.location), { cache: "no-cache" });
   if (!response.ok) throw new Error(`site.json: HTTP ${response.status}`);
@@ -108,13 +159,21 @@ async function boot() {
   step(1, "Reading the site manifest…");
   const manifest = await readManifest();
   const base = new URL(".", self.location);
+  const refusal = snapshotRefusal(manifest);
+  // the snapshot downloads and unpacks while Pyodide's modules load
+  const snapshot = refusal ? null : readSnapshot(new URL(manifest.snapshot_path, base), manifest.snapshot_key);
+  snapshot?.catch(() => {});  // a failure is reported where startPython awaits it
+  step(2, snapshot ? `Restoring Python (Pyodide ${manifest.pyodide_version}) from the site's memory snapshot in a ` +
+                     "worker…" : `Loading Python (Pyodide ${manifest.pyodide_version}) in a worker…`);
   const { loadPyodide } = await import(new URL("pyodide.mjs", new URL(manifest.pyodide_path, base)).href);
 
-  pyodide = await startPython(loadPyodide, manifest, base);
+  const started = await startPython(loadPyodide, manifest, base, snapshot, refusal);
+  pyodide = started.python;
   self.postMessage({ mark: "pyodide" });
 
   step(3, `Installing ${manifest.project_name} ${manifest.project_version}…`);
-  await installWheels(pyodide, manifest, base);
+  if (started.files) restoreFiles(pyodide, started.files);
+  else await installWheels(pyodide, manifest, base);
   self.postMessage({ mark: "wheels" });
 
   step(4, "Starting the page…");
@@ -135,7 +194,8 @@ async function makeSnapshot() {
   // Pyodide refuses a snapshot unless its loadedPackages record is empty (it checks that JS table slot
   // against {}); the restored worker installs the wheels again anyway
   for (const name of Object.keys(python.loadedPackages)) delete python.loadedPackages[name];
-  const snapshot = python.makeMemorySnapshot();
+  const sitePackages = python.runPython("import site; site.getsitepackages()[0]");
+  const snapshot = packPayload(python.makeMemorySnapshot(), filesUnder(python.FS, sitePackages));
   self.postMessage({ snapshot, features: snapshotFeatures() }, [snapshot.buffer]);
 }
 

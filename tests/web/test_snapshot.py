@@ -52,9 +52,16 @@ def _variant(site_dir, target, **replaced: bytes):
 
 
 def _corrupt_snapshot(site_dir) -> dict[str, bytes]:
-    """The snapshot with its key intact but memory that is not Pyodide's (Pyodide refuses to restore it)."""
+    """The snapshot with its key and files intact but Pyodide's memory without its magic number (Pyodide refuses
+    to restore it). The payload's layout is worker.js's packPayload: a u32 length, a JSON index, from the next
+    multiple of 16 the files and the memory."""
     key = sitebuild.read_manifest(site_dir).snapshot_key.encode()
-    return {sitebuild.SNAPSHOT_NAME: SNAPSHOT_MAGIC + struct.pack("<I", len(key)) + key + gzip.compress(b"\1" * 65536)}
+    header = SNAPSHOT_MAGIC + struct.pack("<I", len(key)) + key
+    payload = bytearray(gzip.decompress((site_dir / sitebuild.SNAPSHOT_NAME).read_bytes()[len(header):]))
+    (length,) = struct.unpack_from("<I", payload)
+    memory = -(-(4 + length) // 16) * 16 + json.loads(payload[4:4 + length])["memory"]
+    payload[memory:memory + 4] = b"\0\0\0\0"
+    return {sitebuild.SNAPSHOT_NAME: header + gzip.compress(bytes(payload), compresslevel=1)}
 
 
 def _other_key(site_dir) -> dict[str, bytes]:
@@ -64,7 +71,7 @@ def _other_key(site_dir) -> dict[str, bytes]:
     return {sitebuild.MANIFEST_NAME: json.dumps(manifest).encode()}
 
 
-@pytest.mark.parametrize(("variant", "reason"), [(_corrupt_snapshot, "restoring the memory snapshot failed"),
+@pytest.mark.parametrize(("variant", "reason"), [(_corrupt_snapshot, "invalid magic number"),
                                                  (_other_key, "made for other wheels or another Pyodide")])
 def test_an_unusable_snapshot_starts_python_normally_and_says_why(browser, site_dir, tmp_path, variant, reason):
     served = _variant(site_dir, tmp_path / "site", **variant(site_dir))
