@@ -23,9 +23,12 @@ here as ``features``) are the maker's, and falls back to a normal start
 otherwise or when restoring fails.
 
 The file (SNAPSHOT_NAME) is SNAPSHOT_MAGIC, the key's length (u32, little
-endian), the key (UTF-8) and the gzip of the worker's payload (worker.js
-packPayload: the files of site-packages and Pyodide's snapshot; 35 MB, 8 MB
-compressed). The key (``snapshot_key``) is a hash of the Pyodide release,
+endian), the key (UTF-8) and, from the next multiple of 16, the worker's
+payload (worker.js packPayload: the files of site-packages and Pyodide's
+snapshot; 34 MB). It is not compressed: gzip makes it 8 MB, but inflating that
+in the worker (DecompressionStream) took 0.5 s on this 2-core machine, more
+than moving 34 MB from a local server or the HTTP cache; a host that
+compresses its responses sends it compressed anyway. The key (``snapshot_key``) is a hash of the Pyodide release,
 the wheels, worker.js and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
 cache directory by key (``<key>.snapshot`` and ``<key>.features``), so a
@@ -35,7 +38,6 @@ Pyodide (~10 s on an idle 2-core machine).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -53,12 +55,14 @@ from .pyodide_dist import PYODIDE_VERSION
 from .server import ISOLATION_HEADERS, start_server
 
 __all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "SnapshotError", "snapshot_key",
-           "ensure_snapshot", "make_snapshot", "pack_snapshot"]
+           "ensure_snapshot", "make_snapshot", "pack_snapshot", "payload_of", "CACHE_KEPT"]
 
 #: the snapshot's file in the built site
 SNAPSHOT_NAME = "python.snapshot"
 #: the first 8 bytes of SNAPSHOT_NAME (worker.js checks them)
 SNAPSHOT_MAGIC = b"ATLASNAP"
+#: how many made snapshots the cache keeps (the newest)
+CACHE_KEPT = 3
 #: how long making the snapshot may take: one Pyodide boot, ~10 s idle, minutes on 2 busy cores
 MAKE_TIMEOUT_S = 420
 _MAKER_PAGE = "__make_snapshot__.html"
@@ -100,9 +104,24 @@ def snapshot_key(site_dir: Path, wheels: Sequence[str], entry_module: str) -> st
 
 
 def pack_snapshot(key: str, payload: bytes) -> bytes:
-    """SNAPSHOT_NAME's bytes: SNAPSHOT_MAGIC, the key's length and bytes, the gzip of the worker's ``payload``."""
-    encoded = key.encode()
-    return SNAPSHOT_MAGIC + struct.pack("<I", len(encoded)) + encoded + gzip.compress(payload, compresslevel=6, mtime=0)
+    """SNAPSHOT_NAME's bytes: SNAPSHOT_MAGIC, the key's length and bytes, zeros up to a multiple of 16 (Pyodide
+    reads the memory inside ``payload`` through a Uint32Array), the worker's ``payload``."""
+    header = SNAPSHOT_MAGIC + struct.pack("<I", len(key.encode())) + key.encode()
+    return header + bytes(-len(header) % 16) + payload
+
+
+def payload_of(packed: bytes) -> bytes:
+    """The worker's payload inside SNAPSHOT_NAME's bytes ``packed`` (pack_snapshot's inverse, less the key)."""
+    (length,) = struct.unpack_from("<I", packed, len(SNAPSHOT_MAGIC))
+    return packed[-(-(12 + length) // 16) * 16:]
+
+
+def _prune(cache_dir: Path) -> None:
+    """Keep the CACHE_KEPT newest snapshots of ``cache_dir`` (each is 34 MB)."""
+    made = sorted(cache_dir.glob("*.snapshot"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for old in made[CACHE_KEPT:]:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".features").unlink(missing_ok=True)
 
 
 def _browser_missing(python: str) -> str:
@@ -143,6 +162,7 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
                 raise SnapshotError(f"making the memory snapshot failed: {result.stderr.strip()[-3000:]}")
             os.replace(out.with_suffix(".features"), features_file)
             os.replace(out, packed)
+        _prune(cache_dir)
         log(f"memory snapshot made in {CHROMIUM.name} ({packed.stat().st_size} bytes)")
     target = site_dir / SNAPSHOT_NAME
     target.write_bytes(packed.read_bytes())

@@ -24,8 +24,8 @@ let pyodide = null;
 let page = null;
 const options = new URL(self.location).searchParams;
 
-//: "ATLASNAP", then the key's length (u32, little-endian), the key (UTF-8) and the gzip of the payload
-//: (packPayload: the files of site-packages and Pyodide's snapshot)
+//: "ATLASNAP", then the key's length (u32, little-endian), the key (UTF-8) and, from the next multiple of 16,
+//: the payload (packPayload: the files of site-packages and Pyodide's snapshot)
 const SNAPSHOT_MAGIC = "ATLASNAP";
 
 function step(value, text) {
@@ -55,9 +55,8 @@ async function readSnapshot(url, key) {
   const found = new TextDecoder().decode(bytes.subarray(12, 12 + length));
   if (found !== key) throw new Error(`it was made for other wheels or another Pyodide (key ${found.slice(0, 12)}…, ` +
                                      `site.json wants ${key.slice(0, 12)}…)`);
-  const stream = new Blob([bytes.subarray(12 + length)]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const payload = new Uint8Array(await new Response(stream).arrayBuffer());
-  const indexLength = new DataView(payload.buffer).getUint32(0, true);
+  const payload = bytes.subarray(Math.ceil((12 + length) / 16) * 16);
+  const indexLength = new DataView(payload.buffer, payload.byteOffset).getUint32(0, true);
   const index = JSON.parse(new TextDecoder().decode(payload.subarray(4, 4 + indexLength)));
   const start = Math.ceil((4 + indexLength) / 16) * 16;  // where packPayload's offsets count from
   return {
@@ -66,7 +65,7 @@ async function readSnapshot(url, key) {
   };
 }
 
-/** The snapshot's payload (gzipped by sitebuild.snapshot): a u32 length and a JSON index {files: [[path,
+/** The snapshot's payload (sitebuild.snapshot puts it after the key): a u32 length and a JSON index {files: [[path,
  * offset, size]...], memory: offset}, then, from the next multiple of 16, the files' bytes and Pyodide's
  * ``memory`` (offsets from there; the memory 16-byte aligned: Pyodide reads it through a Uint32Array). */
 function packPayload(memory, files) {

@@ -4,14 +4,13 @@ page."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import struct
 
 import pytest
 
 import sitebuild
-from sitebuild.snapshot import SNAPSHOT_MAGIC
+from sitebuild.snapshot import pack_snapshot, payload_of
 
 from .conftest import open_page, run_python
 
@@ -30,9 +29,8 @@ def test_the_demo_page_boots_from_the_memory_snapshot(demo, site_dir):
     page, log = demo
     manifest = sitebuild.read_manifest(site_dir)
     assert manifest.snapshot_path == sitebuild.SNAPSHOT_NAME and manifest.snapshot_features
-    key = manifest.snapshot_key.encode()
-    assert (site_dir / manifest.snapshot_path).read_bytes()[:12 + len(key)] == \
-        SNAPSHOT_MAGIC + struct.pack("<I", len(key)) + key
+    packed = (site_dir / manifest.snapshot_path).read_bytes()
+    assert packed == pack_snapshot(manifest.snapshot_key, payload_of(packed))
     assert page.evaluate("[document.body.dataset.boot, window.atlasWeb.boot.source]") == ["snapshot", "snapshot"]
     assert "memory snapshot" in page.inner_text("#boot-timings")
     assert run_python(page, _RESTORED) == [True, 7, True, True]
@@ -55,13 +53,12 @@ def _corrupt_snapshot(site_dir) -> dict[str, bytes]:
     """The snapshot with its key and files intact but Pyodide's memory without its magic number (Pyodide refuses
     to restore it). The payload's layout is worker.js's packPayload: a u32 length, a JSON index, from the next
     multiple of 16 the files and the memory."""
-    key = sitebuild.read_manifest(site_dir).snapshot_key.encode()
-    header = SNAPSHOT_MAGIC + struct.pack("<I", len(key)) + key
-    payload = bytearray(gzip.decompress((site_dir / sitebuild.SNAPSHOT_NAME).read_bytes()[len(header):]))
+    key = sitebuild.read_manifest(site_dir).snapshot_key
+    payload = bytearray(payload_of((site_dir / sitebuild.SNAPSHOT_NAME).read_bytes()))
     (length,) = struct.unpack_from("<I", payload)
     memory = -(-(4 + length) // 16) * 16 + json.loads(payload[4:4 + length])["memory"]
     payload[memory:memory + 4] = b"\0\0\0\0"
-    return {sitebuild.SNAPSHOT_NAME: header + gzip.compress(bytes(payload), compresslevel=1)}
+    return {sitebuild.SNAPSHOT_NAME: pack_snapshot(key, bytes(payload))}
 
 
 def _other_key(site_dir) -> dict[str, bytes]:
