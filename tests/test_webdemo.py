@@ -220,6 +220,14 @@ def test_session_runs_checks_and_records_timings():
     assert len(demo.timings) == 3  # a failed check records nothing
 
 
+def test_a_trap_is_named_once_on_the_result_line():
+    demo = session.DemoSession(choices=("auto", "cpu"))
+    outcome = asyncio.run(demo.run("mov_imm.i32 r1, 1\nmov_imm.i32 r2, 0\ndiv.i32 r3, r1, r2\nexit\n",
+                                   "vector_add", 8, "cpu"))
+    assert outcome.status == "trap"
+    assert outcome.message.startswith("trap DIVISION_BY_ZERO at instruction 2 in lane 0: div.i32"), outcome.message
+
+
 def test_session_says_when_the_backend_is_not_available():
     demo = session.DemoSession(choices=("auto", "no-such-backend"))
     outcome = asyncio.run(demo.run(demo.program_text("vector_add", 4), "vector_add", 4, "auto"))

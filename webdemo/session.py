@@ -75,6 +75,8 @@ class RunOutcome:
             return f"ran on {self.run.backend}: the outputs you declared are below"
         if self.run.ok:
             return f"ok: {self.run.example} on {self.run.backend} matches the expected output"
+        if self.run.detail.startswith(f"{self.run.check} "):  # an AtlasTrap's text starts with "trap ..."
+            return self.run.detail
         return f"{self.run.check}: {self.run.detail}"
 
     @property
