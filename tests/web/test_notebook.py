@@ -47,6 +47,22 @@ def test_a_fresh_pyodide_has_no_atlas_web(notebook):
                       pyodide="window.notebook.pyodide")
 
 
+def run_cell(notebook, code: str | None = None) -> str:
+    """Press "Run cell" (on ``code`` typed into the cell, else on the cell as it is) and return its output."""
+    if code is not None:
+        notebook.fill("#cell", code)
+    notebook.evaluate("document.getElementById('cell-output').textContent = ''")
+    notebook.click("#run-cell")
+    notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=180_000)
+    return notebook.inner_text("#cell-output")
+
+
+def test_running_the_first_cell_before_installing_says_what_to_press(notebook):
+    output = run_cell(notebook)  # the page's own cell imports atlas_web
+    assert output.strip() == ('atlas-web is not installed in this Pyodide yet: press "Install atlas-web", '
+                              'then run the cell again.'), output
+
+
 def test_load_the_wheel_by_url_then_await_the_api_in_a_cell(notebook, site_url):
     wheel = notebook.evaluate("window.notebook.wheelURLs[0]")
     assert wheel.startswith(site_url) and wheel.endswith("-py3-none-any.whl")
@@ -72,11 +88,18 @@ def test_the_install_and_cell_buttons_run_a_cell_with_await(notebook):
     notebook.click("#install")
     notebook.wait_for_function("document.getElementById('notebook-status').textContent.includes('installed')",
                                timeout=180_000)
-    notebook.fill("#cell", "import asyncio, atlas_web\nawait asyncio.sleep(0)\n"
-                           "print(atlas_web.Program.from_text('exit').digest())")
-    notebook.click("#run-cell")
-    notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=180_000)
-    assert notebook.inner_text("#cell-output").strip() == Program.from_text("exit").digest()
+    assert notebook.inner_text("#notebook-status") == "atlas-web installed." and notebook.is_disabled("#install")
+    output = run_cell(notebook, "import asyncio, atlas_web\nawait asyncio.sleep(0)\n"
+                                "print(atlas_web.Program.from_text('exit').digest())")
+    assert output.strip() == Program.from_text("exit").digest()
+
+
+def test_a_cell_that_raises_shows_its_traceback_without_pyodides_frames(notebook):
+    output = run_cell(notebook, "from atlas_web import Program\nProgram.from_text('add.f32 r1, r2')").strip()
+    lines = output.splitlines()
+    assert lines[:2] == ["Traceback (most recent call last):", '  File "<exec>", line 2, in <module>'], output
+    assert lines[-1] == "atlas_web.errors.ProgramError: line 1: add.f32 takes 3 operands, got 2", output
+    assert "_pyodide" not in output, output
 
 
 def test_on_the_pages_thread_a_big_module_cannot_compile_synchronously_and_says_so(notebook):
