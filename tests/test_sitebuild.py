@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import sitebuild
-from sitebuild import pyodide_dist
+from sitebuild import pyodide_dist, snapshot
 from sitebuild.wheel import ProjectMetadata, find_packages, project_metadata, wheel_filename, write_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,6 +168,50 @@ def test_server_types_headers_and_missing_site(tmp_path):
                 assert response.headers["Cross-Origin-Embedder-Policy"] == "require-corp"
     with pytest.raises(FileNotFoundError, match="build it first"):
         sitebuild.SiteServer(tmp_path / "nothing")
+
+
+# ---- the memory snapshot (making one needs Chromium: tests/web/test_snapshot.py) ------------------------------
+
+def _snapshot_site(directory: Path, wheel: bytes) -> Path:
+    (directory / "wheels").mkdir(parents=True)
+    (directory / "wheels" / "w.whl").write_bytes(wheel)
+    (directory / "worker.js").write_text("// worker")
+    return directory
+
+
+def test_the_snapshot_key_follows_the_wheels_and_the_worker(tmp_path):
+    first = _snapshot_site(tmp_path / "a", b"one")
+    key = snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
+    assert key == snapshot.snapshot_key(_snapshot_site(tmp_path / "b", b"one"), ["wheels/w.whl"], "webdemo.page")
+    assert key != snapshot.snapshot_key(_snapshot_site(tmp_path / "c", b"two"), ["wheels/w.whl"], "webdemo.page")
+    assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "other.module")
+    (first / "worker.js").write_text("// another worker")
+    assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
+
+
+def test_a_packed_snapshot_holds_its_key_and_a_16_byte_aligned_payload():
+    packed = snapshot.pack_snapshot("k" * 5, b"payload")
+    assert packed[:8] == snapshot.SNAPSHOT_MAGIC and packed[12:17] == b"kkkkk"
+    assert len(packed) % 16 == len(b"payload") % 16 and snapshot.payload_of(packed) == b"payload"
+
+
+def test_a_cached_snapshot_is_used_and_a_missing_browser_is_said(tmp_path, monkeypatch):
+    site = _snapshot_site(tmp_path / "site", b"wheel")
+    key = snapshot.snapshot_key(site, ["wheels/w.whl"], "webdemo.page")
+    said: list[str] = []
+    # without Chromium no snapshot is made: the site is built without, and the log says why
+    monkeypatch.setattr(snapshot, "CHROMIUM", tmp_path / "no-chromium")
+    assert snapshot.ensure_snapshot(site, ["wheels/w.whl"], "webdemo.page", python=sys.executable,
+                                    cache_dir=tmp_path / "cache", log=said.append) is None
+    assert "no memory snapshot" in said[0] and "no-chromium is missing" in said[0]
+    assert not (site / sitebuild.SNAPSHOT_NAME).exists()
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / f"{key}.snapshot").write_bytes(snapshot.pack_snapshot(key, b"made before"))
+    (tmp_path / "cache" / f"{key}.features").write_text("jspi wasm-gc\n")
+    made = snapshot.ensure_snapshot(site, ["wheels/w.whl"], "webdemo.page", python=sys.executable,
+                                    cache_dir=tmp_path / "cache", log=said.append)
+    assert made == snapshot.Snapshot(path=sitebuild.SNAPSHOT_NAME, key=key, features="jspi wasm-gc")
+    assert snapshot.payload_of((site / sitebuild.SNAPSHOT_NAME).read_bytes()) == b"made before"
 
 
 # ---- build.py site / serve --------------------------------------------------------------------
