@@ -4,7 +4,8 @@ Layout of the built site::
 
     index.html, boot.js, worker.js, style.css, notebook.html, notebook.js   copied from www/
     pyodide/          the Pyodide files (PYODIDE_FILES), from the npm cache (with the lab: the kernel's
-                      wheels and atlas-web's, and the lock naming them)
+                      wheels and atlas-web's, the lock naming them, and bytecode in the kernel's
+                      wheels and in python_stdlib.zip, which the page's Pyodide uses too)
     lab/              the JupyterLite lab with the example notebooks (sitebuild.lab), when asked for
     wheels/           atlas_web-<v>-py3-none-any.whl        the project (atlas_web and the backends)
                       atlas_web_demo-<v>-py3-none-any.whl   the page's Python (webdemo) and the examples

@@ -8,22 +8,28 @@ Pyodide does not ship. ``build_lab`` therefore
 2. fetches the pure-Python wheels the kernel needs from the package index
    once (cached), puts those the lock names next to Pyodide with the lock's
    sha256 rewritten to the fetched files (Pyodide repacks its wheels, so
-   the index's differ), and gives the others (``comm``) to piplite,
-3. adds the atlas-web wheel to the lock and has the kernel load it at start,
-   so ``import atlas_web`` works in the first cell (``%pip install atlas-web``
-   also works: piplite indexes the wheel too),
-4. copies the example notebooks (``notebooks/`` of the project) into the lab
+   the index's differ), and adds the others (``comm``, and the extension's
+   own piplite, ipykernel and pyodide-kernel) to the lock,
+3. adds the atlas-web wheel to the lock and has the kernel load it and all
+   its start packages from the lock as Pyodide boots (``lab_preload``: no
+   micropip/piplite installs one by one at every start), so ``import
+   atlas_web`` works in the first cell (``%pip install atlas-web`` also
+   works: piplite indexes the wheel),
+4. adds bytecode to Pyodide's standard library and the wheels the kernel
+   loads (atlas-web's copy beside Pyodide too), compiled by the site's
+   Pyodide under Node (``lab_bytecode``; cached): the kernel, and the page's
+   Pyodide, no longer compile them at every start,
+5. copies the example notebooks (``notebooks/`` of the project) into the lab
    and runs ``jupyter lite build`` with a Python that has jupyterlite-core and
    jupyterlite-pyodide-kernel (the ``lab`` extra),
-5. makes the kernel's page-worker bridge race-free (``lab_coincident``: the
+6. makes the kernel's page-worker bridge race-free (``lab_coincident``: the
    bundled coincident 1.2.3 let a busy machine stall the kernel for ever).
 
-Standard library only; the Python given does the JupyterLite work.
+Standard library only; the Python given does the JupyterLite work, Node the bytecode.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -33,17 +39,16 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .lab_bytecode import BytecodeError, add_site_bytecode
 from .lab_coincident import patch_coincident
+from .lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
 
-__all__ = ["LAB_DIR", "KERNEL_LOCK_PACKAGES", "NOTEBOOKS_DIR", "LabBuildError", "build_lab", "kernel_settings"]
+__all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "LabBuildError", "build_lab", "kernel_settings"]
 
 #: where the lab goes inside the site
 LAB_DIR = "lab"
 #: the project's example notebooks, copied into the lab's files
 NOTEBOOKS_DIR = "notebooks"
-#: what the kernel's worker loads from Pyodide's lock by name, besides what its own wheels require
-#: (micropip to install them; jedi for completion)
-KERNEL_LOCK_PACKAGES = ("micropip", "jedi")
 #: the JupyterLite plugin that runs the Pyodide kernel
 _KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 #: the kernel extension's bundled wheels, under the Python's prefix
@@ -65,10 +70,10 @@ def _normalize(name: str) -> str:
 
 
 def kernel_settings(atlas_package: str) -> dict:
-    """The kernel plugin's settings: the site's Pyodide, no fallback to the public index, and the
-    atlas-web package (its name in Pyodide's lock) loaded when the kernel starts."""
+    """The kernel plugin's settings: the site's Pyodide, no fallback to the public index, and the kernel's
+    start packages and the atlas-web package (its name in Pyodide's lock) loaded as Pyodide boots."""
     return {"pyodideUrl": _PYODIDE_FROM_LAB_PAGES, "disablePyPIFallback": True,
-            "loadPyodideOptions": {"packages": [atlas_package]}}
+            "loadPyodideOptions": {"packages": [*KERNEL_START_PACKAGES, atlas_package]}}
 
 
 def _requirements(wheel: Path) -> list[str]:
@@ -121,18 +126,16 @@ def _fetch(python: str, cache: Path, requirement: str, pattern: str, log: Callab
     return found[-1]
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
               log: Callable[[str], None] = print) -> dict:
     """Build the lab into ``site_dir/lab`` of an assembled site (Pyodide in ``site_dir/pyodide``, the
     atlas-web wheel in ``site_dir/wheels``), rewriting ``site_dir/pyodide/pyodide-lock.json``.
 
     ``python`` runs pip and ``jupyter lite build`` (it needs the ``lab`` extra); ``cache_dir`` keeps the
-    fetched wheels between builds. Returns what was bundled: ``{"lock": [...], "piplite": [...],
-    "notebooks": [...]}``. Raises LabBuildError (a missing tool, a wheel the index lacks, a failed build).
+    fetched wheels between builds. Returns what was bundled: ``{"lock": [the lock's names given wheels],
+    "notebooks": [...]}``. Raises LabBuildError (a missing tool, a wheel the index lacks, a requirement
+    neither the lock nor the index gives, a kernel whose worker no longer preloads as expected, a failed
+    build).
     """
     site_dir, root, cache_dir = Path(site_dir).resolve(), Path(root).resolve(), Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -143,18 +146,28 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
                             f"{kernel_wheels} is missing")
     lock_path = site_dir / "pyodide" / "pyodide-lock.json"
     lock = json.loads(lock_path.read_text(encoding="utf-8"))
-    bundled = {_normalize(w.name.split("-")[0]) for w in kernel_wheels.glob("*.whl")}
-    wanted = {name for wheel in kernel_wheels.glob("*.whl") for name in _requirements(wheel)} - bundled
+    bundled = {_normalize(w.name.split("-")[0]): w for w in kernel_wheels.glob("*.whl")}
+    own = _bundled_closure(bundled, KERNEL_START_PACKAGES)
+    wanted = ({_normalize(name) for name in KERNEL_START_PACKAGES}
+              | {name for wheel in own.values() for name in _requirements(wheel)}) - own.keys()
     in_lock = {_normalize(name) for name in lock["packages"]}
-    lock_names = _lock_closure(lock, [*KERNEL_LOCK_PACKAGES, *(w for w in wanted if w in in_lock)])
+    lock_names = _lock_closure(lock, [w for w in wanted if w in in_lock])
     for name in lock_names:
         entry = lock["packages"][name]
         wheel = _fetch(python, cache_dir, f"{name}=={entry['version']}", entry["file_name"], log)
         shutil.copyfile(wheel, site_dir / "pyodide" / entry["file_name"])
-        entry["sha256"] = _sha256(wheel)
-    piplite = [_fetch(python, cache_dir, name, f"{name.replace('-', '_')}-*.whl", log)
-               for name in sorted(wanted - in_lock)]
+    fetched = {name: _fetch(python, cache_dir, name, f"{name.replace('-', '_')}-*.whl", log)
+               for name in sorted(wanted - in_lock)}
+    added = _add_wheels(lock, site_dir, {**fetched, **own})
     atlas = _add_project_wheel(lock, site_dir)
+    preloaded = [*lock_names, *added, atlas["name"]]
+    kernel_files = [site_dir / "pyodide" / lock["packages"][name]["file_name"] for name in preloaded]
+    try:
+        add_site_bytecode(site_dir / "pyodide", kernel_files, cache_dir / "bytecode", log=log)
+    except BytecodeError as error:
+        raise LabBuildError(f"the kernel's bytecode could not be compiled: {error}") from error
+    for name, path in zip(preloaded, kernel_files):
+        lock["packages"][name]["sha256"] = file_sha256(path)
     lock_path.write_text(json.dumps(lock), encoding="utf-8")
     notebooks = sorted((root / NOTEBOOKS_DIR).glob("*.ipynb"))
     with tempfile.TemporaryDirectory(prefix="atlas-lab-") as work:
@@ -165,7 +178,7 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
         config = {"jupyter-config-data": {"exposeAppInBrowser": "true",
                                           "litePluginSettings": {_KERNEL_PLUGIN: kernel_settings(atlas["name"])}}}
         (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-        wheels = [*map(str, piplite), str(site_dir / atlas["wheel_path"])]
+        wheels = [str(site_dir / atlas["wheel_path"])]
         (lite / "jupyter_lite_config.json").write_text(
             json.dumps({"PipliteAddon": {"piplite_urls": wheels}}, indent=2), encoding="utf-8")
         _run([python, "-c", "import sys; from jupyterlite_core.app import main; sys.exit(main())",
@@ -176,7 +189,38 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
     except ValueError as error:
         raise LabBuildError(f"the kernel's bridge could not be made race-free: {error}") from error
     log(f"made the kernel's bridge race-free in {', '.join(patched) or 'no file (already done)'}")
-    return {"lock": lock_names, "piplite": [w.name for w in piplite], "notebooks": [n.name for n in notebooks]}
+    try:
+        workers = check_worker_start(site_dir / LAB_DIR / _KERNEL_STATIC)
+    except ValueError as error:
+        raise LabBuildError(f"the kernel's start packages cannot be preloaded: {error}") from error
+    log(f"the kernel's start packages load from Pyodide's lock ({', '.join(workers)} skip their installs)")
+    return {"lock": sorted(preloaded), "notebooks": [n.name for n in notebooks]}
+
+
+def _bundled_closure(bundled: dict[str, Path], roots: Iterable[str]) -> dict[str, Path]:
+    """The kernel extension's own wheels (``bundled``: normalized name -> wheel) reachable from ``roots``
+    through their requirements: ``{normalized name: wheel}``."""
+    found: dict[str, Path] = {}
+    todo = [_normalize(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in bundled and name not in found:
+            found[name] = bundled[name]
+            todo.extend(_requirements(bundled[name]))
+    return found
+
+
+def _add_wheels(lock: dict, site_dir: Path, wheels: dict[str, Path]) -> list[str]:
+    """Put ``wheels`` (lock name -> wheel) next to Pyodide and into the lock, their requirements as
+    ``depends``; returns their names. Raises LabBuildError for a requirement the lock would not have."""
+    names = {**{_normalize(name): name for name in lock["packages"]}, **{name: name for name in wheels}}
+    for name, wheel in wheels.items():
+        missing = [r for r in _requirements(wheel) if r not in names]
+        if missing:
+            raise LabBuildError(f"{wheel.name} requires {', '.join(missing)}, which Pyodide's lock lacks")
+        shutil.copyfile(wheel, site_dir / "pyodide" / wheel.name)
+        lock["packages"][name] = lock_entry(wheel, name, (names[r] for r in _requirements(wheel)))
+    return sorted(wheels)
 
 
 def _add_project_wheel(lock: dict, site_dir: Path) -> dict:
@@ -187,13 +231,6 @@ def _add_project_wheel(lock: dict, site_dir: Path) -> dict:
     wheel = next(iter(sorted((site_dir / "wheels").glob("atlas_web-*-py3-none-any.whl"))), None)
     if wheel is None:
         raise LabBuildError(f"no atlas_web wheel in {site_dir / 'wheels'}: assemble the site first")
-    with zipfile.ZipFile(wheel) as archive:
-        tops = sorted({n.split("/")[0] for n in archive.namelist()
-                       if n.endswith("/__init__.py") and n.count("/") == 1})
     shutil.copyfile(wheel, site_dir / "pyodide" / wheel.name)
-    version = wheel.name.split("-")[1]
-    lock["packages"]["atlas-web"] = {
-        "name": "atlas-web", "version": version, "file_name": wheel.name, "install_dir": "site",
-        "sha256": _sha256(wheel), "package_type": "package", "imports": tops, "depends": [],
-        "unvendored_tests": False, "shared_library": False}
+    lock["packages"]["atlas-web"] = lock_entry(wheel, "atlas-web", [])
     return {"name": "atlas-web", "wheel_path": f"wheels/{wheel.name}"}

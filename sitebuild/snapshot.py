@@ -29,7 +29,7 @@ snapshot; 34 MB). It is not compressed: gzip makes it 8 MB, but inflating that
 in the worker (DecompressionStream) took 0.5 s on this 2-core machine, more
 than moving 34 MB from a local server or the HTTP cache; a host that
 compresses its responses sends it compressed anyway. The key (``snapshot_key``) is a hash of the Pyodide release,
-the wheels, worker.js and the entry module: site.json names it and the worker
+the wheels, worker.js, the standard library zip and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
 cache directory by key (``<key>.snapshot`` and ``<key>.features``), so a
 rebuild with the same wheels costs nothing; a miss costs one Chromium boot of
@@ -59,6 +59,8 @@ __all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "Sna
 
 #: the snapshot's file in the built site
 SNAPSHOT_NAME = "python.snapshot"
+#: Pyodide's standard library zip in the built site (part of the key)
+STDLIB_IN_SITE = "pyodide/python_stdlib.zip"
 #: the first 8 bytes of SNAPSHOT_NAME (worker.js checks them)
 SNAPSHOT_MAGIC = b"ATLASNAP"
 #: how many made snapshots the cache keeps (the newest)
@@ -96,9 +98,11 @@ class Snapshot:
 
 
 def snapshot_key(site_dir: Path, wheels: Sequence[str], entry_module: str) -> str:
-    """The hash naming one snapshot: PYODIDE_VERSION, the wheels' bytes, worker.js's bytes and the entry module."""
+    """The hash naming one snapshot: PYODIDE_VERSION, the wheels' bytes, worker.js's bytes, the bytes of
+    Pyodide's standard library zip (the lab's build adds bytecode to it, and the snapshot's zipimport holds
+    its member offsets) and the entry module."""
     digest = hashlib.sha256(f"atlas-web snapshot 1\0{PYODIDE_VERSION}\0{entry_module}\0".encode())
-    for relative in (*wheels, "worker.js"):
+    for relative in (*wheels, "worker.js", STDLIB_IN_SITE):
         digest.update(relative.encode() + b"\0" + hashlib.sha256((Path(site_dir) / relative).read_bytes()).digest())
     return digest.hexdigest()
 

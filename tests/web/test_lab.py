@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import re
 import warnings
+import zipfile
 
 import pytest
 
 from atlas_web import AtlasTrap, CpuBackend, LaunchConfig, Program, Type
 from sitebuild.lab_coincident import bridge_races, bundled_coincident, unpatched_bundles
+from sitebuild.lab_preload import KERNEL_START_PACKAGES, file_sha256
 
 from .conftest import BOOT_TIMEOUT_MS, EVALUATE_TIMEOUT_MS, ROOT, PageLog, evaluate_within
 
@@ -149,6 +151,37 @@ def test_the_lab_serves_the_race_free_kernel_bridge(site_dir):
     static = site_dir / "lab" / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static"
     bundles = bundled_coincident(static)
     assert len(bundles) == 2 and unpatched_bundles(static) == [], [p.name for p in bundles]  # read-only check
+
+
+def test_the_kernel_starts_from_the_lock_with_bytecode(site_dir):
+    """The kernel's start packages and atlas-web load from Pyodide's lock as it boots (no micropip or piplite
+    install at start), each wheel matches its lock hash, and each Python source in these wheels and in
+    Pyodide's standard library has its bytecode beside it (nothing compiled at start)."""
+    settings = json.loads((site_dir / "lab" / "jupyter-lite.json").read_text(encoding="utf-8"))
+    plugin = settings["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    preloaded = plugin["loadPyodideOptions"]["packages"]
+    assert preloaded == [*KERNEL_START_PACKAGES, "atlas-web"], preloaded
+    pyodide = site_dir / "pyodide"
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]
+    key = {re.sub(r"[-_.]+", "-", name).lower(): name for name in lock}  # Pyodide normalizes "depends"
+    closure, todo = set(), list(preloaded)
+    while todo:
+        name = key[re.sub(r"[-_.]+", "-", todo.pop()).lower()]
+        if name not in closure:
+            closure.add(name)
+            todo.extend(lock[name]["depends"])
+    for name in sorted(closure):
+        wheel = pyodide / lock[name]["file_name"]
+        assert file_sha256(wheel) == lock[name]["sha256"], name
+        with zipfile.ZipFile(wheel) as archive:
+            members = set(archive.namelist())
+        sources = {m for m in members if m.endswith(".py")}
+        compiled = {m for m in members if m.endswith(".cpython-314.pyc")}
+        assert sources and len(compiled) == len(sources), (name, sorted(sources - {
+            m.replace("__pycache__/", "").replace(".cpython-314.pyc", ".py") for m in compiled}))
+    with zipfile.ZipFile(pyodide / "python_stdlib.zip") as stdlib:
+        members = set(stdlib.namelist())
+    assert {m for m in members if m.endswith(".py")} == {m[:-1] for m in members if m.endswith(".pyc")}
 
 
 def test_the_tour_runs_offline_with_atlas_web_preinstalled(browser, site_url, offline, artifacts):
