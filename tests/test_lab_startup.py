@@ -121,15 +121,3 @@ def test_site_bytecode_comes_from_the_cache_without_node(tmp_path):
     assert "mod.pyc" in zipfile.ZipFile(pyodide / STDLIB_ZIP).namelist()
     assert f"demo/__pycache__/__init__.{_TAG}.pyc" in zipfile.ZipFile(wheel).namelist()
 
-
-def test_the_page_snapshot_key_follows_the_standard_library_zip(tmp_path):
-    """The lab's build rewrites python_stdlib.zip; a page snapshot made with the other zip (zipimport's member
-    offsets are in its memory) must not be taken for this site's."""
-    from sitebuild.snapshot import STDLIB_IN_SITE, snapshot_key
-    (tmp_path / "worker.js").write_text("", encoding="utf-8")
-    stdlib = tmp_path / STDLIB_IN_SITE
-    stdlib.parent.mkdir()
-    _zip(stdlib, {"mod.py": "VALUE = 1\n"})
-    before = snapshot_key(tmp_path, [], "webdemo.page")
-    add_bytecode(str(stdlib), zip_root="/lib/python314.zip")
-    assert snapshot_key(tmp_path, [], "webdemo.page") != before

@@ -176,16 +176,21 @@ def _snapshot_site(directory: Path, wheel: bytes) -> Path:
     (directory / "wheels").mkdir(parents=True)
     (directory / "wheels" / "w.whl").write_bytes(wheel)
     (directory / "worker.js").write_text("// worker")
+    (directory / snapshot.STDLIB_IN_SITE).parent.mkdir()
+    (directory / snapshot.STDLIB_IN_SITE).write_bytes(b"stdlib")
     return directory
 
 
-def test_the_snapshot_key_follows_the_wheels_and_the_worker(tmp_path):
+def test_the_snapshot_key_follows_the_wheels_the_worker_and_the_stdlib(tmp_path):
     first = _snapshot_site(tmp_path / "a", b"one")
     key = snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
     assert key == snapshot.snapshot_key(_snapshot_site(tmp_path / "b", b"one"), ["wheels/w.whl"], "webdemo.page")
     assert key != snapshot.snapshot_key(_snapshot_site(tmp_path / "c", b"two"), ["wheels/w.whl"], "webdemo.page")
     assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "other.module")
     (first / "worker.js").write_text("// another worker")
+    assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
+    key = snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
+    (first / snapshot.STDLIB_IN_SITE).write_bytes(b"stdlib with bytecode")  # the lab's build rewrites it
     assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
 
 
