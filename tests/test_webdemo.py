@@ -187,7 +187,7 @@ def test_chart_has_a_point_per_series_and_size_and_escapes_names():
     points = [chart.TimingPoint("wasm", 100, 0.002), chart.TimingPoint("wasm", 1000, 0.004),
               chart.TimingPoint("wasm", 1000, 0.006), chart.TimingPoint("<gpu & co>", 100, 0.001)]
     root = ET.fromstring(chart.timing_chart_svg(points))
-    circles = [c for c in root.iter() if c.tag.endswith("circle")]
+    circles = [c for c in root.iter() if c.tag.endswith("circle") and c.get("class") != "legend"]
     assert sorted((c.get("data-series"), c.get("data-size")) for c in circles) == \
         [("<gpu & co>", "100"), ("wasm", "100"), ("wasm", "1000")]
     titles = [t.text for c in circles for t in c if t.tag.endswith("title")]
@@ -333,6 +333,17 @@ def test_a_bad_directive_is_a_program_error_naming_its_line(line, words):
     outcome = asyncio.run(demo.run(line + "\nexit\n", "vector_add", 8, "cpu"))
     assert outcome.status == session.STATUS_PROGRAM_ERROR and outcome.run is None
     assert words in outcome.message and "line " in outcome.message
+
+
+def test_the_chart_legend_shows_each_series_point_marker():
+    """A chart of one size has no lines: the legend shows the hollow (first launch) and filled (warm) points."""
+    svg = ET.fromstring(chart.timing_chart_svg([chart.TimingPoint("wasm", 1000, 0.03, phase=chart.PHASE_FIRST),
+                                                chart.TimingPoint("wasm", 1000, 0.001)]))
+    circles = [c for c in svg.iter() if c.tag.endswith("circle")]
+    points = {(c.get("fill"), c.get("stroke")) for c in circles if c.get("data-series")}
+    legend = {(c.get("fill"), c.get("stroke")) for c in circles if c.get("class") == "legend"}
+    color = chart.series_color("wasm")
+    assert points == legend == {("#fff", color), (color, color)}, (points, legend)
 
 
 def test_chart_labels_have_no_exponent_and_colours_stay_with_their_backend():

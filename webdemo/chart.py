@@ -1,7 +1,8 @@
 """Timings across backends and sizes as an inline SVG line chart, drawn as text in Python.
 
 One line per series (a backend, or the checks alone) and phase (a backend's
-first launch dashed, its warm launches solid), x the example size (evenly
+first launch dashed with hollow points, its warm launches solid with filled
+points; the legend shows both), x the example size (evenly
 spaced, sorted), y the time in milliseconds from 0 to a rounded top. A
 series keeps its colour in every chart and session (SERIES_COLORS, then a
 colour chosen from the name). Numbers are written out ("2,000", "1.5k"),
@@ -136,6 +137,9 @@ def timing_chart_svg(points: Sequence[TimingPoint], *, title: str = "time (ms) b
         legend_y = _TOP + 8 + 18 * index
         parts.append(f'<line x1="{_WIDTH - _RIGHT + 8}" y1="{legend_y - 2}" x2="{_WIDTH - _RIGHT + 26}" '
                      f'y2="{legend_y - 2}" stroke="{color}" stroke-width="3"{dash}/>')
+        # the point's marker too: a chart of one size has no lines, only hollow (first) and filled (warm) points
+        parts.append(f'<circle class="legend" cx="{_WIDTH - _RIGHT + 17}" cy="{legend_y - 2}" r="4" '
+                     f'fill="{"#fff" if phase == PHASE_FIRST else color}" stroke="{color}" stroke-width="2"/>')
         shown = label if len(label) <= _LEGEND_CHARS else label[:_LEGEND_CHARS - 1] + "…"
         parts.append(f'<text x="{_WIDTH - _RIGHT + 30}" y="{legend_y + 2}" font-size="12">{escape(shown)}'
                      f'<title>{escape(label)}</title></text>')
