@@ -149,7 +149,7 @@ class WasmBackend(Backend):
         from .runners import create_runner
         runner = create_runner()
         runner.close()
-        return DeviceProbe((f"{runner.engine_name} {_engine_version(runner.engine_name)} (SIMD128) on {_host_cpu()}",),
+        return DeviceProbe((f"{runner.engine_description()} (SIMD128) on {_host_cpu()}",),
                            "cpu")
 
     # ---- buffers and pools ------------------------------------------------------------------------------
@@ -431,13 +431,12 @@ class WasmBackend(Backend):
         (the fewest SIMD lanes a launch needs), ``parallel_dispatches``
         (maps, reductions and SIMD lane ranges that ran on the threads so far), ``parallel_worker_chunks``
         (the chunks of those that worker threads, not the launching thread, ran)."""
-        engine = self._runner.engine_name
         return {
             "name": self.name,
             "device_type": "cpu",
             "subnormals": "preserved",
             "device": f"{_host_cpu()} (WebAssembly SIMD128)",
-            "engine": f"{engine} {_engine_version(engine)}",
+            "engine": self._runner.engine_description(),
             "memory_limit": self._memory.limit,
             "memory_used": self._memory.used,
             "memory_size": self._memory.size,
@@ -517,14 +516,6 @@ def _write_preset(access, address: int, ty: Type, value: int | float) -> None:
     size = max(8, ty.size_bytes())
     for limb in range(size // 8):
         access.pack("<Q", address + 8 * limb, (bits >> (64 * limb)) & 0xFFFFFFFFFFFFFFFF)
-
-
-def _engine_version(engine: str) -> str:
-    try:
-        from importlib.metadata import version
-        return version(engine)
-    except Exception:  # the version is informative only
-        return "(unknown version)"
 
 
 def _host_cpu() -> str:

@@ -153,6 +153,15 @@ class WasmRunner(abc.ABC):
         size = _check_count(cache_size, "cache_size", 0, 1 << 20)
         self._cache: ProgramCache | None = ProgramCache(size, plain_keys=True) if size else None
 
+    def engine_description(self) -> str:
+        """The engine for device descriptions: its name and, where it is an installed distribution, its
+        version (``"wasmtime 50.0.1"``); runners on another engine say more. Never raises."""
+        try:
+            from importlib.metadata import version
+            return f"{self.engine_name} {version(self.engine_name)}"
+        except Exception:  # the version is informative only
+            return self.engine_name
+
     @property
     def supports_budget(self) -> bool:
         """Whether ``call`` accepts an execution ``budget``."""

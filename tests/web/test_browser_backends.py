@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 
 import pytest
@@ -158,7 +159,9 @@ def interface(module):
             [[e.name, int(e.kind), functype(e.functype)] for e in module.exports]]
 
 compiled = {{name: runner.compile(data) for name, data in binaries.items() if name != "mistyped"}}
+from wasm_backend import WasmBackend
 result = {{"runner": type(runner).__name__, "engine": runner.engine_name, "views": runner.zero_copy_views,
+          "description": runner.engine_description(), "probe": WasmBackend.probe().devices[0],
           "interfaces": {{name: interface(module) for name, module in compiled.items()}}}}
 add = runner.instantiate(compiled["add"])
 result["add"] = runner.call(add, "add", 2, 40)
@@ -229,6 +232,9 @@ except Exception as error:
     result["view"] = type(error).__name__
 """)
     assert (got["runner"], got["engine"], got["views"]) == ("JsRunner", "js", False)
+    # the engine named by the browser that runs it, as the page's backend list and the lab's tour show it
+    assert re.fullmatch(r"js in (Headless)?Chrome \d+", got["description"]), got["description"]
+    assert got["probe"] == f"{got['description']} (SIMD128) on wasm32", got["probe"]
     assert got["interfaces"] == interfaces
     assert got["add"] == 42 and got["cached"]
     assert got["trap_kinds"] == native_kinds and got["after_traps"] == 3

@@ -62,6 +62,7 @@ import js
 from pyodide.ffi import JsBigInt, JsException, can_run_sync, create_proxy, run_sync, to_js
 
 from atlas_web.errors import AllocationFailed, UnsupportedOperation
+from atlas_web.user_agent import this_browser
 
 from ..encoding.leb128 import decode_uleb128, encode_uleb128
 from ..encoding.reader import decode_module
@@ -242,6 +243,10 @@ class JsRunner(WasmRunner):
         self._pool: JsThreadPool | None = None
         if self._threads > 1:
             self._start_pool()
+
+    def engine_description(self) -> str:
+        """``"js in Chrome 140"``: the browser whose WebAssembly engine runs the modules (its user agent)."""
+        return f"{self.engine_name} in {this_browser()}"
 
     def _start_pool(self) -> None:
         """Take this Python's pool of ``threads`` threads and, where the call may wait, wait until its workers

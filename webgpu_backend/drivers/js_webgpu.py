@@ -40,6 +40,7 @@ import js
 from pyodide.ffi import JsException, can_run_sync, create_once_callable, create_proxy, run_sync, to_js
 
 from atlas_web.errors import AllocationFailed, BackendUnavailable, ExecutionFailed
+from atlas_web.user_agent import this_browser
 
 from ..driver import OPTIONAL_FEATURES, GpuDriver, ResolvedBinding, bind_group_entries, layout_entries
 from ..errors import ShaderCompilationError
@@ -154,7 +155,7 @@ class JsWebGpuDriver(GpuDriver):
             out["device"] = out["description"] or " ".join(filter(None, (out["vendor"], out["architecture"])))
         out["backend"] = "WebGPU"
         out["adapter_type"] = "CPU" if getattr(info, "isFallbackAdapter", False) else "unknown"
-        out["engine"] = f"{self.engine} ({_browser()})"
+        out["engine"] = f"{self.engine} ({this_browser()})"
         return out
 
     def submit_and_wait(self) -> None:
@@ -348,12 +349,3 @@ class JsWebGpuDriver(GpuDriver):
         self._on_error.destroy()
         self._device.destroy()
 
-
-def _browser() -> str:
-    """The browser and its major version from the user agent (informative)."""
-    agent = str(getattr(js.navigator, "userAgent", ""))
-    for token in agent.split():
-        name, _, version = token.partition("/")
-        if name in ("Chrome", "HeadlessChrome", "Firefox", "Edg"):
-            return f"{name} {version.split('.')[0]}"
-    return agent or "unknown browser"
