@@ -228,6 +228,19 @@ def test_a_trap_is_named_once_on_the_result_line():
     assert outcome.message.startswith("trap DIVISION_BY_ZERO at instruction 2 in lane 0: div.i32"), outcome.message
 
 
+def test_an_edited_or_declaring_program_is_charted_apart_from_the_example():
+    """Only the example's own program (comments aside) adds to its chart: another one's timings at the same size
+    would be averaged into the example's points."""
+    demo = session.DemoSession(choices=("auto", "cpu"))
+    text = demo.program_text("vector_add", 16)
+    for program in ("; a comment of mine\n" + text, text.replace("pmap2.add.f32", "pmap2.mul.f32"), DECLARED):
+        asyncio.run(demo.run(program, "vector_add", 16, "cpu"))
+    charted = [(p.example, p.series, p.phase) for p in demo.timings]
+    assert charted.count(("vector_add", "cpu", "first")) == 1, charted
+    assert charted.count((session.OWN_PROGRAMS_CHART, "cpu", "first")) == 2, charted
+    assert [name for name, _ in demo.charts()] == ["vector_add", session.OWN_PROGRAMS_CHART]
+
+
 def test_session_says_when_the_backend_is_not_available():
     demo = session.DemoSession(choices=("auto", "no-such-backend"))
     outcome = asyncio.run(demo.run(demo.program_text("vector_add", 4), "vector_add", 4, "auto"))

@@ -13,7 +13,7 @@ import examples
 
 from typing import Callable
 
-from atlas_web import ProgramError
+from atlas_web import Program, ProgramError
 
 from .chart import PHASE_FIRST, PHASE_WARM, TimingPoint, timing_chart_svg
 from .checks import ProgramCheck, check_examples, check_program_text
@@ -21,8 +21,8 @@ from .choices import AUTO, BROWSER_CHOICES, NOT_AVAILABLE, BackendChoice, backen
 from .declared import declared_example
 from .runs import CHECK_RAN, CHECK_UNAVAILABLE, RunResult, WarmBackends, run_example_on
 
-__all__ = ["DEFAULT_SIZE", "MAX_SIZE", "CHECKS_SERIES", "STATUS_PROGRAM_ERROR", "RunOutcome", "DemoSession",
-           "parse_size"]
+__all__ = ["DEFAULT_SIZE", "MAX_SIZE", "CHECKS_SERIES", "STATUS_PROGRAM_ERROR", "OWN_PROGRAMS_CHART", "RunOutcome",
+           "DemoSession", "parse_size"]
 
 #: elements per example when the page opens
 DEFAULT_SIZE = 1000
@@ -34,6 +34,9 @@ MAX_SIZE = 1 << 20
 CHECKS_SERIES = "checks only"
 #: the status of a run whose program did not parse or verify
 STATUS_PROGRAM_ERROR = "program error"
+#: the chart of the runs of programs that are not an example's own (edited, or declaring their buffers): their
+#: timings would otherwise be averaged into the example's points at the same size
+OWN_PROGRAMS_CHART = "your programs"
 
 
 def parse_size(text: str | int) -> int:
@@ -103,6 +106,7 @@ class DemoSession:
         self.warm = WarmBackends()
         self._choices: list[BackendChoice] | None = None
         self._examples: dict[tuple[str, int], examples.Example] = {}
+        self._digests: dict[tuple[str, int], str] = {}
 
     @property
     def example_names(self) -> tuple[str, ...]:
@@ -133,6 +137,14 @@ class DemoSession:
         """The checks of every example's program at ``size``."""
         return check_examples(size)
 
+    def _is_own_program(self, check: ProgramCheck, name: str, size: int) -> bool:
+        """Whether the checked program is example ``name``'s own at ``size`` (comments and layout aside)."""
+        key = (name, size)
+        if key not in self._digests:
+            program = self.example(name, size).program
+            self._digests[key] = (Program.from_text(program) if isinstance(program, str) else program).digest()
+        return check.digest == self._digests[key]
+
     def _record(self, result: RunResult, chart: str) -> None:
         if result.seconds is not None:
             self.timings.append(TimingPoint(result.backend, result.size, result.seconds, chart, PHASE_FIRST))
@@ -143,12 +155,13 @@ class DemoSession:
                   progress: Callable[[str], object] | None = None) -> RunOutcome:
         """Check ``text`` and, when it verifies and the backend is available, run it on backend ``choice``
         with the buffers it declares (webdemo.declared: its outputs are shown) or else those of example
-        ``example_name`` at ``size``; records the timings under the example's chart. ``progress`` gets a
-        line as each step of the run starts.
+        ``example_name`` at ``size``; records the timings under the example's chart when ``text`` is the
+        example's own program (its digest), else under OWN_PROGRAMS_CHART. ``progress`` gets a line as each
+        step of the run starts.
 
         Raises KeyError for an unknown example or choice (the page offers only known ones).
         """
-        example = self.example(example_name, size)
+        example = own = self.example(example_name, size)
         backend = resolve_choice(choice, self.choices())
         check = check_program_text(text)
         if check.ok:
@@ -156,7 +169,8 @@ class DemoSession:
                 example = declared_example(text, example.config) or example
             except ProgramError as exc:
                 check = replace(check, ok=False, stage="declarations", message=str(exc))
-        chart = example_name
+        chart = example_name if check.ok and example is own and self._is_own_program(check, example_name, size) \
+            else OWN_PROGRAMS_CHART
         if check.ok:
             self.timings.append(TimingPoint(CHECKS_SERIES, size, check.seconds, chart))
         if not check.ok or not backend.available:
@@ -198,8 +212,8 @@ class DemoSession:
         return results
 
     def charts(self) -> list[tuple[str, str]]:
-        """(example, chart SVG) for every example with timings, in example order."""
-        return [(name, self.chart_svg(name)) for name in self.example_names
+        """(example, chart SVG) for every example with timings, in example order, then OWN_PROGRAMS_CHART's."""
+        return [(name, self.chart_svg(name)) for name in (*self.example_names, OWN_PROGRAMS_CHART)
                 if any(p.example == name for p in self.timings)]
 
     def chart_svg(self, example: str | None = None) -> str:
