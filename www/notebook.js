@@ -50,13 +50,22 @@ async function boot() {
       : `atlas-web could not be installed: ${errors.join(" ") || "unknown error"}`;
     $("install").disabled = installed;
   });
+  $("cell").addEventListener("keydown", (event) => {   // Shift+Enter runs the cell, as in Jupyter
+    if (event.key === "Enter" && event.shiftKey && !$("run-cell").disabled) {
+      event.preventDefault();
+      $("run-cell").click();
+    }
+  });
   $("run-cell").addEventListener("click", async () => {
+    $("run-cell").disabled = true;   // one cell at a time: they share the output
     output.length = 0;
     try {
       const value = await pyodide.runPythonAsync($("cell").value);
       if (value !== undefined) output.push(String(value));
     } catch (error) {
       output.push(cellError(String(error.message || error), atlasWebInstalled()));
+    } finally {
+      $("run-cell").disabled = false;
     }
     show(output.join("\n"));
   });

@@ -94,6 +94,17 @@ def test_the_install_and_cell_buttons_run_a_cell_with_await(notebook):
     assert output.strip() == Program.from_text("exit").digest()
 
 
+def test_the_cell_spans_the_page_and_shift_enter_runs_it(notebook):
+    ratio = notebook.evaluate("document.getElementById('cell').getBoundingClientRect().width / "
+                              "document.querySelector('header').getBoundingClientRect().width")
+    assert ratio > 0.95, ratio  # it was a 20-column box that wrapped the page's own first cell
+    notebook.fill("#cell", "print(6 * 7)")
+    notebook.evaluate("document.getElementById('cell-output').textContent = ''")
+    notebook.press("#cell", "Shift+Enter")
+    notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=60_000)
+    assert notebook.inner_text("#cell-output").strip() == "42" and notebook.input_value("#cell") == "print(6 * 7)"
+
+
 def test_a_cell_that_raises_shows_its_traceback_without_pyodides_frames(notebook):
     output = run_cell(notebook, "from atlas_web import Program\nProgram.from_text('add.f32 r1, r2')").strip()
     lines = output.splitlines()
