@@ -216,7 +216,9 @@ def test_session_runs_checks_and_records_timings():
 
     bad = asyncio.run(demo.run("nonsense r1\n", "collatz", 20, "cpu"))
     assert bad.status == session.STATUS_PROGRAM_ERROR and bad.run is None
-    assert bad.message.startswith("parse failed: line 1") and bad.code.startswith("no code")
+    assert bad.check.summary.startswith("parse failed: line 1") and bad.code.startswith("no code")
+    # the result line says what happened, the error box (the summary) where and why: not the same line twice
+    assert bad.message == "not run: parse failed (the error is below)"
     assert len(demo.timings) == 3  # a failed check records nothing
 
 
@@ -345,7 +347,8 @@ def test_a_bad_directive_is_a_program_error_naming_its_line(line, words):
     demo = session.DemoSession(choices=("auto", "cpu"))
     outcome = asyncio.run(demo.run(line + "\nexit\n", "vector_add", 8, "cpu"))
     assert outcome.status == session.STATUS_PROGRAM_ERROR and outcome.run is None
-    assert words in outcome.message and "line " in outcome.message
+    assert words in outcome.check.summary and "line " in outcome.check.summary
+    assert outcome.message == "not run: declarations failed (the error is below)"
 
 
 def test_the_chart_legend_shows_each_series_point_marker():

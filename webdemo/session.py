@@ -68,9 +68,9 @@ class RunOutcome:
 
     @property
     def message(self) -> str:
-        """The result line for the page."""
+        """The result line for the page (a program error's where and why is the error box's: ``check.summary``)."""
         if not self.check.ok:
-            return self.check.summary
+            return f"not run: {self.check.stage} failed (the error is below)"
         if self.run is None:
             return f"the program checks out but did not run: {self.backend.name} is {NOT_AVAILABLE} " \
                    f"({self.backend.reason})"

@@ -115,6 +115,7 @@ def test_bad_programs_show_the_error_on_the_page_and_the_page_keeps_working(demo
     error = demo_page.inner_text("#program-error")
     assert demo_page.is_visible("#program-error")
     assert error.startswith("parse failed: line 1") and "add.f32" in error and "operands" in error
+    assert demo_page.inner_text("#result") == "not run: parse failed (the error is below)"  # not the error twice
 
     _run_and_wait(demo_page, BAD_TYPES)
     assert demo_page.get_attribute("#result", "data-check") == "program error"
