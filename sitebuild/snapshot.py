@@ -25,11 +25,12 @@ otherwise or when restoring fails.
 The file (SNAPSHOT_NAME) is SNAPSHOT_MAGIC, the key's length (u32, little
 endian), the key (UTF-8) and, from the next multiple of 16, the worker's
 payload (worker.js packPayload: the files of site-packages and Pyodide's
-snapshot; 34 MB). It is not compressed: gzip makes it 8 MB, but inflating that
-in the worker (DecompressionStream) took 0.5 s on this 2-core machine, more
-than moving 34 MB from a local server or the HTTP cache; a host that
-compresses its responses sends it compressed anyway. The key (``snapshot_key``) is a hash of the Pyodide release,
-the wheels, worker.js, the standard library zip and the entry module: site.json names it and the worker
+snapshot less its all-zero 64 KiB chunks; 22 MB). It is not compressed: gzip
+makes it 8 MB, but inflating that in the worker (DecompressionStream) took
+0.5 s on this 2-core machine, more than moving the bytes from a local server or
+the HTTP cache; a host that compresses its responses sends it compressed
+anyway. The key (``snapshot_key``) is a hash of the Pyodide release, the
+wheels, worker.js, the standard library zip and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
 cache directory by key (``<key>.snapshot`` and ``<key>.features``), so a
 rebuild with the same wheels costs nothing; a miss costs one Chromium boot of
@@ -121,7 +122,7 @@ def payload_of(packed: bytes) -> bytes:
 
 
 def _prune(cache_dir: Path) -> None:
-    """Keep the CACHE_KEPT newest snapshots of ``cache_dir`` (each is 34 MB)."""
+    """Keep the CACHE_KEPT newest snapshots of ``cache_dir`` (each is ~22 MB)."""
     made = sorted(cache_dir.glob("*.snapshot"), key=lambda path: path.stat().st_mtime, reverse=True)
     for old in made[CACHE_KEPT:]:
         old.unlink(missing_ok=True)

@@ -27,6 +27,8 @@ const options = new URL(self.location).searchParams;
 //: "ATLASNAP", then the key's length (u32, little-endian), the key (UTF-8) and, from the next multiple of 16,
 //: the payload (packPayload: the files of site-packages and Pyodide's snapshot)
 const SNAPSHOT_MAGIC = "ATLASNAP";
+//: the unit in which packPayload leaves out the zeros of Pyodide's memory (a wasm page)
+const MEMORY_CHUNK = 65536;
 
 function step(value, text) {
   self.postMessage({ step: value, text });
@@ -59,26 +61,50 @@ async function readSnapshot(url, key) {
   const indexLength = new DataView(payload.buffer, payload.byteOffset).getUint32(0, true);
   const index = JSON.parse(new TextDecoder().decode(payload.subarray(4, 4 + indexLength)));
   const start = Math.ceil((4 + indexLength) / 16) * 16;  // where packPayload's offsets count from
+  const memory = new Uint8Array(index.memory.length);  // zeros, but where a chunk was kept
+  let from = start + index.memory.offset;
+  for (const chunk of index.memory.chunks) {
+    const to = Math.min((chunk + 1) * MEMORY_CHUNK, memory.length);
+    memory.set(payload.subarray(from, from + to - chunk * MEMORY_CHUNK), chunk * MEMORY_CHUNK);
+    from += to - chunk * MEMORY_CHUNK;
+  }
   return {
-    memory: payload.subarray(start + index.memory),
+    memory,
     files: index.files.map(([path, offset, size]) => [path, payload.subarray(start + offset, start + offset + size)]),
   };
 }
 
-/** The snapshot's payload (sitebuild.snapshot puts it after the key): a u32 length and a JSON index {files: [[path,
- * offset, size]...], memory: offset}, then, from the next multiple of 16, the files' bytes and Pyodide's
- * ``memory`` (offsets from there; the memory 16-byte aligned: Pyodide reads it through a Uint32Array). */
+/** The snapshot's payload (sitebuild.snapshot puts it after the key): a u32 length and a JSON index {files:
+ * [[path, offset, size]...], memory: {offset, length, chunks}}, then, from the next multiple of 16 (offsets
+ * count from there), the files' bytes and the MEMORY_CHUNK-sized chunks of Pyodide's ``memory`` that are not
+ * all zeros (``chunks``: their numbers; a third of a fresh Python's memory is zeros). */
 function packPayload(memory, files) {
   const align = (offset) => Math.ceil(offset / 16) * 16;
   let offset = 0;
   const placed = files.map(([path, data]) => [path, (offset += data.length) - data.length, data.length]);
-  const index = new TextEncoder().encode(JSON.stringify({ files: placed, memory: align(offset) }));
+  const words = new Uint32Array(memory.buffer, memory.byteOffset, memory.length / 4);
+  const chunks = [];
+  let kept = 0;
+  for (let chunk = 0; chunk * MEMORY_CHUNK < memory.length; chunk++) {
+    const end = Math.min((chunk + 1) * MEMORY_CHUNK, memory.length);
+    if (words.subarray(chunk * MEMORY_CHUNK / 4, end / 4).some((word) => word !== 0)) {
+      chunks.push(chunk);
+      kept += end - chunk * MEMORY_CHUNK;
+    }
+  }
+  const layout = { offset: align(offset), length: memory.length, chunks };
+  const index = new TextEncoder().encode(JSON.stringify({ files: placed, memory: layout }));
   const start = align(4 + index.length);
-  const payload = new Uint8Array(start + align(offset) + memory.length);
+  const payload = new Uint8Array(start + layout.offset + kept);
   new DataView(payload.buffer).setUint32(0, index.length, true);
   payload.set(index, 4);
   files.forEach(([, data], k) => payload.set(data, start + placed[k][1]));
-  payload.set(memory, start + align(offset));
+  let to = start + layout.offset;
+  for (const chunk of chunks) {
+    const part = memory.subarray(chunk * MEMORY_CHUNK, Math.min((chunk + 1) * MEMORY_CHUNK, memory.length));
+    payload.set(part, to);
+    to += part.length;
+  }
   return payload;
 }
 

@@ -52,12 +52,12 @@ def _variant(site_dir, target, **replaced: bytes):
 def _corrupt_snapshot(site_dir) -> dict[str, bytes]:
     """The snapshot with its key and files intact but Pyodide's memory without its magic number (Pyodide refuses
     to restore it). The payload's layout is worker.js's packPayload: a u32 length, a JSON index, from the next
-    multiple of 16 the files and the memory."""
+    multiple of 16 the files and the memory's chunks."""
     key = sitebuild.read_manifest(site_dir).snapshot_key
     payload = bytearray(payload_of((site_dir / sitebuild.SNAPSHOT_NAME).read_bytes()))
     (length,) = struct.unpack_from("<I", payload)
-    memory = -(-(4 + length) // 16) * 16 + json.loads(payload[4:4 + length])["memory"]
-    payload[memory:memory + 4] = b"\0\0\0\0"
+    memory = -(-(4 + length) // 16) * 16 + json.loads(payload[4:4 + length])["memory"]["offset"]
+    payload[memory:memory + 4] = b"\0\0\0\0"  # the first chunk (Pyodide's header) is never all zeros
     return {sitebuild.SNAPSHOT_NAME: pack_snapshot(key, bytes(payload))}
 
 
