@@ -32,9 +32,9 @@ the HTTP cache; a host that compresses its responses sends it compressed
 anyway. The key (``snapshot_key``) is a hash of the Pyodide release, the
 wheels, worker.js, the standard library zip and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
-cache directory by key (``<key>.snapshot`` and ``<key>.features``), so a
-rebuild with the same wheels costs nothing; a miss costs one Chromium boot of
-Pyodide (~10 s on an idle 2-core machine).
+cache directory by key (``<key>.snapshot`` and ``<key>.features``; the
+CACHE_KEPT newest are kept), so a rebuild with the same wheels costs nothing; a
+miss costs one Chromium boot of Pyodide (~10 s on an idle 2-core machine).
 """
 
 from __future__ import annotations
