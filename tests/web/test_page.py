@@ -264,6 +264,18 @@ def test_a_long_run_never_blocks_the_page_and_fills_the_table_row_by_row(browser
         page.close()
 
 
+def test_the_page_fits_a_phones_width(demo_page, artifacts):
+    """At 390 px nothing makes the page scroll sideways (the example picker and the round-trip table did)."""
+    viewport = demo_page.viewport_size
+    demo_page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        widths = demo_page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        demo_page.screenshot(path=str(artifacts / "demo-page-390px.png"))
+    finally:
+        demo_page.set_viewport_size(viewport)
+    assert widths[0] <= widths[1], widths
+
+
 def test_screenshot_after_a_run(demo_page, artifacts):
     _select_example(demo_page, "softmax")
     _run_and_wait(demo_page, demo_page.input_value("#program"))
