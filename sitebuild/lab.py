@@ -15,10 +15,11 @@ Pyodide does not ship. ``build_lab`` therefore
    micropip/piplite installs one by one at every start), so ``import
    atlas_web`` works in the first cell (``%pip install atlas-web`` also
    works: piplite indexes the wheel),
-4. adds bytecode to Pyodide's standard library and the wheels the kernel
-   loads (atlas-web's copy beside Pyodide too), compiled by the site's
-   Pyodide under Node (``lab_bytecode``; cached): the kernel, and the page's
-   Pyodide, no longer compile them at every start,
+4. adds bytecode to Pyodide's standard library and to the modules of the
+   kernel's wheels that its start imports (atlas-web's copy beside Pyodide
+   too), compiled by the site's Pyodide under Node (``lab_bytecode``;
+   cached): the kernel, and the page's Pyodide, no longer compile them at
+   every start,
 5. copies the example notebooks (``notebooks/`` of the project) into the lab
    and runs ``jupyter lite build`` with a Python that has jupyterlite-core and
    jupyterlite-pyodide-kernel (the ``lab`` extra),
@@ -43,12 +44,14 @@ from .lab_bytecode import BytecodeError, add_site_bytecode
 from .lab_coincident import patch_coincident
 from .lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
 
-__all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "LabBuildError", "build_lab", "kernel_settings"]
+__all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "KERNEL_START_IMPORTS", "LabBuildError", "build_lab", "kernel_settings"]
 
 #: where the lab goes inside the site
 LAB_DIR = "lab"
 #: the project's example notebooks, copied into the lab's files
 NOTEBOOKS_DIR = "notebooks"
+#: what the kernel's start imports (its worker's initPackageManager and initKernel) and the first cell
+KERNEL_START_IMPORTS = ("micropip", "piplite.piplite", "pyodide_kernel", "atlas_web")
 #: the JupyterLite plugin that runs the Pyodide kernel
 _KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 #: the kernel extension's bundled wheels, under the Python's prefix
@@ -156,14 +159,18 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
         entry = lock["packages"][name]
         wheel = _fetch(python, cache_dir, f"{name}=={entry['version']}", entry["file_name"], log)
         shutil.copyfile(wheel, site_dir / "pyodide" / entry["file_name"])
+        entry["sha256"] = file_sha256(wheel)
     fetched = {name: _fetch(python, cache_dir, name, f"{name.replace('-', '_')}-*.whl", log)
                for name in sorted(wanted - in_lock)}
     added = _add_wheels(lock, site_dir, {**fetched, **own})
     atlas = _add_project_wheel(lock, site_dir)
     preloaded = [*lock_names, *added, atlas["name"]]
     kernel_files = [site_dir / "pyodide" / lock["packages"][name]["file_name"] for name in preloaded]
+    lock_path.write_text(json.dumps(lock), encoding="utf-8")  # the bytecode's Pyodide loads them as the kernel
     try:
-        add_site_bytecode(site_dir / "pyodide", kernel_files, cache_dir / "bytecode", log=log)
+        add_site_bytecode(site_dir / "pyodide", kernel_files, cache_dir / "bytecode",
+                          packages=kernel_settings(atlas["name"])["loadPyodideOptions"]["packages"],
+                          imports=KERNEL_START_IMPORTS, log=log)
     except BytecodeError as error:
         raise LabBuildError(f"the kernel's bytecode could not be compiled: {error}") from error
     for name, path in zip(preloaded, kernel_files):

@@ -5,8 +5,10 @@ and Pyodide keeps no bytecode between page loads: every start of the lab's kerne
 library modules Python boots with, micropip, IPython, prompt_toolkit, pygments, jedi... (about two thirds
 of its start here). ``add_site_bytecode`` adds unchecked ``.pyc`` files (``pyc_archive``) to the
 standard library zip and to the given wheels, compiled by the site's own Pyodide (the browser's CPython)
-run with Node, and keeps each result in a cache keyed by the input's sha256 and Pyodide's Python
-version, so a rebuild compiles only what changed.
+run with Node. In the wheels only the modules the kernel's start imports get bytecode: each file more
+in a wheel is a file more to unpack at every start (compiling every module doubled the unpacking).
+Results are cached by the inputs' sha256 and Pyodide's Python version, so a rebuild compiles only
+what changed.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Sequence
 
 from . import pyc_archive
 
-__all__ = ["BytecodeError", "STDLIB_ZIP", "add_site_bytecode", "cache_key"]
+__all__ = ["BytecodeError", "STDLIB_ZIP", "add_site_bytecode", "cache_key", "start_key"]
 
 #: Pyodide's standard library, in its directory
 STDLIB_ZIP = "python_stdlib.zip"
@@ -29,21 +31,34 @@ STDLIB_ZIP = "python_stdlib.zip"
 _FORMAT = "pyc1"
 #: how long Node may take to boot Pyodide and compile (about 25 s for everything on 2 busy cores)
 _NODE_TIMEOUT_S = 600
-#: run by Node: boot the site's Pyodide, mount the work directory at /host, compile each job there
+#: run by Node: boot the site's Pyodide with ``packages``, import ``imports`` and note the files of
+#: site-packages they loaded (``started``), mount the work directory at /host and compile each job there
 _NODE_SCRIPT = r"""
 import { readFileSync } from 'node:fs';
-const [pyodideDir, hostDir, moduleFile, jobsJson] = process.argv.slice(2);
+const [pyodideDir, hostDir, moduleFile, jobsJson, startJson] = process.argv.slice(2);
+const { packages, imports } = JSON.parse(startJson);
 const { loadPyodide } = await import(pyodideDir + '/pyodide.mjs');
-const pyodide = await loadPyodide({ indexURL: pyodideDir + '/' });
+const pyodide = await loadPyodide({ indexURL: pyodideDir + '/', packages });
 pyodide.FS.mkdirTree('/host');
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: hostDir }, '/host');
 const scope = pyodide.globals.get('dict')();
 pyodide.runPython(readFileSync(moduleFile, 'utf8'), { globals: scope });
-const stdlibRoot = pyodide.runPython("import sys; next(p for p in sys.path if p.endswith('.zip'))");
+await pyodide.runPythonAsync(imports.map((name) => `import ${name}`).join('\n'), { globals: scope });
+scope.set('want', imports.length > 0);
+pyodide.runPython(`
+import site, sys
+from pathlib import Path
+stdlib_root = next(p for p in sys.path if p.endswith('.zip'))
+_site = Path(site.getsitepackages()[0])  # sysconfig's purelib reads //lib/... here
+started = frozenset(str(Path(m.__file__).relative_to(_site)) for m in list(sys.modules.values())
+                    if getattr(m, '__file__', None) and Path(m.__file__).is_relative_to(_site))
+if want and not started:
+    raise RuntimeError('the start imported no module of site-packages: no wheel would get bytecode')
+`, { globals: scope });
 for (const [name, isStdlib] of JSON.parse(jobsJson)) {
-  // undefined, not null, becomes None (null is pyodide.ffi.jsnull)
-  const counts = scope.get('add_bytecode')('/host/' + name, isStdlib ? stdlibRoot : undefined).toJs();
-  console.log(JSON.stringify([name, counts]));
+  scope.set('job', '/host/' + name);
+  const call = isStdlib ? 'add_bytecode(job, stdlib_root)' : 'add_bytecode(job, None, started)';
+  console.log(JSON.stringify([name, pyodide.runPython(call, { globals: scope }).toJs()]));
 }
 """
 
@@ -57,29 +72,46 @@ def cache_key(archive: Path, python: str) -> str:
     return f"{hashlib.sha256(archive.read_bytes()).hexdigest()[:40]}-py{python}-{_FORMAT}{archive.suffix}"
 
 
-def add_site_bytecode(pyodide_dir: Path, wheels: Iterable[Path], cache_dir: Path, *, node: str = "node",
+def start_key(wheels: Sequence[Path], python: str, packages: Sequence[str], imports: Sequence[str]) -> str:
+    """The prefix of the wheels' names in the cache: a hash of every wheel, the packages loaded and the
+    modules imported at start (which modules get bytecode depends on all of them), Python and the format."""
+    digest = hashlib.sha256(json.dumps([python, _FORMAT, list(packages), list(imports)]).encode())
+    for wheel in wheels:
+        digest.update(wheel.name.encode() + b"\0" + hashlib.sha256(wheel.read_bytes()).digest())
+    return digest.hexdigest()[:40]
+
+
+def add_site_bytecode(pyodide_dir: Path, wheels: Sequence[Path], cache_dir: Path, *, packages: Sequence[str],
+                      imports: Sequence[str], node: str = "node",
                       log: Callable[[str], None] = print) -> dict[str, list[str]]:
-    """Rewrite ``pyodide_dir``'s standard library zip and ``wheels`` (paths of pure-Python wheels) in place
-    with their bytecode; results are kept in ``cache_dir``. Returns ``{"compiled": [...], "cached": [...]}``
-    (file names). Raises BytecodeError when Node is missing or fails (its output's tail in the message)."""
+    """Rewrite ``pyodide_dir``'s standard library zip (every module) and ``wheels`` (pure-Python wheels that
+    lie in ``pyodide_dir`` under the names its lock gives them) in place with bytecode; in the wheels only
+    for the modules that loading ``packages`` (lock names) and importing ``imports`` load, as the lab's
+    kernel does at start: the others would only make every start unpack more files. Results are kept in
+    ``cache_dir``. Returns ``{"compiled": [...], "cached": [...]}`` (file names). Raises BytecodeError when
+    Node is missing or fails (its output's tail in the message)."""
     pyodide_dir = Path(pyodide_dir).resolve()
     python = json.loads((pyodide_dir / "pyodide-lock.json").read_text(encoding="utf-8"))["info"]["python"]
     cache_dir.mkdir(parents=True, exist_ok=True)
-    archives = [(pyodide_dir / STDLIB_ZIP, True), *((Path(w), False) for w in wheels)]
-    keys = {archive: cache_key(archive, python) for archive, _ in archives}
-    todo = [(archive, is_stdlib) for archive, is_stdlib in archives if not (cache_dir / keys[archive]).exists()]
+    stdlib = pyodide_dir / STDLIB_ZIP
+    prefix = start_key(wheels, python, packages, imports)
+    results = {stdlib: cache_dir / cache_key(stdlib, python),
+               **{Path(wheel): cache_dir / f"{prefix}-{Path(wheel).name}" for wheel in wheels}}
+    todo = [(archive, archive == stdlib) for archive, result in results.items() if not result.exists()]
     if todo:
-        _compile_with_node(pyodide_dir, todo, {a: cache_dir / keys[a] for a, _ in todo}, node, log)
-    for archive, _ in archives:
-        shutil.copyfile(cache_dir / keys[archive], archive)
+        wheel_jobs = any(not is_stdlib for _, is_stdlib in todo)
+        start = {"packages": list(packages) if wheel_jobs else [], "imports": list(imports) if wheel_jobs else []}
+        _compile_with_node(pyodide_dir, todo, results, start, node, log)
+    for archive, result in results.items():
+        shutil.copyfile(result, archive)
     compiled = {archive.name for archive, _ in todo}
-    return {"compiled": sorted(compiled), "cached": sorted(a.name for a, _ in archives if a.name not in compiled)}
+    return {"compiled": sorted(compiled), "cached": sorted(a.name for a in results if a.name not in compiled)}
 
 
-def _compile_with_node(pyodide_dir: Path, todo: list[tuple[Path, bool]], results: dict[Path, Path], node: str,
-                       log: Callable[[str], None]) -> None:
-    """Compile ``todo`` (archive, is the stdlib zip) in copies under a work directory, one Node run, and
-    store each copy at ``results[archive]``."""
+def _compile_with_node(pyodide_dir: Path, todo: list[tuple[Path, bool]], results: dict[Path, Path], start: dict,
+                       node: str, log: Callable[[str], None]) -> None:
+    """Compile ``todo`` (archive, is the stdlib zip) in copies under a work directory, one Node run that
+    starts as ``start`` says, and store each copy at ``results[archive]``."""
     executable = shutil.which(node)
     if executable is None:
         raise BytecodeError(f"{node} is not on PATH: Node runs the site's Pyodide to compile the bytecode")
@@ -92,14 +124,16 @@ def _compile_with_node(pyodide_dir: Path, todo: list[tuple[Path, bool]], results
             jobs.append([name, is_stdlib])
         script = host / "compile.mjs"
         script.write_text(_NODE_SCRIPT, encoding="utf-8")
-        command = [executable, str(script), str(pyodide_dir), str(host), pyc_archive.__file__, json.dumps(jobs)]
+        command = [executable, str(script), str(pyodide_dir), str(host), pyc_archive.__file__, json.dumps(jobs),
+                   json.dumps(start)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=_NODE_TIMEOUT_S)
         except subprocess.TimeoutExpired as error:
             raise BytecodeError(f"Node did not compile the bytecode within {_NODE_TIMEOUT_S} s") from error
         reported = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
         if done.returncode != 0 or len(reported) != len(jobs):
-            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+            lines = [line[:300] for line in (done.stderr or done.stdout).strip().splitlines() if line[:300].strip()]
+            tail = "\n".join(lines[-15:])  # a line may be a whole minified bundle: each is cut
             raise BytecodeError(f"compiling the bytecode in Pyodide under Node failed (exit {done.returncode}, "
                                 f"{len(reported)} of {len(jobs)} archives done):\n{tail}")
         for (archive, _), (name, _) in zip(todo, jobs):

@@ -20,6 +20,7 @@ import io
 import marshal
 import sys
 import zipfile
+from typing import Collection
 
 __all__ = ["add_bytecode", "unchecked_pyc"]
 
@@ -42,9 +43,10 @@ def _pyc_name(member: str, zip_root: str | None) -> str:
     return f"{head}/__pycache__/{tail[:-3]}.{sys.implementation.cache_tag}.pyc".lstrip("/")
 
 
-def add_bytecode(path: str, zip_root: str | None = None) -> list[int]:
-    """Rewrite the zip at ``path`` with an unchecked ``.pyc`` for each ``.py`` member that has none;
-    returns ``[compiled, skipped]`` (skipped: sources that do not compile, e.g. another Python's syntax).
+def add_bytecode(path: str, zip_root: str | None = None, only: Collection[str] | None = None) -> list[int]:
+    """Rewrite the zip at ``path`` with an unchecked ``.pyc`` for each ``.py`` member that has none (of
+    those named in ``only``, when given); returns ``[compiled, skipped]`` (skipped: sources that do not
+    compile, e.g. another Python's syntax).
 
     ``zip_root`` is the path the zip will be imported from (``sys.path``'s ``/lib/python314.zip``): the
     bytecode then goes beside each source and names it ``zip_root/member`` (what zipimport would
@@ -64,7 +66,7 @@ def add_bytecode(path: str, zip_root: str | None = None) -> list[int]:
                 continue  # written last, with the bytecode listed
             target.writestr(info, contents[member])
             pyc = _pyc_name(member, zip_root)
-            if not member.endswith(".py") or pyc in names:
+            if not member.endswith(".py") or pyc in names or (only is not None and member not in only):
                 continue
             try:
                 bytecode = unchecked_pyc(contents[member], f"{zip_root}/{member}" if zip_root else member)

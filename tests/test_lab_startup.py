@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sitebuild import lab
-from sitebuild.lab_bytecode import STDLIB_ZIP, BytecodeError, add_site_bytecode, cache_key
+from sitebuild.lab_bytecode import STDLIB_ZIP, BytecodeError, add_site_bytecode, cache_key, start_key
 from sitebuild.lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
 from sitebuild.pyc_archive import add_bytecode
 
@@ -75,6 +75,10 @@ def test_wheel_bytecode_is_unchecked_and_listed_in_record(tmp_path):
     pyc = f"demo/__pycache__/__init__.{_TAG}.pyc"
     assert pyc in names and "demo/__init__.py" in names and f"{pyc},,\n" in record
     assert add_bytecode(str(wheel)) == [0, 1]  # a second pass adds nothing
+    partial = _zip(tmp_path / "part-1.0-py3-none-any.whl", {"part/__init__.py": "", "part/unused.py": ""})
+    assert add_bytecode(str(partial), only={"part/__init__.py"}) == [1, 0]
+    assert {n for n in zipfile.ZipFile(partial).namelist() if n.endswith(".pyc")} == {
+        f"part/__pycache__/__init__.{_TAG}.pyc"}
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     (unpacked / "demo" / "__init__.py").write_text("VALUE = 'from source'\n")  # never checked: the .pyc wins
@@ -107,16 +111,20 @@ def _fake_pyodide(tmp_path: Path) -> Path:
 def test_site_bytecode_comes_from_the_cache_without_node(tmp_path):
     pyodide = _fake_pyodide(tmp_path)
     wheel = _zip(pyodide / "demo-1.0-py3-none-any.whl", {"demo/__init__.py": ""})
+    start = {"packages": ["demo"], "imports": ["demo"]}
     with pytest.raises(BytecodeError, match="no-such-node is not on PATH"):
-        add_site_bytecode(pyodide, [wheel], tmp_path / "cache", node="no-such-node", log=lambda m: None)
-    # a cache holding both results (here: each archive compiled natively under the key it would get)
+        add_site_bytecode(pyodide, [wheel], tmp_path / "cache", **start, node="no-such-node", log=lambda m: None)
+    # a cache holding both results (here: each archive compiled natively under the name it would get)
     cache = tmp_path / "cache"
+    names = {pyodide / STDLIB_ZIP: cache_key(pyodide / STDLIB_ZIP, "3.14.2"),
+             wheel: f"{start_key([wheel], '3.14.2', **start)}-{wheel.name}"}
+    assert start_key([wheel], "3.14.2", ["demo"], ["demo", "other"]) not in names[wheel]  # the start matters
     for archive, root in ((pyodide / STDLIB_ZIP, "/lib/python314.zip"), (wheel, None)):
         compiled = tmp_path / archive.name
         compiled.write_bytes(archive.read_bytes())
         add_bytecode(str(compiled), zip_root=root)
-        (cache / cache_key(archive, "3.14.2")).write_bytes(compiled.read_bytes())
-    done = add_site_bytecode(pyodide, [wheel], cache, node="no-such-node", log=lambda m: None)
+        (cache / names[archive]).write_bytes(compiled.read_bytes())
+    done = add_site_bytecode(pyodide, [wheel], cache, **start, node="no-such-node", log=lambda m: None)
     assert done == {"compiled": [], "cached": sorted([STDLIB_ZIP, wheel.name])}
     assert "mod.pyc" in zipfile.ZipFile(pyodide / STDLIB_ZIP).namelist()
     assert f"demo/__pycache__/__init__.{_TAG}.pyc" in zipfile.ZipFile(wheel).namelist()
