@@ -167,8 +167,11 @@ async function installWheels(python, manifest, base) {
 /** Write back the files a restored ``python`` had (its modules and the records of its install came with the
  * snapshot's memory, its files did not: Pyodide keeps them in JS) and let importlib see them. */
 function restoreFiles(python, files) {
+  const made = new Set();
   for (const [path, data] of files) {
-    python.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+    const directory = path.slice(0, path.lastIndexOf("/"));
+    if (!made.has(directory)) python.FS.mkdirTree(directory);
+    made.add(directory);
     python.FS.writeFile(path, data);
   }
   python.runPython("import importlib; importlib.invalidate_caches()");
