@@ -142,6 +142,9 @@ async function startPython(loadPyodide, manifest, base, snapshot, refusal) {
       const memory = snapshot.then((read) => read.memory);
       memory.catch(() => {});  // loadPyodide awaits it only once its own modules are in: no unhandled rejection
       const restored = await loadPyodide({ indexURL, _loadSnapshot: memory });
+      // the snapshot holds the maker's state of Python's random module: reseed it from the browser's entropy,
+      // or every page restored from this snapshot would draw the same numbers
+      restored.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");
       self.postMessage({ boot: "snapshot", note: "Python restored from the site's memory snapshot" });
       return { python: restored, files: (await snapshot).files };
     } catch (error) {

@@ -37,6 +37,22 @@ def test_the_demo_page_boots_from_the_memory_snapshot(demo, site_dir):
     assert log.errors == []
 
 
+def test_pages_restored_from_one_snapshot_draw_different_random_numbers(demo, browser, site_url):
+    """The snapshot holds the maker's state of Python's random module (atlas_web imports it): the worker reseeds
+    it after restoring, so two pages do not draw the same numbers."""
+    draw = "import random, sys\nresult = ['random' in sys.modules, random.getrandbits(64)]"
+    other, log = open_page(browser, site_url + "index.html", "window.atlasWeb && window.atlasWeb.ready")
+    try:
+        assert other.evaluate("window.atlasWeb.boot.source") == "snapshot"
+        theirs = run_python(other, draw)
+    finally:
+        other.close()
+    ours = run_python(demo[0], draw)
+    assert ours[0] and theirs[0], "the snapshot no longer holds the random module: this test checks nothing"
+    assert ours[1] != theirs[1]
+    assert log.errors == []
+
+
 def _variant(site_dir, target, **replaced: bytes):
     """A copy of the site at ``target``: symbolic links to ``site_dir``'s entries but the files in ``replaced``
     (name -> bytes)."""
