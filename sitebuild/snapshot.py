@@ -68,6 +68,8 @@ SNAPSHOT_MAGIC = b"ATLASNAP"
 CACHE_KEPT = 3
 #: how long making the snapshot may take: one Pyodide boot, ~10 s idle, minutes on 2 busy cores
 MAKE_TIMEOUT_S = 420
+#: how long importing Playwright in the snapshot's Python may take (a second or two on busy cores)
+_PROBE_TIMEOUT_S = 120
 _MAKER_PAGE = "__make_snapshot__.html"
 _UPLOAD = "__snapshot__"
 #: the page the build opens: it starts worker.js in its make-snapshot mode and posts the snapshot back
@@ -133,7 +135,11 @@ def _browser_missing(python: str) -> str:
     """Why ``python`` cannot make a snapshot here ("" when it can)."""
     if not CHROMIUM.exists():
         return f"{CHROMIUM} is missing (`python3 build.py test` installs Debian's chromium)"
-    probe = subprocess.run([python, "-c", "import playwright.sync_api"], capture_output=True, text=True)
+    try:
+        probe = subprocess.run([python, "-c", "import playwright.sync_api"], capture_output=True, text=True,
+                               timeout=_PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"{python} did not import Playwright within {_PROBE_TIMEOUT_S} s"
     if probe.returncode != 0:
         return f"{python} has no Playwright (the test extra)"
     return ""
@@ -147,7 +153,8 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
     made with ``python`` (a Python with Playwright) in CHROMIUM. Returns None,
     saying why through ``log``, when there is no Chromium or Playwright (the
     site then boots without a snapshot). Raises SnapshotError when making it
-    fails, OSError for file errors.
+    fails or its subprocess outlives MAKE_TIMEOUT_S (plus a minute; killed
+    then), OSError for file errors.
     """
     site_dir, cache_dir = Path(site_dir), Path(cache_dir)
     key = snapshot_key(site_dir, wheels, entry_module)
@@ -161,8 +168,12 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
         with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
             out = Path(scratch) / "snapshot"
             command = [python, "-m", "sitebuild.snapshot", str(site_dir), str(out), key]
-            result = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
-                                    timeout=MAKE_TIMEOUT_S + 60)
+            try:
+                result = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                                        text=True, timeout=MAKE_TIMEOUT_S + 60)
+            except subprocess.TimeoutExpired as error:  # the maker itself hung (its own wait is MAKE_TIMEOUT_S)
+                raise SnapshotError(f"making the memory snapshot took over {MAKE_TIMEOUT_S + 60} s: {command}") \
+                    from error
             if result.returncode != 0:
                 raise SnapshotError(f"making the memory snapshot failed: {result.stderr.strip()[-3000:]}")
             os.replace(out.with_suffix(".features"), features_file)

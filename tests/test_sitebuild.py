@@ -219,6 +219,21 @@ def test_a_cached_snapshot_is_used_and_a_missing_browser_is_said(tmp_path, monke
     assert snapshot.payload_of((site / sitebuild.SNAPSHOT_NAME).read_bytes()) == b"made before"
 
 
+def test_a_hung_snapshot_maker_is_a_snapshot_error(tmp_path, monkeypatch):
+    site = _snapshot_site(tmp_path / "site", b"wheel")
+    monkeypatch.setattr(snapshot, "_browser_missing", lambda python: "")
+
+    def hangs(command, **kwargs):
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    monkeypatch.setattr(snapshot.subprocess, "run", hangs)
+    with pytest.raises(snapshot.SnapshotError, match="took over") as raised:
+        snapshot.ensure_snapshot(site, ["wheels/w.whl"], "webdemo.page", python=sys.executable,
+                                 cache_dir=tmp_path / "cache", log=lambda m: None)
+    assert isinstance(raised.value.__cause__, subprocess.TimeoutExpired)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == []  # no scratch directory left behind
+
+
 # ---- build.py site / serve --------------------------------------------------------------------
 
 def _cached_pyodide() -> Path:
