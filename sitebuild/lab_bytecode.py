@@ -27,7 +27,7 @@ __all__ = ["BytecodeError", "STDLIB_ZIP", "add_site_bytecode", "cache_key", "sta
 
 #: Pyodide's standard library, in its directory
 STDLIB_ZIP = "python_stdlib.zip"
-#: part of every cache key: a change to what pyc_archive writes changes it
+#: part of every cache key (with the source of pyc_archive and of _NODE_SCRIPT, see _format)
 _FORMAT = "pyc1"
 #: how long Node may take to boot Pyodide and compile (about 25 s for everything on 2 busy cores)
 _NODE_TIMEOUT_S = 600
@@ -67,15 +67,24 @@ class BytecodeError(Exception):
     """The bytecode could not be compiled (no Node, Pyodide failed under it); the message says why."""
 
 
+def _format() -> str:
+    """_FORMAT and a hash of what makes the bytecode (pyc_archive's source, _NODE_SCRIPT): a change to either
+    misses the cache instead of reusing what the old code wrote."""
+    makers = Path(pyc_archive.__file__).read_bytes() + b"\0" + _NODE_SCRIPT.encode()
+    return f"{_FORMAT}-{hashlib.sha256(makers).hexdigest()[:12]}"
+
+
 def cache_key(archive: Path, python: str) -> str:
-    """The file name of ``archive``'s bytecode in the cache: its sha256, Pyodide's Python version, the format."""
-    return f"{hashlib.sha256(archive.read_bytes()).hexdigest()[:40]}-py{python}-{_FORMAT}{archive.suffix}"
+    """The file name of ``archive``'s bytecode in the cache: its sha256, Pyodide's Python version, the format
+    (_format: with the code that makes the bytecode)."""
+    return f"{hashlib.sha256(archive.read_bytes()).hexdigest()[:40]}-py{python}-{_format()}{archive.suffix}"
 
 
 def start_key(wheels: Sequence[Path], python: str, packages: Sequence[str], imports: Sequence[str]) -> str:
     """The prefix of the wheels' names in the cache: a hash of every wheel, the packages loaded and the
-    modules imported at start (which modules get bytecode depends on all of them), Python and the format."""
-    digest = hashlib.sha256(json.dumps([python, _FORMAT, list(packages), list(imports)]).encode())
+    modules imported at start (which modules get bytecode depends on all of them), Python and the format
+    (_format)."""
+    digest = hashlib.sha256(json.dumps([python, _format(), list(packages), list(imports)]).encode())
     for wheel in wheels:
         digest.update(wheel.name.encode() + b"\0" + hashlib.sha256(wheel.read_bytes()).digest())
     return digest.hexdigest()[:40]

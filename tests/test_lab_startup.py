@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import lab
+from sitebuild import lab, lab_bytecode
 from sitebuild.lab_bytecode import STDLIB_ZIP, BytecodeError, add_site_bytecode, cache_key, start_key
 from sitebuild.lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
 from sitebuild.pyc_archive import add_bytecode
@@ -129,3 +129,18 @@ def test_site_bytecode_comes_from_the_cache_without_node(tmp_path):
     assert "mod.pyc" in zipfile.ZipFile(pyodide / STDLIB_ZIP).namelist()
     assert f"demo/__pycache__/__init__.{_TAG}.pyc" in zipfile.ZipFile(wheel).namelist()
 
+
+
+def test_the_bytecode_cache_key_follows_the_code_that_makes_it(tmp_path, monkeypatch):
+    archive = _zip(tmp_path / "a.zip", {"mod.py": "VALUE = 1\n"})
+    wheel = _zip(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/__init__.py": ""})
+    keys = (cache_key(archive, "3.14.2"), start_key([wheel], "3.14.2", ["demo"], ["demo"]))
+    changed = tmp_path / "pyc_archive.py"  # pyc_archive edited: what it writes may differ
+    changed.write_text(Path(lab_bytecode.pyc_archive.__file__).read_text() + "\n# changed\n")
+    monkeypatch.setattr(lab_bytecode.pyc_archive, "__file__", str(changed))
+    assert cache_key(archive, "3.14.2") not in keys
+    assert start_key([wheel], "3.14.2", ["demo"], ["demo"]) not in keys
+    monkeypatch.undo()
+    monkeypatch.setattr(lab_bytecode, "_NODE_SCRIPT", lab_bytecode._NODE_SCRIPT + "\n// changed\n")
+    assert cache_key(archive, "3.14.2") not in keys  # the Node script chooses what is compiled
+    assert start_key([wheel], "3.14.2", ["demo"], ["demo"]) not in keys
