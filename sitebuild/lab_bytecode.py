@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -146,8 +147,15 @@ def _compile_with_node(pyodide_dir: Path, todo: list[tuple[Path, bool]], results
             raise BytecodeError(f"compiling the bytecode in Pyodide under Node failed (exit {done.returncode}, "
                                 f"{len(reported)} of {len(jobs)} archives done):\n{tail}")
         for (archive, _), (name, _) in zip(todo, jobs):
-            part = results[archive].with_name(results[archive].name + ".part")
-            shutil.copyfile(host / name, part)
-            part.replace(results[archive])  # a build cut off here leaves no truncated file in the cache
+            # a name of its own: a build cut off here leaves no truncated file in the cache, and two builds
+            # filling the same entry at once do not write into one another's copy
+            handle, part = tempfile.mkstemp(prefix=results[archive].name + ".", suffix=".part",
+                                            dir=results[archive].parent)
+            os.close(handle)
+            try:
+                shutil.copyfile(host / name, part)
+                os.replace(part, results[archive])
+            finally:
+                Path(part).unlink(missing_ok=True)
         total = sum(counts[0] for _, counts in reported)
         log(f"compiled the bytecode of {len(jobs)} archives ({total} modules) in the site's Pyodide")

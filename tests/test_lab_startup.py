@@ -144,3 +144,33 @@ def test_the_bytecode_cache_key_follows_the_code_that_makes_it(tmp_path, monkeyp
     monkeypatch.setattr(lab_bytecode, "_NODE_SCRIPT", lab_bytecode._NODE_SCRIPT + "\n// changed\n")
     assert cache_key(archive, "3.14.2") not in keys  # the Node script chooses what is compiled
     assert start_key([wheel], "3.14.2", ["demo"], ["demo"]) not in keys
+
+
+def test_two_builds_filling_one_cache_entry_copy_under_names_of_their_own(tmp_path, monkeypatch):
+    pyodide = _fake_pyodide(tmp_path)
+    stdlib_copy = (pyodide / STDLIB_ZIP).read_bytes()
+    copied_to: list[Path] = []
+    copyfile = lab_bytecode.shutil.copyfile
+
+    def record(source, target):
+        copied_to.append(Path(target))
+        return copyfile(source, target)
+
+    def node_compiles(command, **kwargs):  # Node's run, reporting each job done and leaving its copy as it is
+        jobs = json.loads(command[5])
+        return subprocess.CompletedProcess(command, 0, "".join(json.dumps([n, [1, 0]]) + "\n" for n, _ in jobs), "")
+
+    monkeypatch.setattr(lab_bytecode.shutil, "copyfile", record)
+    monkeypatch.setattr(lab_bytecode.subprocess, "run", node_compiles)
+    cache = tmp_path / "cache"
+    parts = []
+    for _ in range(2):  # two builds, each missing the cache
+        (pyodide / STDLIB_ZIP).write_bytes(stdlib_copy)
+        for old in cache.glob("*"):
+            old.unlink()
+        copied_to.clear()
+        done = add_site_bytecode(pyodide, [], cache, packages=[], imports=[], node=sys.executable, log=lambda m: None)
+        assert done == {"compiled": [STDLIB_ZIP], "cached": []}
+        parts.append({path for path in copied_to if path.parent == cache})
+    assert len(parts[0]) == 1 and parts[0].isdisjoint(parts[1])
+    assert [path.name for path in cache.iterdir()] == [cache_key(pyodide / STDLIB_ZIP, "3.14.2")]  # no part left
