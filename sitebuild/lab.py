@@ -62,6 +62,8 @@ _KERNEL_STATIC = Path("extensions/@jupyterlite/pyodide-kernel-extension/static")
 _PYODIDE_FROM_LAB_PAGES = "../../pyodide/pyodide.mjs"
 #: the Python version of the npm Pyodide (wheels are fetched for it)
 _PYODIDE_PYTHON = "3.14"
+#: how long one step run by _run may take (a pip download or the lite build: seconds; a hung index is not)
+_TOOL_TIMEOUT_S = 600
 
 
 class LabBuildError(Exception):
@@ -108,7 +110,12 @@ def _lock_closure(lock: dict, roots: Iterable[str]) -> list[str]:
 
 
 def _run(command: list[str], what: str, log: Callable[[str], None], cwd: Path | None = None) -> None:
-    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    """Run ``command`` (a step of the build: pip, jupyter lite); raises LabBuildError when it fails or
+    outlives _TOOL_TIMEOUT_S (it is killed then)."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=_TOOL_TIMEOUT_S)
+    except subprocess.TimeoutExpired as error:
+        raise LabBuildError(f"{what} took over {_TOOL_TIMEOUT_S:g} s: {' '.join(command)}") from error
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
         raise LabBuildError(f"{what} failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
@@ -142,7 +149,11 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
     """
     site_dir, root, cache_dir = Path(site_dir).resolve(), Path(root).resolve(), Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
-    prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
+    try:
+        prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                                timeout=_TOOL_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise LabBuildError(f"{python} could not be run: {error}") from error
     kernel_wheels = Path(prefix.stdout.strip()) / _KERNEL_WHEELS
     if prefix.returncode != 0 or not kernel_wheels.is_dir():
         raise LabBuildError(f"{python} has no jupyterlite-pyodide-kernel (install atlas-web[lab]): "

@@ -174,3 +174,10 @@ def test_two_builds_filling_one_cache_entry_copy_under_names_of_their_own(tmp_pa
         parts.append({path for path in copied_to if path.parent == cache})
     assert len(parts[0]) == 1 and parts[0].isdisjoint(parts[1])
     assert [path.name for path in cache.iterdir()] == [cache_key(pyodide / STDLIB_ZIP, "3.14.2")]  # no part left
+
+
+def test_a_hung_lab_build_step_is_a_lab_build_error(monkeypatch):
+    monkeypatch.setattr(lab, "_TOOL_TIMEOUT_S", 0.5)
+    with pytest.raises(lab.LabBuildError, match="sleeping took over 0.5 s") as raised:
+        lab._run([sys.executable, "-c", "import time; time.sleep(5)"], "sleeping", lambda m: None)
+    assert isinstance(raised.value.__cause__, subprocess.TimeoutExpired)
