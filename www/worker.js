@@ -61,6 +61,13 @@ async function readSnapshot(url, key) {
   const indexLength = new DataView(payload.buffer, payload.byteOffset).getUint32(0, true);
   const index = JSON.parse(new TextDecoder().decode(payload.subarray(4, 4 + indexLength)));
   const start = Math.ceil((4 + indexLength) / 16) * 16;  // where packPayload's offsets count from
+  // a file cut short (or padded) would restore zeros in place of memory it lost: refuse it instead
+  const kept = index.memory.chunks.reduce(
+    (sum, chunk) => sum + Math.min(MEMORY_CHUNK, index.memory.length - chunk * MEMORY_CHUNK), 0);
+  if (start + index.memory.offset + kept !== payload.length) {
+    throw new Error(`the file is truncated: its payload has ${payload.length} bytes, its index says ` +
+                    `${start + index.memory.offset + kept}`);
+  }
   const memory = new Uint8Array(index.memory.length);  // zeros, but where a chunk was kept
   let from = start + index.memory.offset;
   for (const chunk of index.memory.chunks) {

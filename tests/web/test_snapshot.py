@@ -77,6 +77,13 @@ def _corrupt_snapshot(site_dir) -> dict[str, bytes]:
     return {sitebuild.SNAPSHOT_NAME: pack_snapshot(key, bytes(payload))}
 
 
+def _truncated_snapshot(site_dir) -> dict[str, bytes]:
+    """The snapshot cut short by 64 KiB (an interrupted upload): its key and index intact, the end of Pyodide's
+    memory missing."""
+    packed = (site_dir / sitebuild.SNAPSHOT_NAME).read_bytes()
+    return {sitebuild.SNAPSHOT_NAME: packed[:-65536]}
+
+
 def _other_key(site_dir) -> dict[str, bytes]:
     """site.json naming another key than the snapshot's (as if the wheels changed and the snapshot did not)."""
     manifest = json.loads((site_dir / sitebuild.MANIFEST_NAME).read_text(encoding="utf-8"))
@@ -85,6 +92,7 @@ def _other_key(site_dir) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize(("variant", "reason"), [(_corrupt_snapshot, "invalid magic number"),
+                                                 (_truncated_snapshot, "the file is truncated"),
                                                  (_other_key, "made for other wheels or another Pyodide")])
 def test_an_unusable_snapshot_starts_python_normally_and_says_why(browser, site_dir, tmp_path, variant, reason):
     served = _variant(site_dir, tmp_path / "site", **variant(site_dir))
