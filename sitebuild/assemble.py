@@ -5,7 +5,8 @@ Layout of the built site::
     index.html, boot.js, worker.js, style.css, notebook.html, notebook.js   copied from www/
     pyodide/          the Pyodide files (PYODIDE_FILES), from the npm cache (with the lab: the kernel's
                       wheels and atlas-web's, the lock naming them, and bytecode in the kernel's
-                      wheels and in python_stdlib.zip, which the page's Pyodide uses too)
+                      wheels and in python_stdlib.zip, which the page's Pyodide uses too); the lock
+                      lists only packages whose files are here (sitebuild.pyodide_lock)
     lab/              the JupyterLite lab with the example notebooks (sitebuild.lab), when asked for
     wheels/           atlas_web-<v>-py3-none-any.whl        the project (atlas_web and the backends)
                       atlas_web_demo-<v>-py3-none-any.whl   the page's Python (webdemo) and the examples
@@ -29,6 +30,7 @@ from typing import Callable
 
 from .lab import LAB_DIR, build_lab
 from .pyodide_dist import PYODIDE_FILES, PYODIDE_VERSION, ensure_pyodide
+from .pyodide_lock import prune_lock
 from .snapshot import ensure_snapshot
 from .wheel import ProjectMetadata, find_packages, project_metadata, write_wheel
 
@@ -137,6 +139,8 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
         if lab_python is not None:
             build_lab(root, staging, python=lab_python, cache_dir=npm_cache.parent / "lab-wheels", log=log)
             lab_path = f"{LAB_DIR}/"
+        dropped = prune_lock(staging / _PYODIDE_DIR)
+        log(f"Pyodide's lock lists only what the site ships ({len(dropped)} packages it does not ship dropped)")
         manifest = SiteManifest(
             pyodide_version=PYODIDE_VERSION, pyodide_path=f"{_PYODIDE_DIR}/", wheels=wheels,
             entry_module=ENTRY_MODULE, project_name=project.name, project_version=project.version,

@@ -43,6 +43,7 @@ from typing import Callable, Iterable
 from .lab_bytecode import BytecodeError, add_site_bytecode
 from .lab_coincident import patch_coincident
 from .lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
+from .lab_preload import normalize_name as _normalize
 
 __all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "KERNEL_START_IMPORTS", "LabBuildError", "build_lab", "kernel_settings"]
 
@@ -68,10 +69,6 @@ _TOOL_TIMEOUT_S = 600
 
 class LabBuildError(Exception):
     """The lab could not be built; the message says which step and why."""
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def kernel_settings(atlas_package: str) -> dict:

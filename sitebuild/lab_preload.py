@@ -12,11 +12,12 @@ skips exactly these names (another pyodide-kernel release may change them).
 from __future__ import annotations
 
 import hashlib
+import re
 import zipfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["KERNEL_START_PACKAGES", "check_worker_start", "file_sha256", "lock_entry", "wheel_imports"]
+__all__ = ["KERNEL_START_PACKAGES", "check_worker_start", "file_sha256", "lock_entry", "normalize_name", "wheel_imports"]
 
 #: what the worker loads with micropip (the first two) and piplite (the rest) unless preloaded
 _MICROPIP_STEPS = ("micropip", "piplite")
@@ -50,6 +51,11 @@ def check_worker_start(static_dir: Path) -> list[str]:
 def file_sha256(path: Path) -> str:
     """The hex sha256 of a file's bytes (what the lock's ``sha256`` holds)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def normalize_name(name: str) -> str:
+    """A package name as Pyodide's lock and micropip compare them (PEP 503: runs of ``-_.`` to ``-``, lower case)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def wheel_imports(wheel: Path) -> list[str]:

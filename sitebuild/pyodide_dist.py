@@ -24,7 +24,8 @@ PYODIDE_VERSION = "314.0.7"
 #: the npm package spec fetched
 PYODIDE_PACKAGE = f"pyodide@{PYODIDE_VERSION}"
 #: the files of the npm package the page loads: the ES module loader, the runtime, the standard
-#: library and the lock file (which lists no wheel we ship: the site installs its own by URL)
+#: library and the lock file (it lists Pyodide's whole distribution; the site's build keeps only the entries
+#: whose files the site ships: sitebuild.pyodide_lock)
 PYODIDE_FILES: tuple[str, ...] = (
     "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json", "package.json",
 )

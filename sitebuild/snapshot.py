@@ -30,7 +30,7 @@ makes it 8 MB, but inflating that in the worker (DecompressionStream) took
 0.5 s on this 2-core machine, more than moving the bytes from a local server or
 the HTTP cache; a host that compresses its responses sends it compressed
 anyway. The key (``snapshot_key``) is a hash of the Pyodide release, the
-wheels, worker.js, the standard library zip and the entry module: site.json names it and the worker
+wheels, worker.js, the standard library zip, Pyodide's lock and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
 cache directory by key (``<key>.snapshot`` and ``<key>.features``; the
 CACHE_KEPT newest are kept), so a rebuild with the same wheels costs nothing; a
@@ -62,6 +62,8 @@ __all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "Sna
 SNAPSHOT_NAME = "python.snapshot"
 #: Pyodide's standard library zip in the built site (part of the key)
 STDLIB_IN_SITE = "pyodide/python_stdlib.zip"
+#: Pyodide's lock in the built site (part of the key: Pyodide reads it as it boots, and the build prunes it)
+LOCK_IN_SITE = "pyodide/pyodide-lock.json"
 #: the first 8 bytes of SNAPSHOT_NAME (worker.js checks them)
 SNAPSHOT_MAGIC = b"ATLASNAP"
 #: how many made snapshots the cache keeps (the newest)
@@ -103,9 +105,10 @@ class Snapshot:
 def snapshot_key(site_dir: Path, wheels: Sequence[str], entry_module: str) -> str:
     """The hash naming one snapshot: PYODIDE_VERSION, the wheels' bytes, worker.js's bytes, the bytes of
     Pyodide's standard library zip (the lab's build adds bytecode to it, and the snapshot's zipimport holds
-    its member offsets) and the entry module."""
+    its member offsets), the bytes of Pyodide's lock (the build rewrites it; the booted Python's package
+    hints come from it) and the entry module."""
     digest = hashlib.sha256(f"atlas-web snapshot 1\0{PYODIDE_VERSION}\0{entry_module}\0".encode())
-    for relative in (*wheels, "worker.js", STDLIB_IN_SITE):
+    for relative in (*wheels, "worker.js", STDLIB_IN_SITE, LOCK_IN_SITE):
         digest.update(relative.encode() + b"\0" + hashlib.sha256((Path(site_dir) / relative).read_bytes()).digest())
     return digest.hexdigest()
 

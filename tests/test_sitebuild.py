@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import sitebuild
-from sitebuild import pyodide_dist, snapshot
+from sitebuild import pyodide_dist, pyodide_lock, snapshot
 from sitebuild.wheel import ProjectMetadata, find_packages, project_metadata, wheel_filename, write_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,10 +178,11 @@ def _snapshot_site(directory: Path, wheel: bytes) -> Path:
     (directory / "worker.js").write_text("// worker")
     (directory / snapshot.STDLIB_IN_SITE).parent.mkdir()
     (directory / snapshot.STDLIB_IN_SITE).write_bytes(b"stdlib")
+    (directory / snapshot.LOCK_IN_SITE).write_text('{"packages": {}}')
     return directory
 
 
-def test_the_snapshot_key_follows_the_wheels_the_worker_and_the_stdlib(tmp_path):
+def test_the_snapshot_key_follows_the_wheels_the_worker_the_stdlib_and_the_lock(tmp_path):
     first = _snapshot_site(tmp_path / "a", b"one")
     key = snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
     assert key == snapshot.snapshot_key(_snapshot_site(tmp_path / "b", b"one"), ["wheels/w.whl"], "webdemo.page")
@@ -191,6 +192,9 @@ def test_the_snapshot_key_follows_the_wheels_the_worker_and_the_stdlib(tmp_path)
     assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
     key = snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
     (first / snapshot.STDLIB_IN_SITE).write_bytes(b"stdlib with bytecode")  # the lab's build rewrites it
+    assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
+    key = snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
+    (first / snapshot.LOCK_IN_SITE).write_text('{"packages": {"numpy": {}}}')  # the build prunes it
     assert key != snapshot.snapshot_key(first, ["wheels/w.whl"], "webdemo.page")
 
 
@@ -246,6 +250,13 @@ def _cached_pyodide() -> Path:
 def test_build_py_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path):
     _cached_pyodide()
     subprocess.run([sys.executable, "build.py", "site"], cwd=ROOT, check=True, capture_output=True)
+    # the built lock lists only what the site ships (the npm lock's numpy and the like are gone)
+    pyodide = ROOT / "www" / "dist" / "pyodide"
+    lock = json.loads((pyodide / pyodide_lock.LOCK_NAME).read_text(encoding="utf-8"))
+    assert "numpy" in json.loads((_cached_pyodide() / pyodide_lock.LOCK_NAME).read_text(encoding="utf-8"))["packages"]
+    assert "numpy" not in lock["packages"] and pyodide_lock.unshipped_entries(lock, pyodide) == {}
+    for entry in lock["packages"].values():  # the check itself, spelled out: each file shipped with its hash
+        assert hashlib.sha256((pyodide / entry["file_name"]).read_bytes()).hexdigest() == entry["sha256"]
     process = subprocess.Popen([sys.executable, "build.py", "serve", "--no-build", "--port", "0"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -259,6 +270,30 @@ def test_build_py_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path):
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)
     assert process.returncode == 0 and "stopped" in out
+
+
+def test_the_lock_is_pruned_to_the_files_shipped_with_their_hashes(tmp_path):
+    """An entry stays when its file is beside the lock with the lock's sha256 and what it depends on stays."""
+    (tmp_path / "a-1-py3-none-any.whl").write_bytes(b"a")
+    (tmp_path / "b-1-py3-none-any.whl").write_bytes(b"b")
+    (tmp_path / "c-1-py3-none-any.whl").write_bytes(b"changed after the lock was written")
+    digest = {name: hashlib.sha256(name.encode()).hexdigest() for name in "abc"}
+    packages = {"A_pkg": {"file_name": "a-1-py3-none-any.whl", "sha256": digest["a"], "depends": []},
+                "b": {"file_name": "b-1-py3-none-any.whl", "sha256": digest["b"], "depends": ["a-pkg"]},
+                "c": {"file_name": "c-1-py3-none-any.whl", "sha256": digest["c"], "depends": []},
+                "numpy": {"file_name": "numpy-2.3-cp314-cp314-pyemscripten_2026_0_wasm32.whl", "sha256": "0",
+                          "depends": []},
+                "uses-numpy": {"file_name": "b-1-py3-none-any.whl", "sha256": digest["b"], "depends": ["numpy"]},
+                "elsewhere": {"file_name": "../b-1-py3-none-any.whl", "sha256": digest["b"], "depends": []}}
+    lock = {"info": {"arch": "wasm32"}, "packages": packages}
+    (tmp_path / pyodide_lock.LOCK_NAME).write_text(json.dumps(lock))
+    reasons = pyodide_lock.unshipped_entries(lock, tmp_path)
+    assert sorted(reasons) == ["c", "elsewhere", "numpy", "uses-numpy"], reasons
+    assert "sha256" in reasons["c"] and "not in the site" in reasons["numpy"] and "numpy" in reasons["uses-numpy"]
+    assert pyodide_lock.prune_lock(tmp_path) == ["c", "elsewhere", "numpy", "uses-numpy"]
+    pruned = json.loads((tmp_path / pyodide_lock.LOCK_NAME).read_text())
+    assert pruned == {"info": {"arch": "wasm32"}, "packages": {k: packages[k] for k in ("A_pkg", "b")}}
+    assert pyodide_lock.prune_lock(tmp_path) == []
 
 
 # ---- the lab (sitebuild.lab): the pieces that need no browser -------------------------------------
