@@ -82,9 +82,13 @@ worker.onerror = (event) => {{ window.snapshotResult = {{ failed: event.message 
 worker.onmessage = async ({{ data }}) => {{
   if (data.failed) window.snapshotResult = {{ failed: data.failed }};
   if (!data.snapshot) return;
-  const response = await fetch("{_UPLOAD}?features=" + encodeURIComponent(data.features),
-                               {{ method: "POST", body: data.snapshot }});
-  window.snapshotResult = response.ok ? {{ done: true }} : {{ failed: `upload: HTTP ${{response.status}}` }};
+  try {{
+    const response = await fetch("{_UPLOAD}?features=" + encodeURIComponent(data.features),
+                                 {{ method: "POST", body: data.snapshot }});
+    window.snapshotResult = response.ok ? {{ done: true }} : {{ failed: `upload: HTTP ${{response.status}}` }};
+  }} catch (error) {{  // the connection failed: say so now rather than when MAKE_TIMEOUT_S runs out
+    window.snapshotResult = {{ failed: `upload: ${{error && error.message ? error.message : error}}` }};
+  }}
 }};
 </script>"""
 
