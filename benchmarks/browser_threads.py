@@ -9,6 +9,11 @@ a first launch that compiles; the best and the median of each are kept, and the 
 
     PYTHONPATH=. python3 benchmarks/browser_threads.py [--threads 2] [--repeats 7] [--timeline]
 
+The same workloads in NumPy on 1 and N Python threads (each thread one contiguous part; NumPy releases the GIL
+in its loops) are printed as a reference from the same run: what other code doing that work (that memory
+traffic) gains from N threads on this machine. On this VM memory bandwidth varies from run to run (a
+one-thread Add over 16M took 12.5-19 ms in consecutive runs): compare within one run.
+
 ``--timeline`` also traces three more launches on the threads in the page (JsThreadPool.set_tracing) and
 prints, for the fastest, each batch: when each thread started its first call after the batch opened, how
 many calls it ran and how long they took, the fastest call, and the median call that ran alone against one
@@ -38,6 +43,43 @@ WORKLOADS: dict[str, tuple[str, int]] = {
     "pmap.exp.f32 4M": ("pmap.exp.f32 [buf4 + 0], [buf2 + 0], {n}\nexit\n", 1 << 22),
     "preduce.sum.f32 16M": ("preduce.sum.f32 r1, [buf2 + 0], {n}\nstg.f32 [buf4 + 0], r1\nexit\n", 1 << 24),
 }
+
+
+#: workload -> the same work in NumPy over elements lo .. hi of a, b into out (arrays of the workload's size)
+NUMPY_EQUIVALENTS = {
+    "pmap2.add.f32 16M": lambda np, a, b, out, lo, hi: np.add(a[lo:hi], b[lo:hi], out=out[lo:hi]),
+    "pmap.exp.f32 4M": lambda np, a, b, out, lo, hi: np.exp(a[lo:hi], out=out[lo:hi]),
+    "preduce.sum.f32 16M": lambda np, a, b, out, lo, hi: np.add.reduce(a[lo:hi]),
+}
+
+
+def numpy_ceiling(threads: int, repeats: int) -> dict[str, dict[int, float]]:
+    """Each workload's NumPy equivalent on a pool of 1 and of ``threads`` Python threads, launched in turn:
+    {workload: {thread count: best seconds}}; {} where NumPy is not installed."""
+    try:
+        import numpy as np
+    except ImportError:
+        return {}
+    from concurrent.futures import ThreadPoolExecutor
+    pools = {count: ThreadPoolExecutor(count) for count in (1, threads)}
+    results: dict[str, dict[int, float]] = {}
+    try:
+        for name, (_, n) in WORKLOADS.items():
+            work = NUMPY_EQUIVALENTS[name]
+            a = (np.arange(n, dtype=np.float32) % 2000) / 100 - 10
+            b, out = a.copy(), np.empty_like(a)
+            best = {count: float("inf") for count in pools}
+            for _ in range(repeats + 1):  # the first round warms the pools and the pages
+                for count, pool in pools.items():
+                    parts = [(n * k // count, n * (k + 1) // count) for k in range(count)]
+                    start = time.perf_counter()
+                    list(pool.map(lambda part: work(np, a, b, out, *part), parts))
+                    best[count] = min(best[count], time.perf_counter() - start)
+            results[name] = best
+    finally:
+        for pool in pools.values():
+            pool.shutdown()
+    return results
 
 
 def timeline(records: list[tuple[int, int, float, float]], wall: float) -> list[str]:
@@ -156,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parents[1]
     load_before = os.getloadavg()[0]
     native = measure(WasmBackend, options.threads, options.repeats)
+    ceiling = numpy_ceiling(options.threads, options.repeats)
     with tempfile.TemporaryDirectory() as scratch:
         site = Path(scratch) / "site"
         sitebuild.build_site(root, site, cache_dir=root / ".cache" / "npm", log=lambda message: None)
@@ -185,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
                          f"{one['best'] / many['best']:>9.2f}x")
         same = len({side[k]["digest"] for side in (there, here) for k in ("1", n)}) == 1
         print(f"{name:<22}{cells[0]}{cells[1]}  {'yes' if same else 'NO'}")
+    if ceiling:
+        print(f"reference: the same work in NumPy on 1 and {n} Python threads (best of {options.repeats})")
+        for name, best in ceiling.items():
+            one, many = best[1], best[options.threads]
+            print(f"{name:<22}{one * 1e3:>8.2f} ms {many * 1e3:>8.2f} ms {one / many:>9.2f}x")
     for name in WORKLOADS:
         for line in browser[name].get("timeline", []):
             print(f"{name}: {line}")
