@@ -53,7 +53,7 @@ NUMPY_EQUIVALENTS = {
 }
 
 
-def numpy_ceiling(threads: int, repeats: int) -> dict[str, dict[int, float]]:
+def numpy_reference(threads: int, repeats: int) -> dict[str, dict[int, float]]:
     """Each workload's NumPy equivalent on a pool of 1 and of ``threads`` Python threads, launched in turn:
     {workload: {thread count: best seconds}}; {} where NumPy is not installed."""
     try:
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parents[1]
     load_before = os.getloadavg()[0]
     native = measure(WasmBackend, options.threads, options.repeats)
-    ceiling = numpy_ceiling(options.threads, options.repeats)
+    reference = numpy_reference(options.threads, options.repeats)
     with tempfile.TemporaryDirectory() as scratch:
         site = Path(scratch) / "site"
         sitebuild.build_site(root, site, cache_dir=root / ".cache" / "npm", log=lambda message: None)
@@ -228,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
                          f"{one['best'] / many['best']:>9.2f}x")
         same = len({side[k]["digest"] for side in (there, here) for k in ("1", n)}) == 1
         print(f"{name:<22}{cells[0]}{cells[1]}  {'yes' if same else 'NO'}")
-    if ceiling:
+    if reference:
         print(f"reference: the same work in NumPy on 1 and {n} Python threads (best of {options.repeats})")
-        for name, best in ceiling.items():
+        for name, best in reference.items():
             one, many = best[1], best[options.threads]
             print(f"{name:<22}{one * 1e3:>8.2f} ms {many * 1e3:>8.2f} ms {one / many:>9.2f}x")
     for name in WORKLOADS:
