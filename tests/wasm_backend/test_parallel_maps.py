@@ -325,6 +325,35 @@ def test_a_trap_in_a_parallel_call_is_raised_in_the_caller_and_the_runner_stays_
     assert runner.workers_alive == 0
 
 
+def test_the_unchecked_parallel_caller_runs_every_call_and_takes_unsigned_i32_forms():
+    """``parallel_caller`` (the host functions' batch runner, arguments unchecked) on threads: every call runs
+    once, a trap reaches the caller, an i32 given in its unsigned form is the same argument as its signed
+    form; a single call, a one-thread runner and an unknown export go the checked way."""
+    runner = WasmtimeRunner(threads=2)
+    try:
+        instance = runner.instantiate(runner.compile(_trapping_module()), memory=runner.create_memory(1, 16,
+                                                                                                      shared=True))
+        caller = runner.parallel_caller(instance, "k")
+        for _ in range(10):
+            with pytest.raises(WasmTrap):
+                caller([(0,), (1,)])
+        caller([(index,) for index in range(2, 40)])
+        assert runner.read_array(instance, "int32", 0, 40).tolist() == list(range(40))
+        for x in (-1, (1 << 32) - 1):  # the same i32 either way: a store at byte -4 (out of bounds), a trap
+            with pytest.raises(WasmTrap, match="out of bounds"):
+                caller([(40,), (x,)])
+        with pytest.raises(WasmInterfaceError):
+            caller([(1, 2)])  # one call: checked
+        with pytest.raises(WasmInterfaceError):
+            runner.parallel_caller(instance, "nope")
+    finally:
+        runner.close()
+    single = WasmtimeRunner(threads=1)
+    instance = single.instantiate(single.compile(_trapping_module()), memory=single.create_memory(1, 16, shared=True))
+    with pytest.raises(WasmInterfaceError):
+        single.parallel_caller(instance, "k")([(0, 1), (2, 3)])  # one thread: checked
+
+
 def test_threads_sharing_a_backend_take_turns_and_get_their_own_results(backends):
     """Two Python threads launch large (parallel) maps on one backend at once: launches, allocations and
     copies take turns (wasmtime's Store is not safe to use from two threads), every result is right."""
