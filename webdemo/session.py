@@ -13,7 +13,7 @@ import examples
 
 from typing import Callable
 
-from atlas_web import Program, ProgramError
+from atlas_web import ProgramError
 
 from .chart import PHASE_FIRST, PHASE_WARM, TimingPoint, timing_chart_svg
 from .checks import ProgramCheck, check_examples, check_program_text
@@ -141,8 +141,7 @@ class DemoSession:
         """Whether the checked program is example ``name``'s own at ``size`` (comments and layout aside)."""
         key = (name, size)
         if key not in self._digests:
-            program = self.example(name, size).program
-            self._digests[key] = (Program.from_text(program) if isinstance(program, str) else program).digest()
+            self._digests[key] = self.example(name, size).program_object().digest()
         return check.digest == self._digests[key]
 
     def _record(self, result: RunResult, chart: str) -> None:
