@@ -41,6 +41,7 @@ threads, but one caller at a time).
 from __future__ import annotations
 
 import abc
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -87,12 +88,17 @@ class CompiledModule:
     exports: tuple[ModuleExport, ...]
     native: Any
 
+    @functools.cached_property
+    def _exports_by_name(self) -> dict[str, ModuleExport]:
+        # made once per module: ``export`` runs on every call and every parallel batch of a launch
+        return {export.name: export for export in self.exports}
+
     def export(self, name: str) -> ModuleExport:
         """The export called ``name``; raises WasmInterfaceError listing the exports."""
-        for export in self.exports:
-            if export.name == name:
-                return export
-        raise WasmInterfaceError(f"the module has no export {name!r} (exports: {[e.name for e in self.exports]})")
+        export = self._exports_by_name.get(name)
+        if export is None:
+            raise WasmInterfaceError(f"the module has no export {name!r} (exports: {[e.name for e in self.exports]})")
+        return export
 
 
 class WasmMemory:
