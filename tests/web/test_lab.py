@@ -13,7 +13,7 @@ import pytest
 
 from atlas_web import AtlasTrap, CpuBackend, LaunchConfig, Program, Type
 from sitebuild.lab_coincident import bridge_races, bundled_coincident, unpatched_bundles
-from sitebuild.lab_preload import KERNEL_START_PACKAGES, file_sha256
+from sitebuild.lab_preload import KERNEL_START_PACKAGES, file_sha256, normalize_name
 
 from .conftest import BOOT_TIMEOUT_MS, EVALUATE_TIMEOUT_MS, ROOT, PageLog, evaluate_within
 
@@ -167,10 +167,10 @@ def test_the_kernel_starts_from_the_lock_with_bytecode(site_dir):
     assert preloaded == [*KERNEL_START_PACKAGES, "atlas-web"], preloaded
     pyodide = site_dir / "pyodide"
     lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]
-    key = {re.sub(r"[-_.]+", "-", name).lower(): name for name in lock}  # Pyodide normalizes "depends"
+    key = {normalize_name(name): name for name in lock}  # Pyodide normalizes "depends"
     closure, todo = set(), list(preloaded)
     while todo:
-        name = key[re.sub(r"[-_.]+", "-", todo.pop()).lower()]
+        name = key[normalize_name(todo.pop())]
         if name not in closure:
             closure.add(name)
             todo.extend(lock[name]["depends"])
