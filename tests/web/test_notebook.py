@@ -47,12 +47,16 @@ def test_a_fresh_pyodide_has_no_atlas_web(notebook):
                       pyodide="window.notebook.pyodide")
 
 
-def run_cell(notebook, code: str | None = None) -> str:
-    """Press "Run cell" (on ``code`` typed into the cell, else on the cell as it is) and return its output."""
+def run_cell(notebook, code: str | None = None, *, key: str | None = None) -> str:
+    """Press "Run cell", or ``key`` in the cell (on ``code`` typed into the cell, else on the cell as it is), and
+    return its output."""
     if code is not None:
         notebook.fill("#cell", code)
     notebook.evaluate("document.getElementById('cell-output').textContent = ''")
-    notebook.click("#run-cell")
+    if key is None:
+        notebook.click("#run-cell")
+    else:
+        notebook.press("#cell", key)
     notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=180_000)
     return notebook.inner_text("#cell-output")
 
@@ -98,11 +102,8 @@ def test_the_cell_spans_the_page_and_shift_enter_runs_it(notebook):
     ratio = notebook.evaluate("document.getElementById('cell').getBoundingClientRect().width / "
                               "document.querySelector('header').getBoundingClientRect().width")
     assert ratio > 0.95, ratio  # it was a 20-column box that wrapped the page's own first cell
-    notebook.fill("#cell", "print(6 * 7)")
-    notebook.evaluate("document.getElementById('cell-output').textContent = ''")
-    notebook.press("#cell", "Shift+Enter")
-    notebook.wait_for_function("document.getElementById('cell-output').textContent.length > 0", timeout=60_000)
-    assert notebook.inner_text("#cell-output").strip() == "42" and notebook.input_value("#cell") == "print(6 * 7)"
+    output = run_cell(notebook, "print(6 * 7)", key="Shift+Enter")
+    assert output.strip() == "42" and notebook.input_value("#cell") == "print(6 * 7)"
 
 
 def test_a_cell_that_raises_shows_its_traceback_without_pyodides_frames(notebook):
