@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import sitebuild
     from playwright.sync_api import sync_playwright
-    from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS
+    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS
     from wasm_backend import WasmBackend
 
     from benchmarks.browser_vs_native import open_demo

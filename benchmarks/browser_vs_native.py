@@ -185,7 +185,7 @@ def demo_page() -> Iterator[tuple[Any, dict, str]]:
 
     import sitebuild
     from playwright.sync_api import sync_playwright
-    from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS
+    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS
 
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as scratch:

@@ -65,7 +65,7 @@ def offline_labs(scratch: Path, sites: Sequence[Path]) -> Iterator[tuple[object,
     the URL of the tour notebook in each site's lab (the sites share the profile, not their URLs' caches)."""
     import sitebuild
     from playwright.sync_api import sync_playwright
-    from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS
+    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS
 
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(sitebuild.start_server(site)) for site in sites]
