@@ -44,6 +44,7 @@ from .lab_bytecode import BytecodeError, add_site_bytecode
 from .lab_coincident import patch_coincident
 from .lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
 from .lab_preload import normalize_name as _normalize
+from .pyodide_lock import LOCK_NAME
 
 __all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "KERNEL_START_IMPORTS", "LabBuildError", "build_lab", "kernel_settings"]
 
@@ -155,7 +156,7 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
     if prefix.returncode != 0 or not kernel_wheels.is_dir():
         raise LabBuildError(f"{python} has no jupyterlite-pyodide-kernel (install atlas-web[lab]): "
                             f"{kernel_wheels} is missing")
-    lock_path = site_dir / "pyodide" / "pyodide-lock.json"
+    lock_path = site_dir / "pyodide" / LOCK_NAME
     lock = json.loads(lock_path.read_text(encoding="utf-8"))
     bundled = {_normalize(w.name.split("-")[0]): w for w in kernel_wheels.glob("*.whl")}
     own = _bundled_closure(bundled, KERNEL_START_PACKAGES)

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import pyc_archive
+from .lab_preload import file_sha256
+from .pyodide_lock import LOCK_NAME
 
 __all__ = ["BytecodeError", "STDLIB_ZIP", "add_site_bytecode", "cache_key", "start_key"]
 
@@ -78,7 +80,7 @@ def _format() -> str:
 def cache_key(archive: Path, python: str) -> str:
     """The file name of ``archive``'s bytecode in the cache: its sha256, Pyodide's Python version, the format
     (_format: with the code that makes the bytecode)."""
-    return f"{hashlib.sha256(archive.read_bytes()).hexdigest()[:40]}-py{python}-{_format()}{archive.suffix}"
+    return f"{file_sha256(archive)[:40]}-py{python}-{_format()}{archive.suffix}"
 
 
 def start_key(wheels: Sequence[Path], python: str, packages: Sequence[str], imports: Sequence[str]) -> str:
@@ -101,7 +103,7 @@ def add_site_bytecode(pyodide_dir: Path, wheels: Sequence[Path], cache_dir: Path
     ``cache_dir``. Returns ``{"compiled": [...], "cached": [...]}`` (file names). Raises BytecodeError when
     Node is missing or fails (its output's tail in the message)."""
     pyodide_dir = Path(pyodide_dir).resolve()
-    python = json.loads((pyodide_dir / "pyodide-lock.json").read_text(encoding="utf-8"))["info"]["python"]
+    python = json.loads((pyodide_dir / LOCK_NAME).read_text(encoding="utf-8"))["info"]["python"]
     cache_dir.mkdir(parents=True, exist_ok=True)
     stdlib = pyodide_dir / STDLIB_ZIP
     prefix = start_key(wheels, python, packages, imports)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -52,7 +53,9 @@ from typing import Callable, Sequence
 from urllib.parse import unquote
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
+from .lab_bytecode import STDLIB_ZIP
 from .pyodide_dist import PYODIDE_VERSION
+from .pyodide_lock import LOCK_NAME
 from .server import ISOLATION_HEADERS, start_server
 
 __all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "SnapshotError", "snapshot_key",
@@ -61,9 +64,9 @@ __all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "Sna
 #: the snapshot's file in the built site
 SNAPSHOT_NAME = "python.snapshot"
 #: Pyodide's standard library zip in the built site (part of the key)
-STDLIB_IN_SITE = "pyodide/python_stdlib.zip"
+STDLIB_IN_SITE = f"pyodide/{STDLIB_ZIP}"
 #: Pyodide's lock in the built site (part of the key: Pyodide reads it as it boots, and the build prunes it)
-LOCK_IN_SITE = "pyodide/pyodide-lock.json"
+LOCK_IN_SITE = f"pyodide/{LOCK_NAME}"
 #: the first 8 bytes of SNAPSHOT_NAME (worker.js checks them)
 SNAPSHOT_MAGIC = b"ATLASNAP"
 #: how many made snapshots the cache keeps (the newest)
@@ -187,8 +190,7 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
             os.replace(out, packed)
         _prune(cache_dir)
         log(f"memory snapshot made in {CHROMIUM.name} ({packed.stat().st_size} bytes)")
-    target = site_dir / SNAPSHOT_NAME
-    target.write_bytes(packed.read_bytes())
+    shutil.copyfile(packed, site_dir / SNAPSHOT_NAME)
     return Snapshot(path=SNAPSHOT_NAME, key=key, features=features_file.read_text(encoding="utf-8").strip())
 
 
