@@ -230,7 +230,7 @@ async function makeSnapshot() {
   await installWheels(python, manifest, base);
   python.runPython(`import importlib\nimportlib.import_module(${JSON.stringify(manifest.entry_module)}).preload()`);
   // Pyodide refuses a snapshot unless its loadedPackages record is empty (it checks that JS table slot
-  // against {}); the restored worker installs the wheels again anyway
+  // against {}); a restored worker writes the files of site-packages back from the snapshot (restoreFiles)
   for (const name of Object.keys(python.loadedPackages)) delete python.loadedPackages[name];
   const sitePackages = python.runPython("import site; site.getsitepackages()[0]");
   const snapshot = packPayload(python.makeMemorySnapshot(), filesUnder(python.FS, sitePackages));
