@@ -314,8 +314,7 @@ class WasmRunner(abc.ABC):
             checked.append(tuple(_check_argument(export_name, i, t, v) for i, (t, v) in enumerate(zip(params, args))))
         if not checked:
             return
-        memory = instance.memory
-        if self.threads <= 1 or len(checked) == 1 or memory is None or not memory.limits.shared:
+        if len(checked) == 1 or not self._threaded(instance):
             for args in checked:
                 self._call(instance, export_name, args, None)
             return
@@ -330,6 +329,12 @@ class WasmRunner(abc.ABC):
         now: raises WasmInterfaceError for an unknown export or one with results. Engines with a faster
         path override ``_parallel_caller``; the default checks the arguments all the same."""
         return self._parallel_caller(instance, export_name, self._parallel_params(instance, export_name))
+
+    def _threaded(self, instance: WasmInstance) -> bool:
+        """Whether ``parallel_call`` on ``instance`` may use worker threads: more than one thread and a shared
+        memory (else its calls run one after the other on the calling thread)."""
+        memory = instance.memory
+        return self.threads > 1 and memory is not None and memory.limits.shared
 
     @staticmethod
     def _parallel_params(instance: WasmInstance, export_name: str) -> tuple[ValType, ...]:

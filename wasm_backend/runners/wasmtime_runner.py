@@ -361,8 +361,7 @@ class WasmtimeRunner(WasmRunner):
         16M reduction cost 50-100 us of its 5 ms launch on 2 threads. Where the calls would run one after the
         other on this thread (one thread, one call, a memory that is not shared), ``parallel_call`` runs them,
         checked."""
-        memory = instance.memory
-        if self._threads <= 1 or memory is None or not memory.limits.shared:
+        if not self._threaded(instance):
             return lambda argument_lists: self.parallel_call(instance, export_name, argument_lists)
 
         def run(argument_lists: list[tuple]) -> None:
