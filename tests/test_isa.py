@@ -104,3 +104,15 @@ def test_ulp_distance_counts_the_values_of_the_type_between_two_values():
     assert ulp_distance(math.nan, 1.0, Type.F16) == math.inf
     assert ulp_distance(math.inf, 65504.0, Type.F16) == math.inf
     assert ulp_distance(-math.inf, -math.inf, Type.F16) == 0.0
+
+
+@pytest.mark.parametrize("value, ty, match", [
+    (1.5, Type.I32, r"^MOV_IMM: operand 'offset' must be an int for I32, got 1\.5$"),
+    (True, Type.U8, r"^MOV_IMM: operand 'offset' must be an int for U8, got True$"),
+    (300, Type.U8, r"^MOV_IMM: operand 'offset' 300 does not fit in 8 bits \(U8\)$"),
+    ("x", Type.F32, r"^MOV_IMM: operand 'offset' must be an int or float for F32, got 'x'$"),
+])
+def test_normalize_immediate_names_the_operand_its_caller_gives(value, ty, match):
+    from atlas_web.isa.instructions import normalize_immediate
+    with pytest.raises(ProgramError, match=match):
+        normalize_immediate(MOV_IMM.INFO, value, ty, "offset")

@@ -85,11 +85,11 @@ def normalize_immediate(info: OpcodeInfo, value: object, ty: Type, name: str = "
             result = math.inf if value > 0 else -math.inf
         return CANONICAL_NAN if math.isnan(result) else result
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(info, f"operand 'value' must be an int for {ty.name}, got {value!r}")
+        raise _fail(info, f"operand {name!r} must be an int for {ty.name}, got {value!r}")
     lo = -(1 << (ty.bits - 1))
     hi = (1 << ty.bits) - 1
     if not lo <= value <= hi:
-        raise _fail(info, f"operand 'value' {value} does not fit in {ty.bits} bits ({ty.name})")
+        raise _fail(info, f"operand {name!r} {value} does not fit in {ty.bits} bits ({ty.name})")
     return ty.wrap(value)
 
 
@@ -188,7 +188,7 @@ def _make_post_init(info: OpcodeInfo):
             value = getattr(self, op.name)
             stored: object
             if op.kind is OperandKind.IMM:
-                stored = normalize_immediate(info, value, self.ty)
+                stored = normalize_immediate(info, value, self.ty, op.name)
             elif op.kind is OperandKind.FLOAT:
                 stored = normalize_immediate(info, value, float_storage(op, self.type), op.name)
             else:
