@@ -99,7 +99,8 @@ def test_group_workgroup_and_loop_limit_refusal_as_softmax():
     from atlas_web.errors import UnsupportedOperation
     from webgpu_backend.wgsl.emitter import ShaderFeatures
     from webgpu_backend.wgsl.kernels.norm import NormSpec
-    from webgpu_backend.wgsl.kernels.softmax import LONG_ROW, LONG_WORKGROUP, WORKGROUP, SoftmaxSpec
+    from webgpu_backend.wgsl.kernels.row_walk import LONG_ROW, LONG_WORKGROUP, WORKGROUP
+    from webgpu_backend.wgsl.kernels.softmax import SoftmaxSpec
 
     def spec(size):
         return NormSpec("LayerNorm", 1, size, 0, 0, 0, 0, 0, (0, 1, 2, 3), kind="bf16")

@@ -14,7 +14,7 @@ import pytest
 
 from atlas_web import LaunchConfig, ProgramBuilder
 from atlas_web.isa import Address, LogSoftmax, Softmax, Type
-from webgpu_backend.wgsl.kernels.softmax import LONG_ROW, LONG_WORKGROUP, WORKGROUP
+from webgpu_backend.wgsl.kernels.row_walk import LONG_ROW, LONG_WORKGROUP, WORKGROUP
 
 from tests.conformance.matrix_cases import decode_array, encode_array
 from tests.conformance.softmax_cases import SoftmaxCase, compare

@@ -44,7 +44,7 @@ from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .conv2d import KINDS, element_reader, element_writer
 from .gemm import f32_bits
-from .softmax import check_loop_limit, row_workgroup
+from .row_walk import check_loop_limit, row_workgroup
 
 __all__ = ["NormSpec", "NORM_TYPES", "norm_spec"]
 
@@ -80,7 +80,7 @@ class NormSpec:
 
     @property
     def workgroup(self) -> int:
-        """Invocations per workgroup: Softmax's (softmax.row_workgroup: 16, 64 past 2^19 elements for llvmpipe's
+        """Invocations per workgroup: Softmax's (row_walk.row_workgroup: 16, 64 past 2^19 elements for llvmpipe's
         loop limit; few, as SwiftShader and llvmpipe switch through every invocation at each barrier: in one
         Chromium page, SwiftShader, LayerNorm/RMSNorm 256 x 1024 ran 2.2-2.8x TF.js webgpu's composition with
         16, about 1x with 64, benchmarks/peers/nn_webgpu.py)."""

@@ -20,13 +20,13 @@ Each workgroup reduction (max, sum) costs two barriers: every invocation's parti
 barrier, invocation 0 folds them in order, a uniform load (``_reduce``; SwiftShader and llvmpipe switch
 through every invocation at each barrier, so a halving tree's log2(WG) barriers cost more than the fold).
 
-A workgroup has WORKGROUP (16) invocations (LONG_WORKGROUP past LONG_ROW elements), each walking the row's
-elements ``li, li + WG, ...`` three times (pass 3 computes each exponential again rather than store and reload
-it). In one headless Chromium page (SwiftShader) 2.2-5.4x TF.js webgpu's tf.softmax at 256 x 1024 and
-1024 x 1024 (benchmarks/peers/softmax.py --webgpu), where 64 invocations with halving trees measured
-0.77-0.87x. Holding each invocation's elements in registers (the code unrolled) measured 3.8-3.9x there but
-took 14 s to compile on llvmpipe at 1024 elements (a private array: 2.4-2.8x, 5.6 s); 16 invocations compile in
-3 s there and run a 1024 x 1024 launch in 148 ms against 136 ms with 64.
+A workgroup has WORKGROUP (16) invocations (LONG_WORKGROUP past LONG_ROW elements: ``row_walk``, shared with the
+norm kernels), each walking the row's elements ``li, li + WG, ...`` three times (pass 3 computes each exponential
+again rather than store and reload it). In one headless Chromium page (SwiftShader) 2.2-5.4x TF.js webgpu's
+tf.softmax at 256 x 1024 and 1024 x 1024 (benchmarks/peers/softmax.py --webgpu), where 64 invocations with halving
+trees measured 0.77-0.87x. Holding each invocation's elements in registers (the code unrolled) measured 3.8-3.9x
+there but took 14 s to compile on llvmpipe at 1024 elements (a private array: 2.4-2.8x, 5.6 s); 16 invocations
+compile in 3 s there and run a 1024 x 1024 launch in 148 ms against 136 ms with 64.
 
 Each element is read and written by one invocation, so the output may be the input itself; an input in the
 output's buffer at another offset is read through the output's binding (``binding.shared_sources``; a partial
@@ -44,38 +44,16 @@ from atlas_web.isa.types import Type
 
 from ..emitter import ShaderFeatures
 from ..library import HelperSet
-from ..rules import unsupported
 from ..runtime_layout import GUARD_WGSL, REACHED, TRAPS, launch_struct
 from . import DeviceLimits, Dispatch, Kernel, KernelPlan, register
 from .binding import ROLE_BINDINGS, shared_sources
 from .conv2d import KINDS, element_reader, element_writer
+from .row_walk import WORKGROUP, check_loop_limit, row_workgroup
 
-__all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES", "WORKGROUP", "LONG_ROW",
-           "LONG_WORKGROUP", "row_workgroup", "check_loop_limit"]
+__all__ = ["SoftmaxSpec", "SoftmaxKernel", "LogSoftmaxKernel", "SOFTMAX_TYPES"]
 
 #: the types the kernel computes
 SOFTMAX_TYPES = frozenset({Type.F32, Type.F16, Type.BF16})
-#: invocations per workgroup (few: SwiftShader and llvmpipe switch through every invocation at each barrier)
-WORKGROUP = 16
-#: rows longer than this take LONG_WORKGROUP invocations (llvmpipe's loop limit, 60,000 iterations per
-#: invocation, then allows rows of 3.84M elements instead of 960K)
-LONG_ROW = 1 << 19
-LONG_WORKGROUP = 64
-
-
-def row_workgroup(n: int) -> int:
-    """Invocations per workgroup for a row (or a norm's group) of ``n`` elements walked by one workgroup."""
-    return LONG_WORKGROUP if n > LONG_ROW else WORKGROUP
-
-
-def check_loop_limit(name: str, kind: str, what: str, n: int, workgroup: int, features: ShaderFeatures) -> None:
-    """Raise UnsupportedOperation (naming instruction ``name`` of element kind ``kind``) when a ``what`` ("row",
-    "group") of ``n`` elements walked by ``workgroup`` invocations takes more loop iterations per invocation than
-    the engine allows (``features.loop_limit``; 0: no limit)."""
-    if features.loop_limit and -(-n // workgroup) > features.loop_limit:
-        ty = next(t for t, k in KINDS.items() if k == kind)
-        raise unsupported(name, ty, f"a {what} of {n} elements takes more than the engine's "
-                          f"{features.loop_limit} loop iterations per invocation ({workgroup} per workgroup)")
 _NAN_BITS, _MINUS_INF_BITS, _PLUS_INF_BITS = 0x7FC00000, 0xFF800000, 0x7F800000
 #: exp_nonpositive's polynomial (x^5 first) and cutoff, as WGSL literals (XNNPACK's f32 rr2-p5, as coop_softmax)
 _P = tuple(repr(float.fromhex(c)) for c in ("0x1.0F9F9Cp-7", "0x1.573A1Ap-5", "0x1.555A80p-3", "0x1.FFFDC6p-2",
