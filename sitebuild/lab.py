@@ -46,7 +46,8 @@ from .lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256,
 from .lab_preload import normalize_name as _normalize
 from .pyodide_lock import LOCK_NAME
 
-__all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "KERNEL_START_IMPORTS", "LabBuildError", "build_lab", "kernel_settings"]
+__all__ = ["LAB_DIR", "NOTEBOOKS_DIR", "KERNEL_START_IMPORTS", "KERNEL_PLUGIN", "KERNEL_STATIC",
+           "INSTALLED_KERNEL_STATIC", "LabBuildError", "build_lab", "kernel_settings"]
 
 #: where the lab goes inside the site
 LAB_DIR = "lab"
@@ -55,11 +56,13 @@ NOTEBOOKS_DIR = "notebooks"
 #: what the kernel's start imports (its worker's initPackageManager and initKernel) and the first cell
 KERNEL_START_IMPORTS = ("micropip", "piplite.piplite", "pyodide_kernel", "atlas_web")
 #: the JupyterLite plugin that runs the Pyodide kernel
-_KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+#: the kernel extension's scripts as installed, under the Python's prefix (the ``lab`` extra)
+INSTALLED_KERNEL_STATIC = Path("share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static")
 #: the kernel extension's bundled wheels, under the Python's prefix
-_KERNEL_WHEELS = Path("share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi")
-#: the kernel extension's scripts in the built lab
-_KERNEL_STATIC = Path("extensions/@jupyterlite/pyodide-kernel-extension/static")
+_KERNEL_WHEELS = INSTALLED_KERNEL_STATIC / "pypi"
+#: the kernel extension's scripts in the built lab (under LAB_DIR)
+KERNEL_STATIC = Path("extensions/@jupyterlite/pyodide-kernel-extension/static")
 #: the lab's pages are lab/<app>/index.html: the site's Pyodide is two levels up from them
 _PYODIDE_FROM_LAB_PAGES = "../../pyodide/pyodide.mjs"
 #: the Python version of the npm Pyodide (wheels are fetched for it)
@@ -192,7 +195,7 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
         for notebook in notebooks:
             shutil.copyfile(notebook, lite / "files" / notebook.name)
         config = {"jupyter-config-data": {"exposeAppInBrowser": "true",
-                                          "litePluginSettings": {_KERNEL_PLUGIN: kernel_settings(atlas["name"])}}}
+                                          "litePluginSettings": {KERNEL_PLUGIN: kernel_settings(atlas["name"])}}}
         (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
         wheels = [str(site_dir / atlas["wheel_path"])]
         (lite / "jupyter_lite_config.json").write_text(
@@ -201,12 +204,12 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
               "build", "--lite-dir", str(lite), "--output-dir", str(site_dir / LAB_DIR)],
              f"built the lab in {site_dir / LAB_DIR}", log, cwd=lite)  # its task database stays in the temp dir
     try:
-        patched = patch_coincident(site_dir / LAB_DIR / _KERNEL_STATIC)
+        patched = patch_coincident(site_dir / LAB_DIR / KERNEL_STATIC)
     except ValueError as error:
         raise LabBuildError(f"the kernel's bridge could not be made race-free: {error}") from error
     log(f"made the kernel's bridge race-free in {', '.join(patched) or 'no file (already done)'}")
     try:
-        workers = check_worker_start(site_dir / LAB_DIR / _KERNEL_STATIC)
+        workers = check_worker_start(site_dir / LAB_DIR / KERNEL_STATIC)
     except ValueError as error:
         raise LabBuildError(f"the kernel's start packages cannot be preloaded: {error}") from error
     log(f"the kernel's start packages load from Pyodide's lock ({', '.join(workers)} skip their installs)")

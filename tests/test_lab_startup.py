@@ -18,7 +18,7 @@ from sitebuild.lab_preload import KERNEL_START_PACKAGES, check_worker_start, fil
 from sitebuild.pyc_archive import add_bytecode
 
 #: the kernel extension installed here (the ``lab`` extra)
-_STATIC = Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static"
+_STATIC = Path(sys.prefix) / lab.INSTALLED_KERNEL_STATIC
 _TAG = sys.implementation.cache_tag
 
 

@@ -331,7 +331,8 @@ def test_lab_makes_the_bundled_coincident_race_free(tmp_path):
     the worker); each gets the three rewrites once, stays valid JavaScript, and a second pass leaves it."""
     from sitebuild.lab_coincident import (COINCIDENT_MARKER, HANDOFF_REWRITES, bundled_coincident, is_patched,
                                           patch_coincident, unpatched_bundles)
-    installed = Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static"
+    from sitebuild.lab import INSTALLED_KERNEL_STATIC
+    installed = Path(sys.prefix) / INSTALLED_KERNEL_STATIC
     static = tmp_path / "static"
     static.mkdir()
     for script in installed.glob("*.js"):

@@ -12,6 +12,7 @@ import zipfile
 import pytest
 
 from atlas_web import AtlasTrap, CpuBackend, LaunchConfig, Program, Type
+from sitebuild.lab import KERNEL_PLUGIN, KERNEL_STATIC, LAB_DIR
 from sitebuild.lab_coincident import bridge_races, bundled_coincident, unpatched_bundles
 from sitebuild.lab_preload import KERNEL_START_PACKAGES, file_sha256, normalize_name
 
@@ -151,7 +152,7 @@ def _expected_trap() -> str:
 
 def test_the_lab_serves_the_race_free_kernel_bridge(site_dir):
     """Both bundled copies of coincident (the page's, the worker's) are the rewritten ones."""
-    static = site_dir / "lab" / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static"
+    static = site_dir / LAB_DIR / KERNEL_STATIC
     bundles = bundled_coincident(static)
     assert len(bundles) == 2 and unpatched_bundles(static) == [], [p.name for p in bundles]  # read-only check
 
@@ -161,8 +162,8 @@ def test_the_kernel_starts_from_the_lock_with_bytecode(site_dir):
     install at start), each wheel matches its lock hash, the modules the start imports have their bytecode
     in these wheels (nothing compiled at start; the others none: fewer files to unpack at every start),
     and so does every module of Pyodide's standard library."""
-    settings = json.loads((site_dir / "lab" / "jupyter-lite.json").read_text(encoding="utf-8"))
-    plugin = settings["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    settings = json.loads((site_dir / LAB_DIR / "jupyter-lite.json").read_text(encoding="utf-8"))
+    plugin = settings["jupyter-config-data"]["litePluginSettings"][KERNEL_PLUGIN]
     preloaded = plugin["loadPyodideOptions"]["packages"]
     assert preloaded == [*KERNEL_START_PACKAGES, "atlas-web"], preloaded
     pyodide = site_dir / "pyodide"
