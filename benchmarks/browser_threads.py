@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import sitebuild
     from playwright.sync_api import sync_playwright
-    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS
+    from sitebuild.chromium import launch_persistent
     from wasm_backend import WasmBackend
 
     from benchmarks.browser_vs_native import open_demo
@@ -203,9 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         site = Path(scratch) / "site"
         sitebuild.build_site(root, site, cache_dir=root / ".cache" / "npm", log=lambda message: None)
         with sitebuild.start_server(site) as server, sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                str(Path(scratch) / "profile"), executable_path=str(CHROMIUM), headless=True,
-                args=list(CHROMIUM_ARGS))
+            context = launch_persistent(playwright, Path(scratch) / "profile")
             try:
                 page, _ = open_demo(context, server.url + "index.html")
                 agent = page.evaluate("navigator.userAgent")

@@ -185,7 +185,7 @@ def demo_page() -> Iterator[tuple[Any, dict, str]]:
 
     import sitebuild
     from playwright.sync_api import sync_playwright
-    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS
+    from sitebuild.chromium import launch_persistent
 
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as scratch:
@@ -197,9 +197,7 @@ def demo_page() -> Iterator[tuple[Any, dict, str]]:
             contexts = []
             try:
                 for name, query in PAGE_LOADS.items():
-                    contexts.append(playwright.chromium.launch_persistent_context(
-                        str(Path(scratch) / f"profile-{len(contexts)}"), executable_path=str(CHROMIUM),
-                        headless=True, args=list(CHROMIUM_ARGS)))
+                    contexts.append(launch_persistent(playwright, Path(scratch) / f"profile-{len(contexts)}"))
                     for kind in ("cold", "warm"):
                         page, loads[f"{name} {kind}"] = open_demo(contexts[-1], server.url + "index.html" + query)
                         page.close()

@@ -65,13 +65,12 @@ def offline_labs(scratch: Path, sites: Sequence[Path]) -> Iterator[tuple[object,
     the URL of the tour notebook in each site's lab (the sites share the profile, not their URLs' caches)."""
     import sitebuild
     from playwright.sync_api import sync_playwright
-    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS
+    from sitebuild.chromium import launch_persistent
 
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(sitebuild.start_server(site)) for site in sites]
         playwright = stack.enter_context(sync_playwright())
-        context = playwright.chromium.launch_persistent_context(
-            str(scratch / "profile"), executable_path=str(CHROMIUM), headless=True, args=list(CHROMIUM_ARGS))
+        context = launch_persistent(playwright, scratch / "profile")
         stack.callback(context.close)
         context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
             ("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")) else route.abort())

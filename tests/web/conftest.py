@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import sitebuild
-from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - the browser tests import them from here
+from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS, launch_persistent  # noqa: F401 - the browser tests import them from here
 
 ROOT = Path(__file__).resolve().parents[2]
 #: screenshots and reports of the browser tests (gitignored)
@@ -75,9 +75,8 @@ def browser(tmp_path_factory):
         pytest.fail(f"{CHROMIUM} is missing: `python3 build.py test` installs Debian's chromium")
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=list(CHROMIUM_ARGS), viewport={"width": 1280, "height": 1000})
+        context = launch_persistent(playwright, tmp_path_factory.mktemp("chromium-profile"),
+                                    viewport={"width": 1280, "height": 1000})
         try:
             yield context
         finally:
