@@ -9,6 +9,8 @@ site can be built before the project is installed anywhere.
 - ``lab``: the JupyterLite lab under www/dist/lab/, running offline on the site's Pyodide;
 - ``snapshot``: the memory snapshot of the page's Python the page boots from, made in headless Chromium
   (``chromium``: the browser and flags the build, the tests and the benchmarks launch);
+- ``scratch``: the temporary names the caches and the site are written under, and the removal of those a
+  killed build left;
 - ``server``: a static server with the MIME types and cross-origin isolation
   headers the page needs, in the foreground or in a thread.
 """

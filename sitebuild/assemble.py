@@ -15,7 +15,8 @@ Layout of the built site::
     site.json         the manifest worker.js reads: Pyodide's path, the wheels, the module to start, the snapshot
 
 The site is built in a sibling staging directory and moved into place at the
-end, so a half-built site is never served.
+end, so a half-built site is never served (the staging directory of a build
+that was killed is removed by the next: sitebuild.scratch).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -31,6 +31,7 @@ from typing import Callable
 from .lab import LAB_DIR, build_lab
 from .pyodide_dist import PYODIDE_FILES, PYODIDE_VERSION, ensure_pyodide
 from .pyodide_lock import prune_lock
+from .scratch import remove_leftovers, scratch_directory
 from .snapshot import ensure_snapshot
 from .wheel import ProjectMetadata, find_packages, project_metadata, write_wheel
 
@@ -128,8 +129,8 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
     project = project_metadata(root)
     demo = demo_metadata(root, project)
     dist_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dist_dir.name}.", dir=dist_dir.parent))
-    try:
+    remove_leftovers(dist_dir.parent, f".{dist_dir.name}")  # the staging directories of builds killed midway
+    with scratch_directory(dist_dir.parent, f".{dist_dir.name}") as staging:
         _copy_static(www, staging, dist_dir)
         (staging / _PYODIDE_DIR).mkdir()
         for name in PYODIDE_FILES:
@@ -157,9 +158,6 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
         if dist_dir.exists():
             shutil.rmtree(dist_dir)
         os.replace(staging, dist_dir)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
     log(f"site built in {dist_dir}: Pyodide {PYODIDE_VERSION}, {', '.join(manifest.wheels)}"
         + (f", memory snapshot for {manifest.snapshot_features}" if manifest.snapshot_path else ", no memory snapshot"))
     return manifest

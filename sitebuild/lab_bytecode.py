@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 from . import pyc_archive
 from .lab_preload import file_sha256
 from .pyodide_lock import LOCK_NAME
+from .scratch import remove_leftovers, scratch_file
 
 __all__ = ["BytecodeError", "STDLIB_ZIP", "add_site_bytecode", "cache_key", "start_key"]
 
@@ -105,6 +106,7 @@ def add_site_bytecode(pyodide_dir: Path, wheels: Sequence[Path], cache_dir: Path
     pyodide_dir = Path(pyodide_dir).resolve()
     python = json.loads((pyodide_dir / LOCK_NAME).read_text(encoding="utf-8"))["info"]["python"]
     cache_dir.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(cache_dir)  # the half-copied results of builds killed while storing them
     stdlib = pyodide_dir / STDLIB_ZIP
     prefix = start_key(wheels, python, packages, imports)
     results = {stdlib: cache_dir / cache_key(stdlib, python),
@@ -151,13 +153,8 @@ def _compile_with_node(pyodide_dir: Path, todo: list[tuple[Path, bool]], results
         for (archive, _), (name, _) in zip(todo, jobs):
             # a name of its own: a build cut off here leaves no truncated file in the cache, and two builds
             # filling the same entry at once do not write into one another's copy
-            handle, part = tempfile.mkstemp(prefix=results[archive].name + ".", suffix=".part",
-                                            dir=results[archive].parent)
-            os.close(handle)
-            try:
+            with scratch_file(results[archive].parent, results[archive].name) as part:
                 shutil.copyfile(host / name, part)
                 os.replace(part, results[archive])
-            finally:
-                Path(part).unlink(missing_ok=True)
         total = sum(counts[0] for _, counts in reported)
         log(f"compiled the bytecode of {len(jobs)} archives ({total} modules) in the site's Pyodide")

@@ -12,9 +12,10 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from pathlib import Path
 from typing import Callable
+
+from .scratch import remove_leftovers, scratch_directory
 
 __all__ = ["PYODIDE_VERSION", "PYODIDE_PACKAGE", "PYODIDE_FILES", "PyodideFetchError", "ensure_pyodide",
            "pyodide_cache_path"]
@@ -66,8 +67,7 @@ def _npm_pack(npm: str, cache_dir: Path, log: Callable[[str], None]) -> Path:
 
 def _unpack(tarball: Path, target: Path) -> None:
     """Extract PYODIDE_FILES from the npm tarball into ``target`` (replaced whole, stamp written last)."""
-    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    try:
+    with scratch_directory(target.parent, target.name) as staging:
         with tarfile.open(tarball, "r:gz") as archive:
             for name in PYODIDE_FILES:
                 try:
@@ -87,9 +87,6 @@ def _unpack(tarball: Path, target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
 
 
 def ensure_pyodide(cache_dir: Path, *, npm: str | None = None, log: Callable[[str], None] = print) -> Path:
@@ -101,6 +98,7 @@ def ensure_pyodide(cache_dir: Path, *, npm: str | None = None, log: Callable[[st
     """
     cache_dir = Path(cache_dir).resolve()
     target = pyodide_cache_path(cache_dir)
+    remove_leftovers(cache_dir, target.name)  # the half-unpacked copies of builds killed while unpacking
     if _is_complete(target):
         return target
     npm = npm or shutil.which("npm")

@@ -33,7 +33,8 @@ anyway. The key (``snapshot_key``) is a hash of the Pyodide release, the
 wheels, worker.js, the standard library zip, Pyodide's lock and the entry module: site.json names it and the worker
 refuses a file with another key. Made snapshots are cached under the build's
 cache directory by key (``<key>.snapshot`` and ``<key>.features``; the
-CACHE_KEPT newest are kept), so a rebuild with the same wheels costs nothing; a
+CACHE_KEPT newest are kept; made in a scratch directory beside them, see
+sitebuild.scratch), so a rebuild with the same wheels costs nothing; a
 miss costs one Chromium boot of Pyodide (~10 s on an idle 2-core machine).
 """
 
@@ -46,7 +47,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -56,6 +56,7 @@ from .chromium import CHROMIUM, CHROMIUM_ARGS
 from .lab_bytecode import STDLIB_ZIP
 from .pyodide_dist import PYODIDE_VERSION
 from .pyodide_lock import LOCK_NAME
+from .scratch import remove_leftovers, scratch_directory
 from .server import ISOLATION_HEADERS, start_server
 
 __all__ = ["SNAPSHOT_NAME", "SNAPSHOT_MAGIC", "MAKE_TIMEOUT_S", "Snapshot", "SnapshotError", "snapshot_key",
@@ -167,6 +168,7 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
     then), OSError for file errors.
     """
     site_dir, cache_dir = Path(site_dir), Path(cache_dir)
+    remove_leftovers(cache_dir)  # the scratch directories of builds killed while making a snapshot
     key = snapshot_key(site_dir, wheels, entry_module)
     packed, features_file = cache_dir / f"{key}.snapshot", cache_dir / f"{key}.features"
     if not (packed.is_file() and features_file.is_file()):
@@ -174,9 +176,8 @@ def ensure_snapshot(site_dir: Path, wheels: Sequence[str], entry_module: str, *,
         if missing:
             log(f"no memory snapshot (the page starts Python without one): {missing}")
             return None
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
-            out = Path(scratch) / "snapshot"
+        with scratch_directory(cache_dir, "snapshot") as scratch:
+            out = scratch / "snapshot"
             command = [python, "-m", "sitebuild.snapshot", str(site_dir), str(out), key]
             try:
                 result = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True,

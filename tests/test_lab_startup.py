@@ -124,8 +124,11 @@ def test_site_bytecode_comes_from_the_cache_without_node(tmp_path):
         compiled.write_bytes(archive.read_bytes())
         add_bytecode(str(compiled), zip_root=root)
         (cache / names[archive]).write_bytes(compiled.read_bytes())
+    killed = cache / f"{names[wheel]}.4194305.abcd1234.part"  # a copy cut off by a killed build (no such pid)
+    killed.write_bytes(b"half a wheel")
     done = add_site_bytecode(pyodide, [wheel], cache, **start, node="no-such-node", log=lambda m: None)
     assert done == {"compiled": [], "cached": sorted([STDLIB_ZIP, wheel.name])}
+    assert not killed.exists()
     assert "mod.pyc" in zipfile.ZipFile(pyodide / STDLIB_ZIP).namelist()
     assert f"demo/__pycache__/__init__.{_TAG}.pyc" in zipfile.ZipFile(wheel).namelist()
 

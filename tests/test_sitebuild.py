@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import sitebuild
-from sitebuild import pyodide_dist, pyodide_lock, snapshot
+from sitebuild import pyodide_dist, pyodide_lock, scratch, snapshot
 from sitebuild.wheel import ProjectMetadata, find_packages, project_metadata, wheel_filename, write_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,14 +131,56 @@ def _fake_npm(directory: Path, version: str) -> Path:
     return script
 
 
+def _dead_pid() -> int:
+    """The id of a process that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _plant_leftovers(directory: Path, stem: str) -> tuple[Path, Path]:
+    """(a scratch directory of a killed build, a scratch file of this running one) named as sitebuild.scratch
+    names them, in ``directory``."""
+    dead = directory / f"{stem}.{_dead_pid()}.abcd1234{scratch.SCRATCH_SUFFIX}"
+    (dead / "half").mkdir(parents=True)
+    (dead / "half" / "written").write_bytes(b"x" * 100)
+    live = directory / f"{stem}.{os.getpid()}.efgh5678{scratch.SCRATCH_SUFFIX}"
+    live.write_bytes(b"being written")
+    return dead, live
+
+
+def test_scratch_entries_of_killed_builds_are_removed_and_others_kept(tmp_path):
+    dead, live = _plant_leftovers(tmp_path, "site.zip")
+    old = tmp_path / f"site.zip.{os.getpid()}.ijkl9012{scratch.SCRATCH_SUFFIX}"  # a reused pid: too old to be live
+    old.write_bytes(b"")
+    os.utime(old, (0, 0))
+    other_stem = tmp_path / f"other.{_dead_pid()}.mnop3456{scratch.SCRATCH_SUFFIX}"
+    other_stem.write_bytes(b"")
+    for kept in ("notes.part", "x.123.part", "site.zip", f"site.zip.{_dead_pid()}.abcd1234.tmp"):
+        (tmp_path / kept).write_bytes(b"not scratch")
+    assert sorted(scratch.remove_leftovers(tmp_path, "site.zip")) == sorted([dead, old])
+    assert live.exists() and other_stem.exists()
+    assert scratch.remove_leftovers(tmp_path) == [other_stem]
+    assert scratch.remove_leftovers(tmp_path / "missing") == []
+    with scratch.scratch_file(tmp_path / "new", "result.whl") as part:
+        assert part.parent == tmp_path / "new" and part.name.startswith(f"result.whl.{os.getpid()}.")
+    assert not part.exists()  # the body did not rename it: removed
+    with pytest.raises(RuntimeError), scratch.scratch_directory(tmp_path, "dir") as made:
+        (made / "file").write_bytes(b"")
+        raise RuntimeError("the build failed")
+    assert not made.exists()
+
+
 def test_pyodide_is_fetched_once_and_then_reused(tmp_path):
     npm = _fake_npm(tmp_path, pyodide_dist.PYODIDE_VERSION)
     cache = tmp_path / "cache"
     target = sitebuild.ensure_pyodide(cache, npm=str(npm), log=lambda message: None)
     assert target == pyodide_dist.pyodide_cache_path(cache.resolve())
     assert (target / "pyodide.asm.wasm").read_text() == "contents of pyodide.asm.wasm"
+    dead, live = _plant_leftovers(cache.resolve(), target.name)  # an unpack killed midway, one still running
     assert sitebuild.ensure_pyodide(cache, npm=str(npm), log=lambda message: None) == target
     assert (tmp_path / "calls").read_text().count("call") == 1
+    assert not dead.exists() and live.exists()
 
 
 def test_another_pyodide_version_is_refused(tmp_path):
@@ -146,6 +188,7 @@ def test_another_pyodide_version_is_refused(tmp_path):
     with pytest.raises(sitebuild.PyodideFetchError, match="holds Pyodide '0.26.0'"):
         sitebuild.ensure_pyodide(tmp_path / "cache", npm=str(npm), log=lambda message: None)
     assert not pyodide_dist.pyodide_cache_path((tmp_path / "cache").resolve()).exists()
+    assert not list((tmp_path / "cache").glob(f"*{scratch.SCRATCH_SUFFIX}"))
 
 
 def test_a_missing_npm_says_how_to_install_it(tmp_path, monkeypatch):
@@ -215,12 +258,14 @@ def test_a_cached_snapshot_is_used_and_a_missing_browser_is_said(tmp_path, monke
     assert "no memory snapshot" in said[0] and "no-chromium is missing" in said[0]
     assert not (site / sitebuild.SNAPSHOT_NAME).exists()
     (tmp_path / "cache").mkdir()
+    dead, live = _plant_leftovers(tmp_path / "cache", "snapshot")  # a build killed while making one, one making one
     (tmp_path / "cache" / f"{key}.snapshot").write_bytes(snapshot.pack_snapshot(key, b"made before"))
     (tmp_path / "cache" / f"{key}.features").write_text("jspi wasm-gc\n")
     made = snapshot.ensure_snapshot(site, ["wheels/w.whl"], "webdemo.page", python=sys.executable,
                                     cache_dir=tmp_path / "cache", log=said.append)
     assert made == snapshot.Snapshot(path=sitebuild.SNAPSHOT_NAME, key=key, features="jspi wasm-gc")
     assert snapshot.payload_of((site / sitebuild.SNAPSHOT_NAME).read_bytes()) == b"made before"
+    assert not dead.exists() and live.exists()
 
 
 def test_a_hung_snapshot_maker_is_a_snapshot_error(tmp_path, monkeypatch):
