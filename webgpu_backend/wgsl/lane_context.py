@@ -92,6 +92,9 @@ class LaneContext(CodeWriter):
         self.wide_slots_used = wide_register_slots
         #: expression -> the ``let`` holding its value, for this run of straight-line code (see ``known``)
         self._known: dict[str, str] = {}
+        #: register name -> the ``_known`` keys that name it (so a write drops them without rescanning every key;
+        #: a key dropped through another of its registers may stay listed: it is looked up, not trusted)
+        self._known_by_register: dict[str, set[str]] = {}
         self._written: dict[int, frozenset[str]] | None = None
 
     # ---- operands ---------------------------------------------------------------------------
@@ -148,7 +151,8 @@ class LaneContext(CodeWriter):
         compile time that grew with the program's length."""
         name = self._known.get(expr)
         if name is None:
-            name = self._known[expr] = self.temp(expr, prefix)
+            name = self.temp(expr, prefix)
+            self._remember(expr, name)
         return name
 
     def seen(self, fact: str) -> bool:
@@ -157,13 +161,19 @@ class LaneContext(CodeWriter):
         the first one stopped the lane already (a lane keeps only its first trap)."""
         if fact in self._known:
             return True
-        self._known[fact] = ""
+        self._remember(fact, "")
         return False
+
+    def _remember(self, key: str, value: str) -> None:
+        self._known[key] = value
+        for register in register_names(key):
+            self._known_by_register.setdefault(register, set()).add(key)
 
     def forget(self) -> None:
         """Forget every ``known`` value (a scope opens or closes: a ``let`` inside it is not visible
         after it, and a loop body runs again after later writes)."""
         self._known.clear()
+        self._known_by_register.clear()
 
     def written(self, index: int) -> None:
         """Forget the ``known`` values that read a register instruction ``index`` writes."""
@@ -174,10 +184,9 @@ class LaneContext(CodeWriter):
             for (at, _path), vreg in self.plan.registers.writes.items():
                 by_index.setdefault(at, set()).add(register_name(vreg))
             self._written = {at: frozenset(names) for at, names in by_index.items()}
-        names = self._written.get(index)
-        if names:
-            self._known = {expr: name for expr, name in self._known.items()
-                           if names.isdisjoint(register_names(expr))}
+        for register in self._written.get(index, ()):
+            for key in self._known_by_register.pop(register, ()):
+                self._known.pop(key, None)
 
     @contextmanager
     def block(self, head: str):
