@@ -187,14 +187,20 @@ def _float_sum(kc: KernelContext, ty: Type, base: int, total_bytes: int, chunk_b
     e.get(v).op("f64x2.extract_lane", 0).get(v).op("f64x2.extract_lane", 1).op("f64.add").set(total)
 
     def element(at: int) -> None:
-        e.get(total).get(base).get(at).op("i32.add")
-        load_scalar(kc.m, e, ty)
-        if ty is not Type.F64:
-            e.op("f64.promote_f32")
+        e.get(total)
+        _load_f64(kc.m, e, ty, base, at)
         e.op("f64.add").set(total)
 
     _loop(kc, i, total_bytes, size, element)
     e.get(total)
+
+
+def _load_f64(m, e, ty: Type, base: int, at: int) -> None:
+    """Push the float of type ``ty`` at byte address ``base + at`` (locals) as an f64 (exact)."""
+    e.get(base).get(at).op("i32.add")
+    load_scalar(m, e, ty)
+    if ty is not Type.F64:
+        e.op("f64.promote_f32")
 
 
 def _f32_blocks(kc: KernelContext, base: int, i: int, chunk_bytes: int, flush_into) -> None:
@@ -261,10 +267,7 @@ def _scaled_sum(cc, ty: Type, base: int, count: int, total: int) -> None:
     e.i32(count * size).set(end)
 
     def element(at: int) -> None:
-        e.get(base).get(at).op("i32.add")
-        load_scalar(cc.m, e, ty)
-        if ty is not Type.F64:
-            e.op("f64.promote_f32")
+        _load_f64(cc.m, e, ty, base, at)
         e.set(x)
         big_enough = lambda: e.get(x).op("f64.abs").f64(SCALE_THRESHOLD).op("f64.ge")  # noqa: E731 (NaN: small)
         e.get(big).get(x).f64(1.0 / SCALE_THRESHOLD).op("f64.mul").f64(0.0)
@@ -317,10 +320,8 @@ def _float_product(cc: CoopContext, ty: Type, base: int, count: int) -> None:
     e.i32(count * size).set(end)
 
     def element(at: int) -> None:
-        e.get(base).get(at).op("i32.add")
-        load_scalar(cc.m, e, ty)
-        if ty is not Type.F64:
-            e.op("f64.promote_f32")  # |x| in [2**-149, 2**128]: the partial times x stays normal
+        _load_f64(cc.m, e, ty, base, at)
+        if ty is not Type.F64:  # |x| in [2**-149, 2**128]: the partial times x stays normal
             e.get(total).op("f64.mul").set(total)
         else:
             e.set(x)

@@ -192,24 +192,24 @@ def _fmod64(m: ModuleContext) -> None:
             e.i64(1).get(shift).op("i64.sub").set(exp)
             e.else_()
             e.get(mant).i64(1 << 52).op("i64.or").set(mant)
+
+    def subtract_divisor() -> None:
+        """mx -= my where mx >= my; an exact zero returns a zero of x's sign."""
+        e.get(mx).get(my).op("i64.sub").tee(d).i64(0).op("i64.ge_s")
+        with e.if_():
+            e.get(d).op("i64.eqz")
+            with e.if_():
+                e.f64(0.0).get(x).op("f64.copysign").op("return")
+            e.get(d).set(mx)
+
     with e.block("done"):
         with e.loop("step"):
             e.get(ex).get(ey).op("i64.le_s").br_if("done")
-            e.get(mx).get(my).op("i64.sub").tee(d).i64(0).op("i64.ge_s")
-            with e.if_():
-                e.get(d).op("i64.eqz")
-                with e.if_():
-                    e.f64(0.0).get(x).op("f64.copysign").op("return")
-                e.get(d).set(mx)
+            subtract_divisor()
             e.get(mx).i64(1).op("i64.shl").set(mx)
             e.get(ex).i64(1).op("i64.sub").set(ex)
             e.br("step")
-    e.get(mx).get(my).op("i64.sub").tee(d).i64(0).op("i64.ge_s")
-    with e.if_():
-        e.get(d).op("i64.eqz")
-        with e.if_():
-            e.f64(0.0).get(x).op("f64.copysign").op("return")
-        e.get(d).set(mx)
+    subtract_divisor()
     e.get(mx).op("i64.clz").i64(11).op("i64.sub").set(shift)
     e.get(mx).get(shift).op("i64.shl").set(mx)
     e.get(ex).get(shift).op("i64.sub").set(ex)
