@@ -8,7 +8,8 @@ spatial`` consecutive elements) or a BatchNorm run of one item and channel (``sp
 grid-stride loop over the dispatched workgroups (at most the device's count per dimension). In each group the
 workgroup's invocations (16, 64 past 2^19 elements: ``NormSpec.workgroup``) stride over its elements, and every
 statistic is reduced in workgroup memory: each invocation's partial stored, one barrier, invocation 0 adds the
-partials in order, and ``workgroupUniformLoad`` hands the total to all (two barriers a statistic: llvmpipe pays for each barrier once per invocation):
+partials in order, and ``workgroupUniformLoad`` hands the total to all (two barriers a statistic: llvmpipe pays
+for each barrier once per invocation):
 
 1. ``A = max |x|`` (an infinity or NaN counts as infinite), and the exact power of two ``c`` that brings ``A``
    into [1, 2) (2**126 at most; 1 when ``A`` is 0 or not finite), so sums and squares of ``x * c`` neither
