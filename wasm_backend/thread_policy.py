@@ -12,7 +12,7 @@ same on every thread count and in the browser (one thread).
 
 from __future__ import annotations
 
-__all__ = ["PARALLEL_MAP_THRESHOLDS", "PARALLEL_MAP_THRESHOLD", "parallel_map_threshold", "CHUNKS_PER_THREAD",
+__all__ = ["PARALLEL_MAP_THRESHOLDS", "PARALLEL_MAP_THRESHOLD", "parallel_map_threshold", "SHARE_DIVISOR",
            "MIN_CHUNK_ELEMENTS", "chunk_ranges", "REDUCE_CHUNK_ELEMENTS", "PARALLEL_REDUCE_THRESHOLD",
            "reduce_chunk_count", "PARALLEL_LANES_THRESHOLD", "parallel_lanes_wanted", "PARALLEL_GEMM_THRESHOLD",
            "gemm_row_ranges"]
@@ -26,12 +26,14 @@ PARALLEL_MAP_THRESHOLDS = {"math library": 1 << 20, "arithmetic": 1 << 21}
 #: the smallest of them
 PARALLEL_MAP_THRESHOLD = min(PARALLEL_MAP_THRESHOLDS.values())
 
-#: chunks per thread a parallel map (or a reduction's groups of chunks, or a lane range) is cut into
-#: (threads take the next chunk when done, so a thread that starts late does less), and the fewest elements
-#: a chunk has. Measured on 2 idle cores (interleaved, best of 11-15, 1 thread against 2 threads cut 4, 8,
-#: 12 and 16 ways per thread): in Chromium 8 gained over 4 on Exp 4M (1.56-1.80x vs 1.44-1.66x) and Sum 16M
-#: (1.33-1.59x vs 1.24-1.42x), equal on Add 16M (memory-bound); natively within noise (1.54x vs 1.49x on Exp)
-CHUNKS_PER_THREAD = 8
+#: how a parallel map (or a reduction's chunks, or a launch's lanes) is cut: each piece takes
+#: 1 / (SHARE_DIVISOR * threads) of what is left (guided self-scheduling: pieces shrink toward the end), at
+#: least ``MIN_CHUNK_ELEMENTS`` (one chunk for a reduction). Threads take the next piece when done, so a
+#: thread that starts late does less, and the last pieces are small: the threads finish within one small
+#: piece of each other. The big first pieces keep the calls few (about 17 for a 16M-element Sum on 2
+#: threads, 20-25 for a 16M map). The earlier cut, 8 equal pieces per thread, left the calling thread
+#: waiting for the worker's last 1M-element piece (0.2-0.3 ms of Chromium's Sum 16M on 2 threads)
+SHARE_DIVISOR = 2
 MIN_CHUNK_ELEMENTS = 1 << 14
 
 #: elements per chunk of a chunked reduction (a multiple of every vector width and of the F32 block);
@@ -64,16 +66,22 @@ def parallel_map_threshold(operation: object) -> int:
 
 def chunk_ranges(count: int, threads: int, per_chunk: int, min_elements: int = MIN_CHUNK_ELEMENTS
                  ) -> list[tuple[int, int]]:
-    """Ranges ``(lo, hi)`` covering ``0 .. count`` in order: ``CHUNKS_PER_THREAD`` per thread of nearly
-    equal size (fewer where chunks would have under ``min_elements``), every ``lo`` a multiple of
-    ``per_chunk`` (so each element takes the vector or scalar code it takes in one call over the whole
-    range, and every vector access stays 16-byte aligned). Cuts the elements of a parallel map, the fixed
-    chunks of a reduction (``count`` chunks, ``per_chunk`` and ``min_elements`` 1) and the lanes of a SIMD
-    lane-mode launch."""
-    pieces = max(1, min(max(threads, 1) * CHUNKS_PER_THREAD, count // max(min_elements, 1)))
-    step = -(-count // pieces)
-    step = max(per_chunk, -(-step // per_chunk) * per_chunk)
-    return [(lo, min(lo + step, count)) for lo in range(0, count, step)]
+    """Ranges ``(lo, hi)`` covering ``0 .. count`` in order, shrinking toward the end: each takes
+    ``1 / (SHARE_DIVISOR * threads)`` of what is left, at least ``min_elements`` (the last may have fewer),
+    every ``lo`` a multiple of ``per_chunk`` (so each element takes the vector or scalar code it takes in
+    one call over the whole range, and every vector access stays 16-byte aligned). Cuts the elements of a
+    parallel map, the fixed chunks of a reduction (``count`` chunks, ``per_chunk`` and ``min_elements`` 1)
+    and the lanes of a SIMD lane-mode launch. A pure function of its arguments."""
+    share = SHARE_DIVISOR * max(threads, 1)
+    smallest = max(per_chunk, -(-max(min_elements, 1) // per_chunk) * per_chunk)
+    ranges = []
+    lo = 0
+    while lo < count:
+        step = -(-(count - lo) // share)
+        step = max(smallest, -(-step // per_chunk) * per_chunk)
+        ranges.append((lo, min(lo + step, count)))
+        lo += step
+    return ranges
 
 
 def gemm_row_ranges(rows: int, threads: int, step: int) -> list[tuple[int, int]]:

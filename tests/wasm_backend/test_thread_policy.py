@@ -11,8 +11,8 @@ import pytest
 from atlas_web.isa import BinaryMapOperation, MapOperation
 from wasm_backend.lowering.simd_function import LANES_PER_RANGE_STEP
 from wasm_backend.thread_policy import (
-    CHUNKS_PER_THREAD, MIN_CHUNK_ELEMENTS, PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS,
-    PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS, chunk_ranges, parallel_lanes_wanted, parallel_map_threshold,
+    MIN_CHUNK_ELEMENTS, PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLD, PARALLEL_MAP_THRESHOLDS,
+    PARALLEL_REDUCE_THRESHOLD, REDUCE_CHUNK_ELEMENTS, SHARE_DIVISOR, chunk_ranges, parallel_lanes_wanted, parallel_map_threshold,
     reduce_chunk_count,
 )
 from atlas_web import LaunchConfig
@@ -26,13 +26,27 @@ REDUCE_COUNT = PARALLEL_REDUCE_THRESHOLD + 4099
     (1 << 24, 2, 4)])
 def test_chunks_cover_the_range_in_order_and_start_on_vector_boundaries(count, threads, per_chunk):
     chunks = chunk_ranges(count, threads, per_chunk)
-    assert 1 <= len(chunks) <= threads * CHUNKS_PER_THREAD
-    assert len(chunks) == 1 or all(hi - lo >= MIN_CHUNK_ELEMENTS for lo, hi in chunks[:-1])
     assert chunks[0][0] == 0 and chunks[-1][1] == count
     assert all(a_hi == b_lo for (_, a_hi), (b_lo, _) in zip(chunks, chunks[1:]))
     assert all(lo % per_chunk == 0 and lo < hi for lo, hi in chunks)
+    assert len(chunks) == 1 or all(hi - lo >= MIN_CHUNK_ELEMENTS for lo, hi in chunks[:-1])
+
+
+@pytest.mark.parametrize("count, threads, per_chunk, min_elements", [
+    (MAP_COUNT, 2, 4, MIN_CHUNK_ELEMENTS), (1 << 24, 2, 16, MIN_CHUNK_ELEMENTS), (1 << 24, 8, 4, MIN_CHUNK_ELEMENTS),
+    (256, 2, 1, 1), (REDUCE_COUNT // REDUCE_CHUNK_ELEMENTS + 1, 3, 1, 1)])
+def test_pieces_shrink_toward_the_end_so_threads_finish_together(count, threads, per_chunk, min_elements):
+    """Each piece takes 1 / (SHARE_DIVISOR * threads) of what is left (rounded up to whole vector chunks), at
+    least min_elements: so they never grow, the first is a fair share and the last ones are the smallest."""
+    chunks = chunk_ranges(count, threads, per_chunk, min_elements)
     sizes = [hi - lo for lo, hi in chunks]
-    assert max(sizes) - min(sizes[:-1] or sizes) <= per_chunk
+    assert all(a >= b for a, b in zip(sizes, sizes[1:]))
+    first_share = -(-count // (SHARE_DIVISOR * threads))
+    assert first_share <= sizes[0] < first_share + per_chunk
+    assert max(sizes[-threads:]) <= max(min_elements, per_chunk) + per_chunk
+    for (lo, hi), size in zip(chunks[:-1], sizes):
+        assert size >= -(-(count - lo) // (SHARE_DIVISOR * threads))   # a share of what was left
+    assert len(chunks) < 12 * threads * SHARE_DIVISOR   # few calls: the first pieces are big
 
 
 def test_reduction_chunk_groups_cover_every_chunk_once_in_order():
