@@ -15,8 +15,8 @@ Threads: natively the memory is shared and, on ``threads`` threads (the launchin
   (1M for math-library operations, 2M for arithmetic) over disjoint (or exactly aliased) arrays runs its
   kernel in chunks (``env.parallel_map``);
 * a ParallelReduce of at least ``thread_policy.PARALLEL_REDUCE_THRESHOLD`` elements (4M; not the float
-  Product) runs its fixed chunks in groups (``env.parallel_reduce``: partials in scratch memory, folded
-  by the module in chunk order, as one thread folds them);
+  Product) runs its fixed chunks in groups (``env.parallel_reduce``: partials in the per-launch area,
+  folded by the module in chunk order, as one thread folds them);
 * a SIMD lane-mode launch of at least ``thread_policy.PARALLEL_LANES_THRESHOLD`` lanes (2M) whose lanes
   cannot see each other's effects runs in ranges of lanes (``env.parallel_lanes``);
 * a GEMM/BatchedGEMM item of at least ``thread_policy.PARALLEL_GEMM_THRESHOLD`` multiply-adds (16M) runs its
@@ -24,14 +24,18 @@ Threads: natively the memory is shared and, on ``threads`` threads (the launchin
   items (``env.parallel_gemm``: each range's packing scratch taken from the arena once per launch; without
   room, the module runs it in one call).
 
-``device_info()["parallel_dispatches"]`` counts the three, ``["parallel_worker_chunks"]`` the chunks worker
-threads ran. A failure or a KeyboardInterrupt stops the chunks of a launch between two chunks, and the
-launch raises once no worker runs any (no write to the memory after it raised). In the browser the runner
-has one thread and everything runs on it (the same chunks, the same bits).
+The first three are ``parallel_dispatch.ParallelDispatch`` imports: how the host cuts them depends on their
+arguments only, so the runner keeps the cut (in the browser, in JS: a repeated launch's dispatch does not
+enter Python). ``device_info()["parallel_dispatches"]`` counts the four, ``["parallel_worker_chunks"]`` the
+chunks worker threads ran. A failure or a KeyboardInterrupt stops the chunks of a launch between two
+chunks, and the launch raises once no worker runs any (no write to the memory after it raised). In the
+browser the threads are Web Workers where the page is cross-origin isolated and Python runs in a worker
+(``runners/js_threads.py``), else one thread runs everything (the same chunks, the same bits).
 """
 
 from __future__ import annotations
 
+import functools
 import platform
 import weakref
 from typing import Any
@@ -56,11 +60,11 @@ from atlas_web.registry import DeviceProbe
 from . import layout
 from .device_memory import MAX_MEMORY_BYTES, DeviceMemory
 from .errors import WasmTrap
+from .parallel_dispatch import ParallelDispatch
 from .thread_policy import (
     PARALLEL_LANES_THRESHOLD, PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD, chunk_ranges, gemm_row_ranges,
     reduce_chunk_count,
 )
-from .lowering.coop_reduce import PARTIAL_BYTES
 from .lowering.simd_function import LANES_PER_RANGE_STEP, SIMD_CHUNK
 from .lowering import (
     COOPERATIVE_RULES, compile_program, cooperative_operation_supported, op_supported,
@@ -129,7 +133,8 @@ class WasmBackend(Backend):
         threads = _check_threads(threads)
         options = {"budgeted": False, "threads": threads} if runner_name(runner) == "wasmtime" else {"threads": threads}
         self._runner = create_runner(runner, **options)
-        self._parallel_dispatches = 0
+        self._gemm_dispatches = 0
+        self._dispatches = self._runner.dispatch_count()   # of the ParallelDispatch imports
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
         self._memory = DeviceMemory(self._runner, limit)
         # verified (and optimized) programs and their lowering plans
@@ -334,41 +339,6 @@ class WasmBackend(Backend):
         self._memory.free(alloc.handle, "pool")
         return 0
 
-    def _parallel_map(self, instance, compiled, index: int, dst: int, src_a: int, src_b: int, count: int) -> None:
-        """``env.parallel_map``: run map ``index``'s kernel over ``0 .. count`` in ``CHUNKS_PER_THREAD`` chunks per
-        thread (fewer for small maps), each thread taking the next chunk when done; every chunk starts at a
-        multiple of the elements per vector chunk (so results equal one call's)."""
-        export, per_chunk = compiled.parallel_maps[index]
-        operands = (dst & 0xFFFFFFFF, src_a & 0xFFFFFFFF, src_b & 0xFFFFFFFF)
-        chunks = [(*operands, lo, hi)
-                  for lo, hi in chunk_ranges(count & 0xFFFFFFFF, self._runner.threads, per_chunk)]
-        self._parallel_dispatches += 1
-        self._runner.parallel_caller(instance, export)(chunks)
-
-    def _parallel_reduce(self, instance, compiled, index: int, src: int, count: int) -> int:
-        """``env.parallel_reduce``: run reduction ``index``'s kernel over its fixed chunks, in groups of chunks
-        on the threads, writing each chunk's partial to scratch memory; returns the partials' address (0 when
-        no scratch memory is left: the module then reduces in one thread, with the same result)."""
-        count &= 0xFFFFFFFF
-        chunks = reduce_chunk_count(count)
-        try:
-            partials = self._memory.scratch(chunks * PARTIAL_BYTES, "reduction partials")
-        except AllocationFailed:
-            return 0
-        self._scratch.append(partials)
-        groups = [(src & 0xFFFFFFFF, first, end, count, partials)
-                  for first, end in chunk_ranges(chunks, self._runner.threads, 1, 1)]
-        self._parallel_dispatches += 1
-        self._runner.parallel_caller(instance, compiled.parallel_reduces[index])(groups)
-        return partials
-
-    def _parallel_lanes(self, instance, lanes: int) -> None:
-        """``env.parallel_lanes``: run the SIMD kernel over ranges of ``0 .. lanes`` on the threads (range starts
-        are multiples of a whole unrolled step, so every lane runs the code it runs in one call)."""
-        ranges = chunk_ranges(lanes & 0xFFFFFFFF, self._runner.threads, LANES_PER_RANGE_STEP)
-        self._parallel_dispatches += 1
-        self._runner.parallel_caller(instance, SIMD_CHUNK)(ranges)
-
     def _parallel_gemm(self, instance, compiled, index: int, a: int, b: int, c: int) -> int:
         """``env.parallel_gemm``: run GEMM ``index``'s export over one range (of rows, GEMV outputs or batch items)
         per thread, each with packing scratch of its own from the arena (taken once per launch, for every batch
@@ -386,7 +356,7 @@ class WasmBackend(Backend):
             self._gemm_scratch[index] = scratch
         operands = (a & 0xFFFFFFFF, b & 0xFFFFFFFF, c & 0xFFFFFFFF)
         calls = [(*operands, scratch + k * slot_bytes, lo, hi) for k, (lo, hi) in enumerate(ranges)]
-        self._parallel_dispatches += 1
+        self._gemm_dispatches += 1
         self._runner.parallel_caller(instance, export)(calls)
         return 0
 
@@ -429,7 +399,7 @@ class WasmBackend(Backend):
         fewest elements a map needs to run on them, by the cost of its operation),
         ``parallel_reduce_threshold`` (the fewest elements a reduction needs), ``parallel_lanes_threshold``
         (the fewest SIMD lanes a launch needs), ``parallel_dispatches``
-        (maps, reductions and SIMD lane ranges that ran on the threads so far), ``parallel_worker_chunks``
+        (maps, reductions, SIMD lane ranges and GEMMs that ran on the threads so far), ``parallel_worker_chunks``
         (the chunks of those that worker threads, not the launching thread, ran)."""
         return {
             "name": self.name,
@@ -449,7 +419,7 @@ class WasmBackend(Backend):
             "parallel_map_thresholds": dict(PARALLEL_MAP_THRESHOLDS),
             "parallel_reduce_threshold": PARALLEL_REDUCE_THRESHOLD,
             "parallel_lanes_threshold": PARALLEL_LANES_THRESHOLD,
-            "parallel_dispatches": self._parallel_dispatches,
+            "parallel_dispatches": self._gemm_dispatches + int(self._dispatches.value),
             "parallel_worker_chunks": self._runner.worker_calls,
         }
 
@@ -484,18 +454,43 @@ def _host_imports(backend: WasmBackend, compiled: Any, instance_cell: list) -> d
     proxy = weakref.proxy(backend)
     host = {name: _weak_method(proxy, f"_host_{name}") for name in compiled.host_imports
             if not name.startswith("parallel")}
+    threads = backend._runner.threads
     if "parallel_map" in compiled.host_imports:
-        host["parallel_map"] = lambda index, dst, a, b, count: proxy._parallel_map(
-            instance_cell[0](), compiled, index, dst, a, b, count)
+        host["parallel_map"] = ParallelDispatch(functools.partial(_map_plan, compiled.parallel_maps, threads),
+                                                backend._dispatches)
+    if "parallel_reduce" in compiled.host_imports:
+        host["parallel_reduce"] = ParallelDispatch(
+            functools.partial(_reduce_plan, compiled.parallel_reduces, threads), backend._dispatches)
     if "parallel_lanes" in compiled.host_imports:
-        host["parallel_lanes"] = lambda lanes: proxy._parallel_lanes(instance_cell[0](), lanes)
+        host["parallel_lanes"] = ParallelDispatch(functools.partial(_lanes_plan, threads), backend._dispatches)
     if "parallel_gemm" in compiled.host_imports:
         host["parallel_gemm"] = lambda index, a, b, c: proxy._parallel_gemm(
             instance_cell[0](), compiled, index, a, b, c)
-    if "parallel_reduce" in compiled.host_imports:
-        host["parallel_reduce"] = lambda index, src, count: proxy._parallel_reduce(
-            instance_cell[0](), compiled, index, src, count)
     return host
+
+
+def _map_plan(maps: dict, threads: int, index: int, dst: int, src_a: int, src_b: int, count: int
+              ) -> tuple[str, list[tuple]]:
+    """``env.parallel_map``'s calls: map ``index``'s kernel over pieces of ``0 .. count`` (``chunk_ranges``: each
+    starts at a multiple of the elements per vector chunk, so results equal one call's)."""
+    export, per_chunk = maps[index]
+    operands = (dst & 0xFFFFFFFF, src_a & 0xFFFFFFFF, src_b & 0xFFFFFFFF)
+    return export, [(*operands, lo, hi) for lo, hi in chunk_ranges(count & 0xFFFFFFFF, threads, per_chunk)]
+
+
+def _reduce_plan(reduces: dict, threads: int, index: int, src: int, count: int, partials: int
+                 ) -> tuple[str, list[tuple]]:
+    """``env.parallel_reduce``'s calls: reduction ``index``'s kernel over groups of its fixed chunks, each
+    writing its chunks' partials at ``partials`` (the module's per-launch area; the module folds them)."""
+    count &= 0xFFFFFFFF
+    return reduces[index], [(src & 0xFFFFFFFF, first, end, count, partials & 0xFFFFFFFF)
+                            for first, end in chunk_ranges(reduce_chunk_count(count), threads, 1, 1)]
+
+
+def _lanes_plan(threads: int, lanes: int) -> tuple[str, list[tuple]]:
+    """``env.parallel_lanes``'s calls: the SIMD kernel over ranges of ``0 .. lanes`` (starts are multiples of a
+    whole unrolled step, so every lane runs the code it runs in one call)."""
+    return SIMD_CHUNK, chunk_ranges(lanes & 0xFFFFFFFF, threads, LANES_PER_RANGE_STEP)
 
 
 def _weak_method(proxy: Any, name: str) -> Any:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import abc
 import functools
 import hashlib
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -51,6 +52,7 @@ from atlas_web.errors import AllocationFailed, InvalidBuffer, UnsupportedOperati
 
 from .encoding.types import MAX_PAGES, PAGE_SIZE, ExternKind, FuncType, Limits, ValType
 from .errors import WasmInterfaceError
+from .parallel_dispatch import DispatchCount, ParallelDispatch, dispatch_function
 
 __all__ = ["ModuleImport", "ModuleExport", "CompiledModule", "WasmMemory", "WasmInstance", "WasmRunner"]
 
@@ -224,7 +226,8 @@ class WasmRunner(abc.ABC):
                     ) -> WasmInstance:
         """Instantiate ``module``: its imported memory is ``memory``, one given in ``imports``, or a new one of
         ``memory_pages`` (default: the module's minimum) … ``max_pages`` pages; imported functions are Python
-        callables from ``imports[module][name]``. Runs the start function (a trap raises WasmTrap).
+        callables from ``imports[module][name]``, or ``ParallelDispatch`` plans of batches on the threads
+        (``parallel_dispatch``). Runs the start function (a trap raises WasmTrap).
 
         Raises WasmInterfaceError when an import is missing or of the wrong kind, or when memory settings
         are given for a module that imports no memory.
@@ -241,10 +244,14 @@ class WasmRunner(abc.ABC):
                                          "its memory; this one does not")
         else:
             memory = self._memory_for_import(memory_imports[0], provided, memory, memory_pages, max_pages)
-        functions: dict[tuple[str, str], Callable[..., Any]] = {}
+        functions: dict[tuple[str, str], Any] = {}
+        instance_ref: list = []
         for imp in module.imports:
             if imp.kind == ExternKind.FUNC:
                 func = provided.get(imp.module, {}).get(imp.name)
+                if isinstance(func, ParallelDispatch):
+                    functions[(imp.module, imp.name)] = self._dispatch_import(func, instance_ref)
+                    continue
                 if not callable(func):
                     signature = imp.functype.text() if imp.functype else ""
                     raise WasmInterfaceError(f"import {imp.module}.{imp.name} ({signature}) needs a Python callable "
@@ -253,7 +260,18 @@ class WasmRunner(abc.ABC):
             elif imp.kind != ExternKind.MEMORY:
                 raise WasmInterfaceError(f"import {imp.module}.{imp.name} is a {imp.kind.text}; runners provide only "
                                          "functions and one memory")
-        return self._instantiate(module, memory, functions)
+        instance = self._instantiate(module, memory, functions)
+        instance_ref.append(weakref.ref(instance))
+        return instance
+
+    def dispatch_count(self) -> Any:
+        """A new count of dispatches (``value``) for the ``ParallelDispatch`` imports of one backend."""
+        return DispatchCount()
+
+    def _dispatch_import(self, dispatch: ParallelDispatch, instance_ref: list) -> Any:
+        """Hook: what ``_instantiate`` receives for a ParallelDispatch import (``instance_ref[0]()``: the instance,
+        once made). Default: a Python function (``parallel_dispatch.dispatch_function``)."""
+        return dispatch_function(self, dispatch, instance_ref)
 
     def call(self, instance: WasmInstance, export_name: str, *args: object, budget: int | None = None) -> Any:
         """Call exported function ``export_name``; returns None, one value or a tuple.

@@ -8,12 +8,13 @@ result is therefore the same bits whether the chunks ran one after the other on 
 browser, ``threads=1``, counts under the threshold) or on several:
 
 * in one thread the cooperative function calls the chunk function chunk by chunk and folds as it goes;
-* a module compiled for several threads imports ``env.parallel_reduce(instruction, src, count) ->
-  address``: for at least ``thread_policy.PARALLEL_REDUCE_THRESHOLD`` elements the host runs the exported, global-free
-  ``reduce_kernel_<index>(src, first_chunk, end_chunk, count, partials)`` over groups of chunks on its
-  threads, each writing the partial of chunk ``c`` to ``partials + 8 * c`` (scratch memory the host
-  returns; 0 when it has none, and then the module folds in one thread), and the module folds the
-  partials in chunk order.
+* a module compiled for several threads imports ``env.parallel_reduce(instruction, src, count,
+  partials)``: for at least ``thread_policy.PARALLEL_REDUCE_THRESHOLD`` elements the host runs the exported,
+  global-free ``reduce_kernel_<index>(src, first_chunk, end_chunk, count, partials)`` over groups of chunks
+  on its threads, each writing the partial of chunk ``c`` to ``partials + 8 * c`` (the cooperative scratch
+  of the per-launch area, sized at compile time: ``reduce_partials_bytes``), and the module folds the
+  partials in chunk order. The import's arguments are all the host needs, so a host may keep its cut of
+  the chunks for the same arguments (the browser's does, in JS).
 
 Partials, by kind:
 
@@ -53,17 +54,17 @@ from .rules import cooperative_rule
 from .typemap import type_info
 
 __all__ = ["REDUCE_KINDS", "PARTIAL_BYTES", "reduce_kernel_name", "reduce_chunked", "parallel_reduce_wanted",
-           "build_reduce"]
+           "reduce_partials_bytes", "build_reduce"]
 
 I32, I64, F32, F64, V128 = ValType.I32, ValType.I64, ValType.F32, ValType.F64, ValType.V128
 
 #: operation -> element operation of coop_ops (the instruction it folds with)
 REDUCE_KINDS = {op: ELEMENT_FUNCTIONS[op].lower() for op in ReduceOperation}
 
-#: bytes per partial in the host's partials area
+#: bytes per partial in the partials area
 PARTIAL_BYTES = 8
-# env.parallel_reduce(instruction, src, count) -> partials address (0: none, fold in one thread)
-HOST_IMPORTS.setdefault("parallel_reduce", ((I32, I32, I32), (I32,)))
+# env.parallel_reduce(instruction, src, count, partials): every chunk's partial written at partials
+HOST_IMPORTS.setdefault("parallel_reduce", ((I32, I32, I32, I32), ()))
 
 
 
@@ -470,14 +471,15 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int, before_
                 and parallel_reduce_wanted(cc.instr.operation, plan.ty, count)):
             _build_kernel(m, cc.index, plan, chunk_function)
             partials = cc.local(I32)
-            e.i32(cc.index).get(base).i32(count).call(m.host("parallel_reduce")).tee(partials)
-            with e.if_():
-                with e.loop("partials"):
-                    e.get(partials).get(chunk).i32(PARTIAL_BYTES).op("i32.mul").op("i32.add")
-                    e.op(_LOADS[plan.valtype], 0).set(value)
-                    plan.fold(e, total, value)
-                    e.get(chunk).i32(1).op("i32.add").tee(chunk).i32(chunks).op("i32.lt_u").br_if("partials")
-                e.br("folded")
+            cc.launch_base()
+            e.i32(cc.launch.coop_scratch).op("i32.add").set(partials)
+            e.i32(cc.index).get(base).i32(count).get(partials).call(m.host("parallel_reduce"))
+            with e.loop("partials"):
+                e.get(partials).get(chunk).i32(PARTIAL_BYTES).op("i32.mul").op("i32.add")
+                e.op(_LOADS[plan.valtype], 0).set(value)
+                plan.fold(e, total, value)
+                e.get(chunk).i32(1).op("i32.add").tee(chunk).i32(chunks).op("i32.lt_u").br_if("partials")
+            e.br("folded")
         with e.loop("chunks"):
             e.get(chunk).i32(chunks).op("i32.ge_u").br_if("folded")
             _chunk_bounds(e, chunk, ("const", count), lo, hi)
@@ -495,7 +497,15 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int, before_
         e.get(total)
 
 
-@cooperative_rule("ParallelReduce", operations=reduce_operation_supported)
+def reduce_partials_bytes(instr) -> int:
+    """The per-launch scratch of a ParallelReduce: one partial per chunk where its chunks may go to the
+    threads (``env.parallel_reduce``), else none."""
+    if parallel_reduce_wanted(instr.operation, instr.ty, instr.count):
+        return reduce_chunk_count(instr.count) * PARTIAL_BYTES
+    return 0
+
+
+@cooperative_rule("ParallelReduce", operations=reduce_operation_supported, scratch=reduce_partials_bytes)
 def build_parallel_reduce(cc: CoopContext) -> None:
     build_reduce(cc)
 

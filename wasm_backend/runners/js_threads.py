@@ -313,18 +313,41 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
       return Array.from(new Float64Array(buffer, TRACE_AT, 4 * k));
     },
     forget() { for (const entry of workers) { entry.worker.postMessage({ forget: true }); entry.memoryId = 0; } },
-    // the batch runner of one export: called with the number of calls and their arguments, params numbers
-    // per call, one after the other (no array to convert); returns undefined, or [first failing call, error name, message]
+    // the batch runner of one export: called with the number of calls and their arguments (params numbers
+    // per call, one after the other, in an array or a typed array); returns undefined, or [first failing
+    // call, error name, message]. Its .spread takes the arguments as arguments (no array to convert)
     batch(module, memory, exports, name, params, mask) {
       const fn = exports[name], nameBytes = encoder.encode(name).subarray(0, 64);
       const per = Math.max(1, Math.floor(L.MAX_ARGS / Math.max(1, params)));
-      return (total, ...flat) => {
+      const run = (total, flat) => {
         const ids = send(module, memory), failures = [];
         for (let start = 0; start < total && failures.length === 0; start += per) {
           slice(ids, fn, nameBytes, flat, start, Math.min(per, total - start), params, mask, failures);
           if (failures.length && failures[0] >= 0) failures[0] += start;
         }
         return failures.length ? failures : undefined;  // undefined reaches Python as None
+      };
+      run.spread = (total, ...flat) => run(total, flat);
+      return run;
+    },
+    // the imported function of a ParallelDispatch (wasm_backend/parallel_dispatch.py): plan(...args) (Python)
+    // returns [batch runner, calls, their arguments as a Float64Array, export name], kept by the arguments
+    // (at most kept of them), or undefined when it ran the calls itself (nothing kept); a failing batch
+    // calls fail(export name, failure), which raises the Python error
+    dispatcher(plan, fail, count, kept) {
+      const plans = new Map();
+      return (...args) => {
+        count.value += 1;
+        const key = args.join(",");
+        let found = plans.get(key);
+        if (found === undefined) {
+          found = plan(...args);
+          if (found === undefined) return;
+          if (plans.size >= kept) plans.clear();
+          plans.set(key, found);
+        }
+        const failed = found[0](found[1], found[2]);
+        if (failed !== undefined) fail(found[3], failed);
       };
     },
   };
@@ -391,7 +414,7 @@ class JsThreadPool:
         that runs every call on the threads and returns None, or (first failing index, exception name,
         message); index -2: a worker could not instantiate the module. Make one per export and keep it: a
         batch then converts nothing but the numbers."""
-        run = self._pool.batch(module, memory, exports, export_name, params, i64_mask)
+        run = self.batch_function(module, memory, exports, export_name, params, i64_mask).spread
 
         def run_batch(argument_lists: list[tuple]) -> tuple[int, str, str] | None:
             failed = run(len(argument_lists), *[value for arguments in argument_lists for value in arguments])
@@ -401,6 +424,18 @@ class JsThreadPool:
             return int(index), str(name), str(message)
 
         return run_batch
+
+    def batch_function(self, module: Any, memory: Any, exports: Any, export_name: str, params: int,
+                       i64_mask: int = 0) -> Any:
+        """The JS batch runner behind ``batch``: ``run(calls, arguments)`` with the calls' arguments flat (an
+        array or a Float64Array of ``calls * params`` numbers), returning undefined or ``[first failing index,
+        exception name, message]``; ``run.spread(calls, *arguments)`` takes them as arguments."""
+        return self._pool.batch(module, memory, exports, export_name, params, i64_mask)
+
+    def dispatcher(self, plan: Any, fail: Any, count: Any, kept: int) -> Any:
+        """The JS function imported for a ParallelDispatch (see the pool's ``dispatcher``): ``plan`` and
+        ``fail`` are proxies of Python functions, ``count`` a JS object whose ``value`` it increments."""
+        return self._pool.dispatcher(plan, fail, count, kept)
 
     def set_tracing(self, on: bool) -> None:
         """Record (or stop recording) when each call of the following batches ran on which thread (a profiling

@@ -1,0 +1,89 @@
+"""ParallelDispatch imports (wasm_backend/parallel_dispatch.py): the host plans a dispatch's calls once per
+distinct arguments and runs them on the threads every time; results stay those of a fresh plan."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import wasm_backend.backend as wasm_backend_module
+from atlas_web import LaunchConfig, Program
+from atlas_web.isa import Register, Type
+from atlas_web.isa.addresses import make_pointer
+from atlas_web.launch import ExecutionParams
+from wasm_backend import WasmBackend
+from wasm_backend.parallel_dispatch import PLANS_KEPT
+from wasm_backend.thread_policy import PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD
+
+COUNT = max(PARALLEL_MAP_THRESHOLDS.values()) + 4099
+REDUCE_COUNT = PARALLEL_REDUCE_THRESHOLD + 4099
+
+
+def _counting(monkeypatch, name: str) -> list:
+    """Record the arguments of every call of the backend's plan function ``name``."""
+    calls = []
+    original = getattr(wasm_backend_module, name)
+    monkeypatch.setattr(wasm_backend_module, name, lambda *args: calls.append(args) or original(*args))
+    return calls
+
+
+def test_a_repeated_launch_plans_its_map_once_and_dispatches_every_time(monkeypatch):
+    planned = _counting(monkeypatch, "_map_plan")
+    backend = WasmBackend(threads=2)
+    try:
+        values = np.arange(COUNT, dtype=np.float32) % 1000 - 500
+        a, b = backend.allocate_typed(values), backend.allocate_typed(values[::-1].copy())
+        outs = [backend.allocate_typed(COUNT, Type.F32) for _ in range(2)]
+        programs = [Program.from_text(f"pmap2.add.f32 [buf{int(out)} + 0], [buf{int(a)} + 0], "
+                                      f"[buf{int(b)} + 0], {COUNT}\nexit\n") for out in outs]
+        before = backend.device_info()["parallel_dispatches"]
+        for _ in range(3):
+            for program in programs:
+                backend.execute_program(program, LaunchConfig())
+        assert backend.device_info()["parallel_dispatches"] - before == 6
+        assert len(planned) == 2                         # one plan per destination (its own arguments)
+        for out in outs:
+            got = np.asarray(backend.copy_typed_from(out, Type.F32, COUNT))
+            assert np.array_equal(got, values + values[::-1])
+    finally:
+        backend.close()
+
+
+def test_a_repeated_reduction_plans_once_and_folds_partials_from_the_launch_area(monkeypatch):
+    planned = _counting(monkeypatch, "_reduce_plan")
+    backend = WasmBackend(threads=2)
+    try:
+        values = (np.arange(REDUCE_COUNT) % 7).astype(np.int32)
+        src, out = backend.allocate_typed(values), backend.allocate_typed(1, Type.I32)
+        program = Program.from_text(f"preduce.sum.i32 r1, [buf{int(src)} + 0], {REDUCE_COUNT}\n"
+                                    f"stg.i32 [buf{int(out)} + 0], r1\nexit\n")
+        for k in range(3):
+            backend.copy_to_buffer(src, (values + k).tobytes())
+            backend.execute_program(program, LaunchConfig())
+            assert int(backend.copy_typed_from(out, Type.I32, 1)[0]) == int((values + k).sum(dtype=np.int64)
+                                                                            .astype(np.int32))
+        assert len(planned) == 1
+        index, src_address, count, partials = planned[0][2:]
+        assert count == REDUCE_COUNT and partials != src_address
+    finally:
+        backend.close()
+
+
+def test_an_import_keeps_at_most_plans_kept_argument_tuples(monkeypatch):
+    """One program launched over more distinct sources (a preset pointer) than PLANS_KEPT: the import forgets
+    its plans and plans again (no unbounded growth), and every launch gets its own source's result."""
+    planned = _counting(monkeypatch, "_map_plan")
+    backend = WasmBackend(threads=2)
+    try:
+        count = PARALLEL_MAP_THRESHOLDS["arithmetic"]
+        dst = backend.allocate_typed(count, Type.F32)
+        src = backend.allocate_typed(np.arange(count + PLANS_KEPT + 1, dtype=np.float32))
+        program = Program.from_text(f"pmap.neg.f32 [buf{int(dst)} + 0], [r2 + 0], {count}\nexit\n")
+        sources = (*range(PLANS_KEPT), 0, PLANS_KEPT, 0)
+        for k in sources:
+            pointer = (Type.U64, make_pointer(int(src), 4 * k))
+            backend.execute_program_with_params(program, ExecutionParams(LaunchConfig(), {Register(2): pointer}))
+            assert float(backend.copy_typed_from(dst, Type.F32, 1)[0]) == -float(k)
+        # source 0 again is kept; the 65th distinct source makes the import forget: source 0 is planned again
+        assert len(planned) == PLANS_KEPT + 2
+    finally:
+        backend.close()
