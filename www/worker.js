@@ -14,7 +14,8 @@
 // snapshot is used only where this runtime makes the same choices the maker's did (SNAPSHOT_FEATURES: a
 // snapshot keeps CPython's call trampoline and Pyodide's stack-switching flag, which differ between runtimes)
 // and only when the key inside the file is site.json's (the wheels and Pyodide it was made with); otherwise,
-// or when restoring fails, Python starts normally and {boot: "normal", note} says why. The URL parameter
+// or when restoring fails, or writing the files back or importing the entry module after it does, Python starts
+// normally and {boot: "normal", note} says why. The URL parameter
 // ``snapshot=off`` on the page (passed on to this worker) starts normally too.
 //
 // With ``make-snapshot`` in its URL the worker makes that snapshot instead (sitebuild.snapshot drives it):
@@ -32,6 +33,14 @@ const MEMORY_CHUNK = 65536;
 
 function step(value, text) {
   self.postMessage({ step: value, text });
+}
+
+/** What went wrong, in words: an Error's message, or the errno of a file system error of Pyodide's (Emscripten's
+ * FS.ErrnoError carries no message). */
+function reason(error) {
+  if (error && error.message) return error.message;
+  if (error && error.errno !== undefined) return `file system error ${error.errno}`;
+  return String(error);
 }
 
 /** What a memory snapshot keeps of the runtime it was made in: JS Promise Integration (Pyodide's run_sync)
@@ -138,13 +147,15 @@ function snapshotRefusal(manifest) {
   return "";
 }
 
-/** {python: Pyodide, files}: restored from ``snapshot`` (readSnapshot's promise, or null where ``refusal``
- * says why it is not tried) where it can be (``files``: what its site-packages held), else started normally
- * (``files`` null). */
+/** {python: Pyodide, entry: the entry module}: restored from ``snapshot`` (readSnapshot's promise, or null where
+ * ``refusal`` says why it is not tried), its site-packages written back and the entry module imported, where all
+ * three can be done; else (a restored Python that cannot take its files back or import the entry module is
+ * dropped) started normally, the wheels installed and the entry module imported. */
 async function startPython(loadPyodide, manifest, base, snapshot, refusal) {
   const indexURL = new URL(manifest.pyodide_path, base).href;
   let note = refusal;
   if (snapshot) {
+    let doing = "restoring the memory snapshot";
     try {
       const memory = snapshot.then((read) => read.memory);
       memory.catch(() => {});  // loadPyodide awaits it only once its own modules are in: no unhandled rejection
@@ -152,16 +163,27 @@ async function startPython(loadPyodide, manifest, base, snapshot, refusal) {
       // the snapshot holds the maker's state of Python's random module: reseed it from the browser's entropy,
       // or every page restored from this snapshot would draw the same numbers
       restored.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");
+      self.postMessage({ mark: "pyodide" });
+      step(3, `Installing ${manifest.project_name} ${manifest.project_version} from the snapshot…`);
+      doing = "writing the snapshot's files back";
+      restoreFiles(restored, (await snapshot).files);
+      doing = `importing ${manifest.entry_module} after restoring the snapshot`;
+      const entry = restored.pyimport(manifest.entry_module);
+      self.postMessage({ mark: "wheels" });
       self.postMessage({ boot: "snapshot", note: "Python restored from the site's memory snapshot" });
-      return { python: restored, files: (await snapshot).files };
+      return { python: restored, entry };
     } catch (error) {
-      note = `restoring the memory snapshot failed: ${error && error.message ? error.message : error}`;
+      note = `${doing} failed: ${reason(error)}`;
     }
+    step(2, `Loading Python (Pyodide ${manifest.pyodide_version}) in a worker…`);
   }
-  if (snapshot) step(2, `Loading Python (Pyodide ${manifest.pyodide_version}) in a worker…`);
   const started = await loadPyodide({ indexURL });
   self.postMessage({ boot: "normal", note: `Python started without the snapshot: ${note}` });
-  return { python: started, files: null };
+  self.postMessage({ mark: "pyodide" });
+  step(3, `Installing ${manifest.project_name} ${manifest.project_version}…`);
+  await installWheels(started, manifest, base);
+  self.postMessage({ mark: "wheels" });
+  return { python: started, entry: started.pyimport(manifest.entry_module) };
 }
 
 /** Install the site's wheels into ``python`` (Pyodide's loadPackage, by URL); raises on any problem. */
@@ -179,10 +201,14 @@ async function installWheels(python, manifest, base) {
 function restoreFiles(python, files) {
   const made = new Set();
   for (const [path, data] of files) {
-    const directory = path.slice(0, path.lastIndexOf("/"));
-    if (!made.has(directory)) python.FS.mkdirTree(directory);
-    made.add(directory);
-    python.FS.writeFile(path, data);
+    try {
+      const directory = path.slice(0, path.lastIndexOf("/"));
+      if (!made.has(directory)) python.FS.mkdirTree(directory);
+      made.add(directory);
+      python.FS.writeFile(path, data);
+    } catch (error) {
+      throw new Error(`${path}: ${reason(error)}`);
+    }
   }
   python.runPython("import importlib; importlib.invalidate_caches()");
 }
@@ -207,15 +233,9 @@ async function boot() {
 
   const started = await startPython(loadPyodide, manifest, base, snapshot, refusal);
   pyodide = started.python;
-  self.postMessage({ mark: "pyodide" });
-
-  step(3, `Installing ${manifest.project_name} ${manifest.project_version}…`);
-  if (started.files) restoreFiles(pyodide, started.files);
-  else await installWheels(pyodide, manifest, base);
-  self.postMessage({ mark: "wheels" });
 
   step(4, "Starting the page…");
-  page = pyodide.pyimport(manifest.entry_module);
+  page = started.entry;
   await page.start();
   self.postMessage({ started: true, manifest });
 }
@@ -238,7 +258,7 @@ async function makeSnapshot() {
 }
 
 const ready = (options.has("make-snapshot") ? makeSnapshot() : boot()).catch((error) => {
-  self.postMessage({ failed: String(error && error.message ? error.message : error) });
+  self.postMessage({ failed: reason(error) });
   throw error;
 });
 
@@ -260,6 +280,6 @@ self.onmessage = async ({ data }) => {
     }
     self.postMessage({ reply: id, value });
   } catch (error) {
-    self.postMessage({ reply: id, error: String(error && error.message ? error.message : error) });
+    self.postMessage({ reply: id, error: reason(error) });
   }
 };

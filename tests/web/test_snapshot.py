@@ -1,6 +1,6 @@
 """The page boots its Python from the site's memory snapshot (sitebuild.snapshot), and a snapshot that cannot be
-used -- a corrupt file, one made for other wheels -- makes it start Python normally and say why, never a blank
-page."""
+used -- a corrupt file, one whose files cannot be written back once its memory is restored, one made for other
+wheels -- makes it start Python normally and say why, never a blank page."""
 
 from __future__ import annotations
 
@@ -65,16 +65,39 @@ def _variant(site_dir, target, **replaced: bytes):
     return target
 
 
+def _unpacked(site_dir) -> tuple[str, dict, bytes]:
+    """(the key, the JSON index, the bytes the index's offsets count from) of the site's snapshot. The payload's
+    layout is worker.js's packPayload: a u32 length, a JSON index, from the next multiple of 16 the files and the
+    memory's chunks."""
+    payload = payload_of((site_dir / sitebuild.SNAPSHOT_NAME).read_bytes())
+    (length,) = struct.unpack_from("<I", payload)
+    return (sitebuild.read_manifest(site_dir).snapshot_key, json.loads(payload[4:4 + length]),
+            payload[-(-(4 + length) // 16) * 16:])
+
+
+def _repacked(key: str, index: dict, data: bytes) -> dict[str, bytes]:
+    """The snapshot file holding ``index`` and ``data`` (_unpacked's inverse)."""
+    text = json.dumps(index).encode()
+    head = struct.pack("<I", len(text)) + text
+    return {sitebuild.SNAPSHOT_NAME: pack_snapshot(key, head + bytes(-len(head) % 16) + data)}
+
+
 def _corrupt_snapshot(site_dir) -> dict[str, bytes]:
     """The snapshot with its key and files intact but Pyodide's memory without its magic number (Pyodide refuses
-    to restore it). The payload's layout is worker.js's packPayload: a u32 length, a JSON index, from the next
-    multiple of 16 the files and the memory's chunks."""
-    key = sitebuild.read_manifest(site_dir).snapshot_key
-    payload = bytearray(payload_of((site_dir / sitebuild.SNAPSHOT_NAME).read_bytes()))
-    (length,) = struct.unpack_from("<I", payload)
-    memory = -(-(4 + length) // 16) * 16 + json.loads(payload[4:4 + length])["memory"]["offset"]
-    payload[memory:memory + 4] = b"\0\0\0\0"  # the first chunk (Pyodide's header) is never all zeros
-    return {sitebuild.SNAPSHOT_NAME: pack_snapshot(key, bytes(payload))}
+    to restore it)."""
+    key, index, data = _unpacked(site_dir)
+    memory = index["memory"]["offset"]
+    data = data[:memory] + b"\0\0\0\0" + data[memory + 4:]  # the first chunk (Pyodide's header) is never all zeros
+    return _repacked(key, index, data)
+
+
+def _damaged_file_list(site_dir) -> dict[str, bytes]:
+    """The snapshot with its key and memory intact but its first file's path cut to the site-packages directory:
+    Pyodide restores the memory, then the worker cannot write that file back (a directory is there)."""
+    key, index, data = _unpacked(site_dir)
+    path = index["files"][0][0]
+    index["files"][0][0] = path[:path.index("/site-packages/") + len("/site-packages")]
+    return _repacked(key, index, data)
 
 
 def _truncated_snapshot(site_dir) -> dict[str, bytes]:
@@ -92,6 +115,7 @@ def _other_key(site_dir) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize(("variant", "reason"), [(_corrupt_snapshot, "invalid magic number"),
+                                                 (_damaged_file_list, "writing the snapshot's files back failed"),
                                                  (_truncated_snapshot, "the file is truncated"),
                                                  (_other_key, "made for other wheels or another Pyodide")])
 def test_an_unusable_snapshot_starts_python_normally_and_says_why(browser, site_dir, tmp_path, variant, reason):
