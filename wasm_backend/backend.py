@@ -143,6 +143,8 @@ class WasmBackend(Backend):
         self._loaded = ProgramCache(cache_size, plain_keys=True)
         self._area_base: int | None = None
         self._area_size = 0
+        # the (budget, per-launch area) last written to the header: only the host writes those two words
+        self._header: tuple[int, int] | None = None
         self._scratch: list[int] = []
         #: GEMM instruction index -> its threads' packing scratch in the running launch (one for every batch item)
         self._gemm_scratch: dict[int, int] = {}
@@ -306,7 +308,9 @@ class WasmBackend(Backend):
         access = self._memory.access
         for reg, ty, offset in loaded.presets:
             _write_preset(access, base + offset, ty, params.registers[reg][1])
-        access.pack(_BUDGET_AND_BASE, layout.HEADER_BUDGET, budget, base)  # two adjacent header words at once
+        if self._header != (budget, base):  # a write costs 30-50 us in the browser (through JS); launches repeat them
+            access.pack(_BUDGET_AND_BASE, layout.HEADER_BUDGET, budget, base)  # two adjacent header words at once
+            self._header = (budget, base)
         self._resaccum_valid = False
         try:
             status = loaded.launch()
