@@ -24,7 +24,9 @@ Pyodide does not ship. ``build_lab`` therefore
    and runs ``jupyter lite build`` with a Python that has jupyterlite-core and
    jupyterlite-pyodide-kernel (the ``lab`` extra),
 6. makes the kernel's page-worker bridge race-free (``lab_coincident``: the
-   bundled coincident 1.2.3 let a busy machine stall the kernel for ever).
+   bundled coincident 1.2.3 let a busy machine stall the kernel for ever),
+7. keeps a direct ``micropip.install`` in the kernel to the lab's own indexes, as
+   ``%pip install`` is (``lab_micropip``: micropip would otherwise ask pypi.org).
 
 Standard library only; the Python given does the JupyterLite work, Node the bytecode.
 """
@@ -42,6 +44,7 @@ from typing import Callable, Iterable
 
 from .lab_bytecode import BytecodeError, add_site_bytecode
 from .lab_coincident import patch_coincident
+from .lab_micropip import route_micropip
 from .lab_preload import KERNEL_START_PACKAGES, check_worker_start, file_sha256, lock_entry
 from .lab_preload import normalize_name as _normalize
 from .pyodide_lock import LOCK_NAME
@@ -208,6 +211,11 @@ def build_lab(root: Path, site_dir: Path, *, python: str, cache_dir: Path,
     except ValueError as error:
         raise LabBuildError(f"the kernel's bridge could not be made race-free: {error}") from error
     log(f"made the kernel's bridge race-free in {', '.join(patched) or 'no file (already done)'}")
+    try:
+        routed = route_micropip(site_dir / LAB_DIR / KERNEL_STATIC)
+    except ValueError as error:
+        raise LabBuildError(f"the kernel's micropip cannot be kept to the lab's indexes: {error}") from error
+    log(f"the kernel's micropip resolves from the lab's indexes ({', '.join(routed) or 'already routed'})")
     try:
         workers = check_worker_start(site_dir / LAB_DIR / KERNEL_STATIC)
     except ValueError as error:

@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -389,17 +390,31 @@ def test_lab_refuses_a_python_without_jupyterlite(tmp_path):
         lab.build_lab(tmp_path, tmp_path, python="/bin/false", cache_dir=tmp_path / "cache", log=lambda m: None)
 
 
+def _installed_kernel_static(tmp_path: Path) -> Path:
+    """A copy of the scripts and the piplite wheel of the kernel extension installed here (the ``lab`` extra),
+    laid out as its ``static/`` in a built lab."""
+    from sitebuild.lab import INSTALLED_KERNEL_STATIC
+    installed = Path(sys.prefix) / INSTALLED_KERNEL_STATIC
+    static = tmp_path / "static"
+    (static / "pypi").mkdir(parents=True)
+    for source in (*installed.glob("*.js"), *installed.glob("pypi/piplite-*.whl")):
+        (static / source.relative_to(installed)).write_bytes(source.read_bytes())
+    return static
+
+
+def _node_checks(path: Path, text: str) -> None:
+    """Assert that ``text`` is valid JavaScript as an ES module (written to ``path``, a .mjs file)."""
+    path.write_text(text, encoding="utf-8")
+    checked = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr[-2000:]
+
+
 def test_lab_makes_the_bundled_coincident_race_free(tmp_path):
     """The kernel extension installed here (the ``lab`` extra) bundles coincident twice (the page's chunk and
     the worker); each gets the three rewrites once, stays valid JavaScript, and a second pass leaves it."""
     from sitebuild.lab_coincident import (COINCIDENT_MARKER, HANDOFF_REWRITES, bundled_coincident, is_patched,
                                           patch_coincident, unpatched_bundles)
-    from sitebuild.lab import INSTALLED_KERNEL_STATIC
-    installed = Path(sys.prefix) / INSTALLED_KERNEL_STATIC
-    static = tmp_path / "static"
-    static.mkdir()
-    for script in installed.glob("*.js"):
-        (static / script.name).write_bytes(script.read_bytes())
+    static = _installed_kernel_static(tmp_path)
     bundles = bundled_coincident(static)
     before = {p: p.read_bytes() for p in bundles}
     assert len(bundles) == 2 and unpatched_bundles(static) == bundles  # the lab's check fails on these...
@@ -411,16 +426,37 @@ def test_lab_makes_the_bundled_coincident_race_free(tmp_path):
     for name in rewritten:
         text = (static / name).read_text(encoding="utf-8")
         assert text.count("Atomics.store(") == 2 and text.count("Promise.resolve(w.value)") == 1
-        module = tmp_path / f"{name}.mjs"  # the worker is an ES module; the page's chunk is a plain script
-        module.write_text(text, encoding="utf-8")
-        checked = subprocess.run(["node", "--check", str(module)], capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stderr[-2000:]
+        _node_checks(tmp_path / f"{name}.mjs", text)  # the worker is an ES module; the page's chunk a plain script
     assert patch_coincident(static) == []
     (static / "other.js").write_text(f'const key = "{COINCIDENT_MARKER}";', encoding="utf-8")
     with pytest.raises(ValueError, match=f"other.js: '{HANDOFF_REWRITES[0][0]}' matched 0 times"):
         patch_coincident(static)
     with pytest.raises(ValueError, match="no bundled coincident"):
         patch_coincident(tmp_path)
+
+
+def test_lab_routes_the_kernels_micropip_through_piplites_indexes(tmp_path):
+    """Every bundle of the installed kernel extension that starts piplite (the two workers and the page's chunk)
+    gets MICROPIP_ROUTE once, after piplite's index URLs, in Python that still compiles, and stays valid
+    JavaScript; a second pass leaves them; a bundle whose start code is not as expected is refused."""
+    import textwrap
+    from sitebuild.lab_micropip import MICROPIP_ROUTE, route_micropip, unrouted_bundles
+    static = _installed_kernel_static(tmp_path)
+    bundles = unrouted_bundles(static)
+    assert len(bundles) == 3 and any(p.name.startswith("coincident.worker.") for p in bundles), bundles
+    assert sorted(route_micropip(static)) == sorted(p.name for p in bundles) and unrouted_bundles(static) == []
+    for bundle in bundles:
+        text = bundle.read_text(encoding="utf-8")
+        route = text.index(MICROPIP_ROUTE)
+        python = text[text.rindex("`", 0, route) + 1:text.index("`", route)]  # the template literal run at start
+        python = textwrap.dedent(re.sub(r"\$\{[^}]*\}", "None", python))
+        assert python.splitlines()[-2:] == ["piplite.piplite._PIPLITE_URLS = None", MICROPIP_ROUTE], python
+        compile(python, bundle.name, "exec")
+        _node_checks(tmp_path / f"{bundle.name}.mjs", text)
+    assert route_micropip(static) == []
+    (static / "other.js").write_text("run(`\n  piplite.piplite._PIPLITE_URLS = ${urls}\n`)", encoding="utf-8")
+    with pytest.raises(ValueError, match="other.js: piplite's start code occurs 0 times"):
+        route_micropip(static)
 
 
 def test_bridge_races_are_the_console_lines_with_a_race_signature():

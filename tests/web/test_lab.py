@@ -196,10 +196,15 @@ def test_the_kernel_starts_from_the_lock_with_bytecode(site_dir):
 
 def test_the_tour_runs_offline_with_atlas_web_preinstalled(browser, site_url, offline, artifacts):
     """The tour's cells, then ``%pip install numpy``: Pyodide's lock lists only what the site ships
-    (sitebuild.pyodide_lock), so piplite names numpy as not installable instead of reporting success."""
-    *cells, pip = _run_notebook(browser, site_url, "tour.ipynb", artifacts, extra_cells=("%pip install numpy",))
+    (sitebuild.pyodide_lock), so piplite names numpy as not installable instead of reporting success; and
+    ``micropip.install`` of a package the lab does not ship names it too, without asking pypi.org
+    (sitebuild.lab_micropip)."""
+    *cells, pip, micropip = _run_notebook(browser, site_url, "tour.ipynb", artifacts, extra_cells=(
+        "%pip install numpy", "import micropip\nawait micropip.install('requests')"))
     assert not any(cell["error"] for cell in cells), [cell["text"] for cell in cells]
     assert pip["error"] and "numpy could not be installed" in pip["text"], pip["text"]
+    assert micropip["error"] and "requests could not be installed: PyPI fallback is disabled" in micropip["text"], \
+        micropip["text"]
     backends, multiply, traps = cells
     assert re.search(r"^wasm +available", backends["text"], re.M), backends["text"]
     assert re.search(r"^webgpu +available", backends["text"], re.M), backends["text"]
