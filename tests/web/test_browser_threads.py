@@ -203,3 +203,37 @@ runner.close()
 
 def test_an_instance_is_released_with_its_last_reference_after_batches(backends_page):
     assert run_python(backends_page, RELEASE_CODE) == {"shared": True, "unshared": True}
+
+
+#: two threaded backends launching in turn: the workers keep both memories (and their instances), so after each
+#: backend's first launch no batch sends the workers anything again; the results are each backend's own
+ALTERNATING_CODE = """
+from atlas_web import LaunchConfig, Program, Type
+from wasm_backend import WasmBackend
+from wasm_backend.runners.js_threads import shared_pool
+
+N = 1 << 21
+backends = [WasmBackend(threads=2) for _ in range(2)]
+programs, dsts = [], []
+for k, backend in enumerate(backends):
+    src = backend.allocate_typed([float(k + 1)] * N, Type.F32)
+    dst = backend.allocate_typed(N, Type.F32)
+    dsts.append(dst)
+    programs.append(Program.from_text(f"pmap.neg.f32 [buf{int(dst)} + 0], [buf{int(src)} + 0], {N}\\nexit\\n"))
+    backend.execute_program(programs[-1], LaunchConfig())
+pool = shared_pool(2)
+before, chunks = pool.deliveries, pool.worker_calls
+for _ in range(3):
+    for backend, program in zip(backends, programs):
+        backend.execute_program(program, LaunchConfig())
+result = {"sent": pool.deliveries - before, "worker_chunks": pool.worker_calls - chunks,
+          "firsts": [float(b.copy_typed_from(dst, Type.F32, 1)[0]) for b, dst in zip(backends, dsts)]}
+for backend in backends:
+    backend.close()
+"""
+
+
+def test_two_threaded_backends_in_turn_keep_their_memories_on_the_workers(backends_page):
+    outcome = run_python(backends_page, ALTERNATING_CODE)
+    assert outcome["sent"] == 0, outcome
+    assert outcome["worker_chunks"] > 0 and outcome["firsts"] == [-1.0, -2.0], outcome

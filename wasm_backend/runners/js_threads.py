@@ -12,8 +12,10 @@ site's server sends COOP/COEP); the page's thread itself is never blocked.
 How a batch runs (``JsThreadPool.batch``). One pool per thread count serves every runner of this Python
 (``shared_pool``): ``threads - 1`` workers started from a Blob URL (nothing but this module is needed),
 sharing one control block (a SharedArrayBuffer) with the calling thread. A worker receives each module
-(a compiled ``WebAssembly.Module``) and the shared memory once, by message, and instantiates the module
-over that memory when a batch first needs it (its imported functions throw: a kernel calls none). A batch
+(a compiled ``WebAssembly.Module``) and each shared memory once, by message, and instantiates the module
+over that memory when a batch first needs it (its imported functions throw: a kernel calls none). It keeps
+the memories of the last two batches' runners (and their instances): two backends launching in turn do
+not send their memories again on every launch (which cost a message round trip and new instances). A batch
 is written into the control block (the export's name, the calls' arguments as Float64, i64 ones marked),
 opened, and announced by bumping a generation word that idle workers wait on with ``Atomics.wait`` (a
 wake-up takes microseconds; a message would take a turn of the worker's event loop). Each thread, the
@@ -62,6 +64,7 @@ _LAYOUT = {
 
 _COMMON = "const L = " + str(_LAYOUT).replace("'", '"') + r""";
 const SEALED = 1 << 30;
+const KEPT_MEMORIES = 2;
 const TRACE_AT = L.ARGS + 8 * L.MAX_ARGS;
 // a trace record: (thread slot, call index or -1 for a batch, start, end), times in ms since the epoch
 // (performance.timeOrigin + now: comparable across threads)
@@ -94,32 +97,36 @@ function recordFailure(buffer, slot, index, error) {
 #: the worker: waits on the generation word (Atomics.wait), enters each new batch it can serve and takes
 #: calls; returns to its event loop when it must receive a module or a memory first, and every 2 s
 _WORKER_SOURCE = _COMMON + r"""
-let buffer = null, control = null, args = null, slot = 0, seen = 0;
-let memory = null, memoryId = 0, retried = -1, mail = 0;
-const modules = new Map(), instances = new Map();
+let buffer = null, control = null, args = null, slot = 0, seen = 0, retried = -1, mail = 0;
+// modules and memories by id; instances by "moduleId/memoryId"
+const modules = new Map(), memories = new Map(), instances = new Map();
+function dropInstancesOf(memoryId) {
+  for (const key of [...instances.keys()]) if (key.endsWith("/" + memoryId)) instances.delete(key);
+}
 function unavailable() { throw new Error("a worker instance cannot call the host"); }
-function instanceOf(moduleId) {
-  let found = instances.get(moduleId);
+function instanceOf(moduleId, memoryId) {
+  const key = moduleId + "/" + memoryId;
+  let found = instances.get(key);
   if (found === undefined) {
-    const module = modules.get(moduleId);
+    const module = modules.get(moduleId), memory = memories.get(memoryId);
     const imports = {};
     for (const imp of WebAssembly.Module.imports(module)) {
       imports[imp.module] = imports[imp.module] || {};
       imports[imp.module][imp.name] = imp.kind === "memory" ? memory : unavailable;
     }
     found = new WebAssembly.Instance(module, imports);
-    instances.set(moduleId, found);
+    instances.set(key, found);
   }
   return found;
 }
 function work() {
   // entered: the batch's words stay as they are until every worker that entered has left
-  const moduleId = control[L.MODULE];
-  if (control[L.MEMORY] !== memoryId || !modules.has(moduleId)) return false;
+  const moduleId = control[L.MODULE], memoryId = control[L.MEMORY];
+  if (!memories.has(memoryId) || !modules.has(moduleId)) return false;
   let fn;
   try {
     const name = new TextDecoder().decode(new Uint8Array(buffer, L.NAME_BYTES, control[L.NAME_LENGTH]).slice());
-    fn = instanceOf(moduleId).exports[name];
+    fn = instanceOf(moduleId, memoryId).exports[name];
   } catch (error) {  // a worker that cannot instantiate stops the batch: reported as index -2
     recordFailure(buffer, slot, -2, error);
     return true;
@@ -184,8 +191,9 @@ self.onmessage = ({ data }) => {
   }
   if (data.clearModules) { modules.clear(); instances.clear(); }
   if (data.module) modules.set(data.moduleId, data.module);
-  if (data.memory) { memory = data.memory; memoryId = data.memoryId; instances.clear(); }
-  if (data.forget) { memory = null; memoryId = 0; instances.clear(); }
+  if (data.memory) { memories.set(data.memoryId, data.memory); dropInstancesOf(data.memoryId); }
+  if (data.forget) { memories.delete(data.forget); dropInstancesOf(data.forget); }
+  if (data.forgetAll) { memories.clear(); instances.clear(); }
   if (data.mail) {
     mail = data.mail;
     Atomics.store(control, L.ACK + slot, mail);
@@ -207,7 +215,7 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
     const worker = new Worker(url);
     started.push(new Promise((resolve) => { worker.onmessage = resolve; worker.onerror = resolve; }));
     worker.postMessage({ control: buffer, slot: k + 1 });
-    workers.push({ worker, modules: new Set(), memoryId: 0 });
+    workers.push({ worker, modules: new Set(), memories: [] });  // memory ids, the most recently used last
   }
   // resolves when every worker runs, or after 10 s (a worker that never starts leaves its batches to the others)
   const ready = Promise.race([Promise.all(started), new Promise((resolve) => setTimeout(resolve, 10000))])
@@ -225,11 +233,17 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
     const moduleId = idOf(module), memoryId = idOf(memory);
     let posted = false;
     for (const entry of workers) {
-      if (entry.memoryId !== memoryId) {
+      const at = entry.memories.indexOf(memoryId);
+      if (at >= 0) {
+        entry.memories.splice(at, 1);
+      } else {
         entry.worker.postMessage({ memory, memoryId });
-        entry.memoryId = memoryId;
         posted = true;
+        // a worker keeps the memories of the last KEPT_MEMORIES batches alive (two backends in turn
+        // re-sent theirs on every launch); the oldest is dropped
+        if (entry.memories.length >= KEPT_MEMORIES) entry.worker.postMessage({ forget: entry.memories.shift() });
       }
+      entry.memories.push(memoryId);
       if (!entry.modules.has(moduleId)) {
         if (entry.modules.size >= 64) { entry.worker.postMessage({ clearModules: true }); entry.modules.clear(); }
         entry.worker.postMessage({ module, moduleId });
@@ -244,6 +258,7 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
   // until each has: so the first batch of a new module or memory runs on every thread
   function deliver() {
     mail += 1;
+    pool.deliveries += 1;
     for (const entry of workers) entry.worker.postMessage({ mail });
     Atomics.store(control, L.MAIL, mail);
     Atomics.add(control, L.GEN, 1);
@@ -306,13 +321,14 @@ _POOL_SOURCE = "(workerCount, workerSource) => {\n" + _COMMON + r"""
   const pool = {
     ready,
     workerCalls: 0,
+    deliveries: 0,
     setTracing(on) { control[L.TRACE] = on ? 1 : 0; control[L.TRACE_COUNT] = 0; },
     takeTrace() {
       const k = Math.min(control[L.TRACE_COUNT], L.TRACE_RECORDS);
       control[L.TRACE_COUNT] = 0;
       return Array.from(new Float64Array(buffer, TRACE_AT, 4 * k));
     },
-    forget() { for (const entry of workers) { entry.worker.postMessage({ forget: true }); entry.memoryId = 0; } },
+    forget() { for (const entry of workers) { entry.worker.postMessage({ forgetAll: true }); entry.memories = []; } },
     // the batch runner of one export: called with the number of calls and their arguments (params numbers
     // per call, one after the other, in an array or a typed array); returns undefined, or [first failing
     // call, error name, message]. Its .spread takes the arguments as arguments (no array to convert)
@@ -405,6 +421,11 @@ class JsThreadPool:
         """Calls that workers (not the calling thread) ran so far."""
         return int(self._pool.workerCalls)
 
+    @property
+    def deliveries(self) -> int:
+        """How many times a batch first sent the workers a module or a memory (and waited until they had it)."""
+        return int(self._pool.deliveries)
+
     def batch(self, module: Any, memory: Any, exports: Any, export_name: str, params: int,
               i64_mask: int = 0) -> Callable[[list[tuple]], tuple[int, str, str] | None]:
         """The runner of batches of ``exports[export_name]`` (``params`` parameters; ``i64_mask``: bit p set where
@@ -450,7 +471,8 @@ class JsThreadPool:
         return [(int(flat[k]), int(flat[k + 1]), flat[k + 2], flat[k + 3]) for k in range(0, len(flat), 4)]
 
     def forget(self) -> None:
-        """Drop the workers' instances (a closed runner's memory must not stay alive in them)."""
+        """Drop the workers' memories and instances (a closed runner's memory must not stay alive in them;
+        the memories of other runners are sent again by their next batch)."""
         self._pool.forget()
 
 
