@@ -25,7 +25,7 @@ from .isa.instructions import INSTRUCTION_CLASSES, Instruction
 from .isa.opcodes import OpcodeInfo
 from .isa.types import Type
 from .exclusive import one_thread_at_a_time
-from .launch import ExecutionParams, LaunchConfig, as_int
+from .launch import ExecutionParams, LaunchConfig, as_int, plain_params
 from .program import Program
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ class Backend(abc.ABC):
 
     def execute_program(self, program: Any, config: LaunchConfig) -> None:
         """Verify and run ``program`` over ``config``; raises as execute_program_with_params."""
-        self.execute_program_with_params(program, ExecutionParams(config))
+        self.execute_program_with_params(program, plain_params(config))
 
     async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
         """Run ``program`` over ``config`` (a LaunchConfig or ExecutionParams) without blocking the event

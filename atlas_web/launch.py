@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -13,7 +14,7 @@ from .isa.types import Type
 
 __all__ = [
     "LaunchConfig", "ExecutionParams", "DEFAULT_BLOCK", "DEFAULT_BUDGET", "MAX_LANES", "check_budget",
-    "normalized_registers", "as_int", "UNIFORM_SPECIALS", "OPTIMIZE_LEVELS", "check_optimize",
+    "normalized_registers", "as_int", "UNIFORM_SPECIALS", "OPTIMIZE_LEVELS", "check_optimize", "plain_params",
 ]
 
 #: lanes per block chosen by LaunchConfig.linear
@@ -47,6 +48,11 @@ def _blocks(lanes: int, block: int) -> int:
 
 
 def _dims(name: str, value: object) -> tuple[int, int, int]:
+    if type(value) is tuple and len(value) == 3:  # the common case, checked without generators (a launch makes one)
+        x, y, z = value
+        if (type(x) is int and type(y) is int and type(z) is int and 1 <= x <= 0xFFFFFFFF and 1 <= y <= 0xFFFFFFFF
+                and 1 <= z <= 0xFFFFFFFF):
+            return value  # type: ignore[return-value]
     if as_int(value) is not None:
         value = (value,)
     if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
@@ -79,7 +85,7 @@ class LaunchConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", _dims("grid", self.grid))
         object.__setattr__(self, "block", _dims("block", self.block))
-        sm = as_int(self.shared_memory)
+        sm = self.shared_memory if type(self.shared_memory) is int else as_int(self.shared_memory)
         if sm is None or not 0 <= sm <= 0xFFFFFFFF:
             raise ExecutionFailed("LaunchConfig.shared_memory must be an int in 0..2**32-1, "
                                   f"got {self.shared_memory!r}")
@@ -164,6 +170,8 @@ def check_optimize(level: object, what: str, error: type = ExecutionFailed) -> i
 def normalized_registers(registers: object) -> dict[Register, tuple[Type, int | float]]:
     """Preset registers checked and normalized like MOV_IMM immediates (wrapped or rounded to their
     type, NaN canonical); a new dict. Raises ProgramError naming the register."""
+    if type(registers) is dict and not registers:
+        return {}   # the common launch: no presets (nothing to import or check)
     from .isa.instructions import MOV_IMM, normalize_immediate  # type: ignore[attr-defined]  # MOV_IMM: from the table
 
     if not isinstance(registers, Mapping):
@@ -216,3 +224,17 @@ class ExecutionParams:
         if self.optimize is not None:
             check_optimize(self.optimize, "ExecutionParams.optimize")
         object.__setattr__(self, "registers", MappingProxyType(normalized_registers(self.registers)))
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_params(config: LaunchConfig) -> ExecutionParams:
+    return ExecutionParams(config)
+
+
+def plain_params(config: object) -> ExecutionParams:
+    """``ExecutionParams(config)``: no presets, the backend's budget and optimization level. One immutable object
+    is shared by the launches of equal LaunchConfigs (the 64 most recent), so a repeated ``execute_program``
+    checks nothing again. Raises ExecutionFailed for a ``config`` that is not a LaunchConfig."""
+    if type(config) is LaunchConfig:
+        return _plain_params(config)
+    return ExecutionParams(config)  # type: ignore[arg-type]

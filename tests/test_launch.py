@@ -96,3 +96,16 @@ def test_numpy_integers_are_accepted_where_ints_are():
     assert all(type(d) is int for d in config.grid + config.block) and type(config.shared_memory) is int
     with pytest.raises(ExecutionFailed, match="must be a positive int"):
         LaunchConfig.linear(np.bool_(True))
+
+
+def test_plain_params_are_shared_by_equal_configs_and_refuse_what_is_not_a_config():
+    from atlas_web.launch import plain_params
+    first = plain_params(LaunchConfig.linear(1000, 64))
+    assert first is plain_params(LaunchConfig.linear(1000, 64))   # equal configs: one object, checked once
+    assert first == ExecutionParams(LaunchConfig.linear(1000, 64)) and dict(first.registers) == {}
+    assert first.budget is None and first.optimize is None
+    assert plain_params(LaunchConfig()) is not first
+    with pytest.raises(ExecutionFailed, match="must be a LaunchConfig, got tuple"):
+        plain_params((1, 1, 1))
+    with pytest.raises(ExecutionFailed, match="must be a LaunchConfig, got list"):
+        plain_params([1])   # unhashable: not looked up in the cache
