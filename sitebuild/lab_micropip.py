@@ -8,10 +8,11 @@ those indexes only while it installs. A direct ``await micropip.install("x")`` d
 https://pypi.org/simple, which the offline lab cannot reach (a network error) and which, online, would
 install what the site does not ship.
 
-``route_micropip`` adds two lines to that start code in every bundle holding it: micropip's query becomes
-piplite's (``piplite.piplite._query_package``) for the kernel's life, so ``micropip.install`` finds what the
-lab ships (Pyodide's lock first, then the lab's indexes) and names any other package as not installable
-(piplite's ``PiplitePyPIDisabled``: "x could not be installed: PyPI fallback is disabled"). Neither
+``route_micropip`` adds one line (MICROPIP_ROUTE) to that start code in every bundle holding it: micropip's
+query becomes piplite's (``piplite.piplite._query_package``) for the kernel's life, so ``micropip.install`` finds
+what the lab ships (Pyodide's lock first, then the lab's indexes) and names any other package as not installable
+(piplite's ``PiplitePyPIDisabled``: "x could not be installed: PyPI fallback is disabled"), whatever
+``index_urls`` it is given. Neither
 ``micropip.set_index_urls`` nor the kernel's settings can do it: micropip reads an index per package (PEP 503 /
 691 or PyPI's JSON API), piplite's ``all.json`` is one file for all of them, and the kernel has no start-code
 setting. piplite's ``%pip`` keeps working: it patches the same name for its install and puts ours back.

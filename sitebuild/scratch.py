@@ -10,7 +10,10 @@ scratch name therefore says which process made it,
 its directory before writing: an entry whose process is gone is removed (its
 build cannot finish it), and so is one older than LEFTOVER_AGE_S (a process id
 reused since, or a cache copied from another machine). Entries of a build still
-running -- the caches are shared by every checkout here -- are left alone.
+running -- the caches are shared by every checkout here -- are left alone. A
+process id is this machine's: a cache directory must not be shared live with
+builds that see another process table (another machine, a container with its
+own process ids), whose running entries would look like leftovers.
 Standard library only.
 """
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import sitebuild
-from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS, launch_persistent  # noqa: F401 - the browser tests import them from here
+from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS, launch_persistent  # noqa: F401 - tests import them here
 
 ROOT = Path(__file__).resolve().parents[2]
 #: screenshots and reports of the browser tests (gitignored)
