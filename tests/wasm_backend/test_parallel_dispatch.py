@@ -10,9 +10,12 @@ from atlas_web import LaunchConfig, Program
 from atlas_web.isa import Register, Type
 from atlas_web.isa.addresses import make_pointer
 from atlas_web.launch import ExecutionParams
+from atlas_web.verify import verify
 from wasm_backend import WasmBackend
+from wasm_backend.lowering import compile_program
+from wasm_backend.lowering.coop_reduce import PARTIAL_BYTES
 from wasm_backend.parallel_dispatch import PLANS_KEPT
-from wasm_backend.thread_policy import PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD
+from wasm_backend.thread_policy import PARALLEL_MAP_THRESHOLDS, PARALLEL_REDUCE_THRESHOLD, reduce_chunk_count
 
 COUNT = max(PARALLEL_MAP_THRESHOLDS.values()) + 4099
 REDUCE_COUNT = PARALLEL_REDUCE_THRESHOLD + 4099
@@ -63,7 +66,12 @@ def test_a_repeated_reduction_plans_once_and_folds_partials_from_the_launch_area
                                                                             .astype(np.int32))
         assert len(planned) == 1
         index, src_address, count, partials = planned[0][2:]
-        assert count == REDUCE_COUNT and partials != src_address
+        assert count == REDUCE_COUNT
+        # every chunk's partial inside the per-launch area's cooperative scratch (reduce_partials_bytes)
+        launch = compile_program(program, verify(program), LaunchConfig(), parallel=True).launch
+        assert partials == backend._area_base + launch.coop_scratch
+        assert launch.coop_scratch_bytes == reduce_chunk_count(REDUCE_COUNT) * PARTIAL_BYTES
+        assert launch.coop_scratch + launch.coop_scratch_bytes <= launch.total
     finally:
         backend.close()
 
