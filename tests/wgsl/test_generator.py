@@ -158,3 +158,34 @@ def test_an_f32_product_reaches_the_add_that_reads_it_rounded():
     assert "opaque_f32((" in source and "fn opaque_f32" in source
     vec4 = kernel_source(KernelSpec("binary", BinaryMapOperation.Mul, Type.F32, vector=True), ShaderFeatures())
     assert "opaque_f32" not in vec4 and "(a" in vec4
+
+
+def test_a_write_drops_the_known_values_that_name_the_register_whatever_else_they_name():
+    """LaneContext.written's index (register -> known values): a value naming two registers goes with a write of
+    either, also when it was dropped through one and made again; values naming only other registers (or text that
+    is not a register name: ``entry5``, ``p12x``) stay; a predicate write drops the checks naming it."""
+    from types import SimpleNamespace
+
+    from atlas_web.isa import Predicate
+    from atlas_web.lowering.liveness import VirtualRegister
+    from webgpu_backend.wgsl.lane_context import LaneContext, ShaderResources
+    from webgpu_backend.wgsl.library import HelperSet
+
+    r5, r6, p2 = (VirtualRegister(0, R(5), Type.U32), VirtualRegister(1, R(6), Type.U32),
+                  VirtualRegister(2, Predicate(2), None))
+    writes = {(0, "dst"): r5, (1, "dst"): r6, (2, "dst"): p2}
+    plan = SimpleNamespace(info=None, registers=SimpleNamespace(writes=writes, reads={}))
+    ctx = LaneContext(plan, HelperSet(), ShaderFeatures(), ShaderResources(), chunks=1)
+    both, only6, other = ctx.known("r5_u32 + r6_u32"), ctx.known("dtable[r6_u32]"), ctx.known("entry5 + p12x")
+    assert not ctx.seen("p2 && r5_u32 > 3u")
+    ctx.written(0)  # r5
+    assert ctx.known("dtable[r6_u32]") == only6 and ctx.known("entry5 + p12x") == other
+    again = ctx.known("r5_u32 + r6_u32")
+    assert again != both and not ctx.seen("p2 && r5_u32 > 3u") and ctx.seen("p2 && r5_u32 > 3u")
+    ctx.written(1)  # r6: the value made again goes too, and the one naming r6 alone
+    assert ctx.known("r5_u32 + r6_u32") not in (both, again) and ctx.known("dtable[r6_u32]") != only6
+    assert ctx.seen("p2 && r5_u32 > 3u")
+    ctx.written(2)  # p2
+    assert not ctx.seen("p2 && r5_u32 > 3u") and ctx.known("entry5 + p12x") == other
+    ctx.forget()
+    assert ctx.known("entry5 + p12x") != other
