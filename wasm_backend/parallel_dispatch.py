@@ -7,7 +7,8 @@ the argument tuples of calls of one export and runs them with ``runner.parallel_
 gives ``instantiate`` a ``ParallelDispatch`` in place of a Python function: ``plan(*arguments) ->
 (export_name, argument_lists)``, a pure function of the import's arguments (as the module passes them:
 ints, possibly negative for addresses of 2 GiB and more). The runner makes the imported function and keeps
-the plans of the last ``PLANS_KEPT`` distinct argument tuples, so a launch that repeats one computes it once:
+the plans of up to ``PLANS_KEPT`` distinct argument tuples (then forgets them all and starts again), so a
+launch that repeats one computes it once:
 natively (``dispatch_function``) a dict lookup; in the browser the function is JS, and a repeated dispatch
 runs its batch without entering Python (``runners/js_runner.py``).
 

@@ -245,12 +245,12 @@ class WasmRunner(abc.ABC):
         else:
             memory = self._memory_for_import(memory_imports[0], provided, memory, memory_pages, max_pages)
         functions: dict[tuple[str, str], Any] = {}
-        instance_ref: list = []
+        dispatches: list[tuple[tuple[str, str], ParallelDispatch]] = []
         for imp in module.imports:
             if imp.kind == ExternKind.FUNC:
                 func = provided.get(imp.module, {}).get(imp.name)
                 if isinstance(func, ParallelDispatch):
-                    functions[(imp.module, imp.name)] = self._dispatch_import(func, instance_ref)
+                    dispatches.append(((imp.module, imp.name), func))
                     continue
                 if not callable(func):
                     signature = imp.functype.text() if imp.functype else ""
@@ -260,6 +260,10 @@ class WasmRunner(abc.ABC):
             elif imp.kind != ExternKind.MEMORY:
                 raise WasmInterfaceError(f"import {imp.module}.{imp.name} is a {imp.kind.text}; runners provide only "
                                          "functions and one memory")
+        # made once every import passed its check: the browser's hold proxies that only the instance releases
+        instance_ref: list = []
+        for key, dispatch in dispatches:
+            functions[key] = self._dispatch_import(dispatch, instance_ref)
         instance = self._instantiate(module, memory, functions)
         instance_ref.append(weakref.ref(instance))
         return instance

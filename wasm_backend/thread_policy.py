@@ -7,7 +7,7 @@ how to cut the work it hands to the runner's threads (``chunk_ranges``). Nothing
 The thresholds were measured with the benchmarks on 2 cores (wall time); below them, waking the
 workers costs more than the split saves. Cutting never changes results: chunk starts are multiples
 of what the generated code steps by, and reductions fold fixed chunks in order, so the bits are the
-same on every thread count and in the browser (one thread).
+same on every thread count and in the browser (Web Workers, or one thread where the page cannot have them).
 """
 
 from __future__ import annotations

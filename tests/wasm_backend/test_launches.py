@@ -128,3 +128,29 @@ def test_large_maps_with_overlap_equal_numpy(backend):
     want = values.copy()
     want[2:9_002] = values[:9_000] * values[10:9_010]
     np.testing.assert_array_equal(backend.copy_typed_from(h, Type.F32), want)
+
+
+def test_each_launch_runs_with_its_own_budget_and_launch_area(backend):
+    """WasmBackend._run writes the header's budget and per-launch area words only when they change: a launch after
+    one with another budget, or after the area moved, still runs with its own (presets are read from the area)."""
+    loop = Program.from_text("    mov_imm.i32 r2, 5\nbody:\n    mov_imm.i32 r1, 0\n    loop r2, @body\n")  # 4 back
+    for budget, traps in ((4, False), (3, True), (4, False), (None, False), (3, True)):
+        params = ExecutionParams(LaunchConfig(), budget=budget)
+        if traps:
+            with pytest.raises(AtlasTrap) as trap:
+                backend.execute_program_with_params(loop, params)
+            assert trap.value.code is TrapCode.BUDGET_EXCEEDED
+        else:
+            backend.execute_program_with_params(loop, params)
+    out = backend.allocate_typed(1, Type.U32)
+    store = Program.from_text(f"    stg.u32 [buf{int(out)} + 0], r1")
+    backend.execute_program_with_params(store, ExecutionParams(LaunchConfig(), {Register(1): (Type.U32, 7)}))
+    area = backend._area_base
+    backend.allocate_buffer(64)   # after the area: a larger one cannot grow in place
+    records = Program.from_text("    mov_imm.u32 r1, 5\n    bar.sync 0\n    add.u32 r2, r1, r1")
+    backend.execute_program(records, LaunchConfig.linear(1 << 12))
+    assert backend._area_base != area
+    backend.execute_program_with_params(store, ExecutionParams(LaunchConfig(), {Register(1): (Type.U32, 9)}))
+    assert backend.copy_typed_from(out, Type.U32).tolist() == [9]
+    with pytest.raises(AtlasTrap):
+        backend.execute_program_with_params(loop, ExecutionParams(LaunchConfig(), budget=3))

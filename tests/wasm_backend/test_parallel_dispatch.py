@@ -4,6 +4,7 @@ distinct arguments and runs them on the threads every time; results stay those o
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import wasm_backend.backend as wasm_backend_module
 from atlas_web import LaunchConfig, Program
@@ -95,3 +96,75 @@ def test_an_import_keeps_at_most_plans_kept_argument_tuples(monkeypatch):
         assert len(planned) == PLANS_KEPT + 2
     finally:
         backend.close()
+
+
+def _dispatching_module(*, missing: bool = False) -> bytes:
+    """``go(first)`` calls ``env.dispatch(first)``; ``k(x)`` stores x at byte 4 * x and traps when x is 1; with
+    ``missing`` the module also imports ``env.missing`` (after the dispatch)."""
+    from wasm_backend.encoding.immediates import MemArg
+    from wasm_backend.encoding.module import ModuleBuilder
+    from wasm_backend.encoding.types import ValType
+    mb = ModuleBuilder("dispatching")
+    mb.import_memory("env", "memory", 1, 16, shared=True)
+    mb.import_function("env", "dispatch", [ValType.I32], [])
+    if missing:
+        mb.import_function("env", "missing", [], [])
+    w = mb.add_function("k", [ValType.I32], [], export=True).code
+    w.local_get(0).i32_const(4).i32_mul().local_get(0).i32_store(MemArg(0, 2))
+    w.local_get(0).i32_const(1).i32_eq()
+    with w.if_():
+        w.unreachable()
+    mb.add_function("go", [ValType.I32], [], export=True).code.local_get(0).call("env.dispatch")
+    return mb.to_bytes()
+
+
+def test_a_dispatch_import_plans_once_runs_every_time_and_raises_the_kernels_trap_each_time():
+    """Natively (the browser's JS dispatcher: tests/web/test_browser_threads.py): one plan per distinct arguments,
+    kept also when its batch traps, so a repeated failing dispatch raises WasmTrap again, and the runner goes on."""
+    from wasm_backend.errors import WasmTrap
+    from wasm_backend.parallel_dispatch import ParallelDispatch
+    from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
+    runner = WasmtimeRunner(budgeted=False, threads=2)
+    try:
+        planned, count = [], runner.dispatch_count()
+        dispatch = ParallelDispatch(lambda first: planned.append(first) or ("k", [(first + j,) for j in range(8)]),
+                                    count)
+        memory = runner.create_memory(1, 16, shared=True)
+        instance = runner.instantiate(runner.compile(_dispatching_module()), memory=memory,
+                                      imports={"env": {"dispatch": dispatch}})
+        for first in (2, 2, 0, 0, 2):
+            if first == 0:
+                with pytest.raises(WasmTrap):
+                    runner.call(instance, "go", first)
+            else:
+                runner.call(instance, "go", first)
+        assert planned == [2, 0] and count.value == 5
+        assert np.frombuffer(runner.read_memory(instance, 8, 32), np.int32).tolist() == list(range(2, 10))
+    finally:
+        runner.close()
+
+
+def test_dispatch_imports_are_made_only_once_every_import_is_there(monkeypatch):
+    """A refused instantiation makes no dispatch import (the browser's hold proxies only an instance releases)."""
+    from wasm_backend.errors import WasmInterfaceError
+    from wasm_backend.parallel_dispatch import DispatchCount, ParallelDispatch
+    from wasm_backend.runner import WasmRunner
+    from wasm_backend.runners.wasmtime_runner import WasmtimeRunner
+    made = []
+    original = WasmRunner._dispatch_import
+    monkeypatch.setattr(WasmRunner, "_dispatch_import",
+                        lambda self, dispatch, ref: made.append(dispatch) or original(self, dispatch, ref))
+    runner = WasmtimeRunner(budgeted=False, threads=2)
+    try:
+        dispatch = ParallelDispatch(lambda first: ("k", [(first,)]), DispatchCount())
+        module = runner.compile(_dispatching_module(missing=True))
+        with pytest.raises(WasmInterfaceError, match="env.missing"):
+            runner.instantiate(module, memory=runner.create_memory(1, 16, shared=True),
+                               imports={"env": {"dispatch": dispatch}})
+        assert made == []
+        instance = runner.instantiate(module, memory=runner.create_memory(1, 16, shared=True),
+                                      imports={"env": {"dispatch": dispatch, "missing": lambda: None}})
+        runner.call(instance, "go", 5)
+        assert made == [dispatch] and runner.read_memory(instance, 20, 4) == (5).to_bytes(4, "little")
+    finally:
+        runner.close()

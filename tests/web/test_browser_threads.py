@@ -237,3 +237,64 @@ def test_two_threaded_backends_in_turn_keep_their_memories_on_the_workers(backen
     outcome = run_python(backends_page, ALTERNATING_CODE)
     assert outcome["sent"] == 0, outcome
     assert outcome["worker_chunks"] > 0 and outcome["firsts"] == [-1.0, -2.0], outcome
+
+
+#: a ParallelDispatch import in the page is the pool's JS dispatcher: one plan (a call into Python) per distinct
+#: arguments; a repeated dispatch runs its kept batch from JS, and one whose batch traps raises WasmTrap each time
+#: (the kept plan's failure goes back through Python); an instance is released with its last reference
+DISPATCH_CODE = """
+import gc, weakref
+from wasm_backend.encoding.immediates import MemArg
+from wasm_backend.encoding.module import ModuleBuilder
+from wasm_backend.encoding.types import ValType
+from wasm_backend.errors import WasmTrap
+from wasm_backend.parallel_dispatch import ParallelDispatch
+from wasm_backend.runners.js_runner import JsRunner
+
+mb = ModuleBuilder("dispatching")
+mb.import_memory("env", "memory", 1, 16, shared=True)
+mb.import_function("env", "dispatch", [ValType.I32], [])
+w = mb.add_function("k", [ValType.I32], [], export=True).code
+w.local_get(0).i32_const(4).i32_mul().local_get(0).i32_store(MemArg(0, 2))   # stores x at byte 4 * x
+w.local_get(0).i32_const(1).i32_eq()
+with w.if_():
+    w.unreachable()                                                           # and traps when x is 1
+mb.add_function("go", [ValType.I32], [], export=True).code.local_get(0).call("env.dispatch")
+runner = JsRunner(threads=2)
+planned, count = [], runner.dispatch_count()
+dispatch = ParallelDispatch(lambda first: planned.append(first) or ("k", [(first + j,) for j in range(8)]), count)
+instance = runner.instantiate(runner.compile(mb.to_bytes()), memory=runner.create_memory(1, 16, shared=True),
+                              imports={"env": {"dispatch": dispatch}})
+raised = []
+for first in (2, 2, 0, 0, 2):
+    try:
+        runner.call(instance, "go", first)
+        raised.append(None)
+    except WasmTrap as error:
+        raised.append(type(error).__name__)
+import array
+result = {"planned": planned, "count": int(count.value), "raised": raised,
+          "memory": array.array("i", runner.read_memory(instance, 8, 32)).tolist()}
+# (an instance whose call raised stays referred to by the frames of the exception's traceback, as with a Python
+# import: released here is one whose dispatches, the kept ones included, ran without failing)
+dispatch = ParallelDispatch(lambda first: ("k", [(first + j,) for j in range(8)]), count)
+instance = runner.instantiate(runner.compile(mb.to_bytes()), memory=runner.create_memory(1, 16, shared=True),
+                              imports={"env": {"dispatch": dispatch}})
+for first in (3, 3):
+    runner.call(instance, "go", first)
+released = weakref.ref(instance)
+gc.disable()
+try:
+    del instance
+    result["released"] = released() is None
+finally:
+    gc.enable()
+runner.close()
+"""
+
+
+def test_the_js_dispatcher_plans_once_and_raises_a_kept_batchs_trap_each_time(backends_page):
+    outcome = run_python(backends_page, DISPATCH_CODE)
+    assert outcome["planned"] == [2, 0] and outcome["count"] == 5, outcome
+    assert outcome["raised"] == [None, None, "WasmTrap", "WasmTrap", None], outcome
+    assert outcome["memory"] == list(range(2, 10)) and outcome["released"] is True, outcome

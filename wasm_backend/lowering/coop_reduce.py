@@ -500,7 +500,8 @@ def _chunked_reduce(cc: CoopContext, plan: _Plan, base: int, count: int, before_
 def reduce_partials_bytes(instr) -> int:
     """The per-launch scratch of a ParallelReduce: one partial per chunk where its chunks may go to the
     threads (``parallel_reduce_wanted``), else none. It is sized from the instruction alone, so a module that
-    does not import ``env.parallel_reduce`` (compiled for one thread) reserves it unused."""
+    does not import ``env.parallel_reduce`` (compiled for one thread) reserves it unused. Its contents live
+    from the import's call to the fold right after it, within the one step."""
     if parallel_reduce_wanted(instr.operation, instr.ty, instr.count):
         return reduce_chunk_count(instr.count) * PARTIAL_BYTES
     return 0
