@@ -49,18 +49,15 @@ def _ticking(driver, coroutine_factory):
     """Run ``coroutine_factory()`` under a TICK ticker: (its result, the ticks taken while ``driver`` waited
     for the GPU off its thread)."""
     async def main():
-        running = asyncio.Event()
         ticks = [0]
 
         async def ticker():
             while True:
                 await asyncio.sleep(TICK)
-                if running.is_set() and driver.waiting_off_thread:
+                if driver.waiting_off_thread:
                     ticks[0] += 1
 
         task = asyncio.create_task(ticker())
-        await asyncio.sleep(TICK)
-        running.set()
         try:
             result = await coroutine_factory()
         finally:
