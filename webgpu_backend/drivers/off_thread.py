@@ -31,11 +31,6 @@ class OffThread:
         self._pending: concurrent.futures.Future | None = None
 
     @property
-    def pending(self) -> bool:
-        """Whether a call left by an interrupted or cancelled caller may still be running."""
-        return self._pending is not None
-
-    @property
     def running(self) -> bool:
         """Whether a call is running on the worker now (its caller waiting for it, or gone)."""
         pending = self._pending
