@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "launch_persistent"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "launch", "launch_persistent"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: a headless Chromium that stays off the network (the machine has none: without these flags it keeps
@@ -20,6 +20,14 @@ CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-quic", "--disable-default-apps", "--disable-breakpad",
     "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader",
 )
+
+
+def launch(playwright: Any, **options: Any) -> Any:
+    """A headless CHROMIUM with CHROMIUM_ARGS and a throwaway profile, launched through ``playwright`` (a
+    sync_playwright() object): Playwright's Browser, to close when done. ``options`` go to launch as they are.
+    Raises Playwright's Error when Chromium does not start (CHROMIUM missing included)."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=list(CHROMIUM_ARGS),
+                                      **options)
 
 
 def launch_persistent(playwright: Any, profile: Path | str, **options: Any) -> Any:

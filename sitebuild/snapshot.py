@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 from urllib.parse import unquote
 
-from .chromium import CHROMIUM, CHROMIUM_ARGS
+from .chromium import CHROMIUM, launch
 from .lab_bytecode import STDLIB_ZIP
 from .pyodide_dist import PYODIDE_VERSION
 from .pyodide_lock import LOCK_NAME
@@ -210,7 +210,7 @@ def make_snapshot(site_dir: Path, timeout_s: float = MAKE_TIMEOUT_S) -> tuple[by
         route.fulfill(status=200, headers=dict(ISOLATION_HEADERS), body="ok")
 
     with start_server(Path(site_dir)) as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=list(CHROMIUM_ARGS))
+        browser = launch(playwright)
         try:
             page = browser.new_page()
             page.route(server.url + _MAKER_PAGE, lambda route: route.fulfill(

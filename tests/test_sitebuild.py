@@ -284,22 +284,30 @@ def test_a_hung_snapshot_maker_is_a_snapshot_error(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "cache").iterdir()] == []  # no scratch directory left behind
 
 
-def test_every_persistent_chromium_is_launched_headless_with_the_shared_flags(tmp_path):
-    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS, launch_persistent
+def test_every_chromium_is_launched_headless_with_the_shared_flags(tmp_path):
+    from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS, launch, launch_persistent
 
     class Chromium:  # stands for playwright.chromium: records the call instead of starting a browser
         def launch_persistent_context(self, profile, **options):
             self.call = (profile, options)
             return "context"
 
+        def launch(self, **options):
+            self.call = options
+            return "browser"
+
     playwright = type("Playwright", (), {"chromium": Chromium()})()
     assert launch_persistent(playwright, tmp_path / "profile", viewport={"width": 9, "height": 9}) == "context"
     assert playwright.chromium.call == (str(tmp_path / "profile"), {
         "executable_path": str(CHROMIUM), "headless": True, "args": list(CHROMIUM_ARGS),
         "viewport": {"width": 9, "height": 9}})
-    callers = [ROOT / "tests/web/conftest.py", *(ROOT / "benchmarks" / name for name in (
-        "browser_threads.py", "browser_vs_native.py", "lab_ready.py"))]
-    assert [path.name for path in callers if "launch_persistent_context" in path.read_text()] == []
+    assert launch(playwright) == "browser"
+    assert playwright.chromium.call == {"executable_path": str(CHROMIUM), "headless": True, "args": list(CHROMIUM_ARGS)}
+    callers = [ROOT / "tests/web/conftest.py", ROOT / "sitebuild/snapshot.py", *(
+        ROOT / "benchmarks" / name for name in ("browser_threads.py", "browser_vs_native.py", "lab_ready.py",
+                                                "peers/run.py"))]
+    direct = re.compile(r"chromium\.launch(_persistent_context)?\(")
+    assert [path.name for path in callers if direct.search(path.read_text())] == []
 
 
 # ---- build.py site / serve --------------------------------------------------------------------

@@ -54,7 +54,7 @@ from webgpu_backend.wgsl.kernels.gemm import GemmSpec, gemm_source, gemm_workgro
 from webgpu_backend.wgsl.runtime_layout import MAX_STEPS, REACHED, pack_launch  # noqa: E402
 
 from benchmarks.peers.onnx_bytes import field  # noqa: E402
-from sitebuild.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - the browser tests' Chromium and flags
+from sitebuild.chromium import launch  # noqa: E402 - the browser tests' Chromium and flags
 
 FORMS = {"relaxed_madd": True, "mul+add": False}
 #: one 2.6 GHz core's SIMD128 peak with fused multiply-add: 4 lanes x 2 FMA ports x 2 flops x 2.6 GHz (issue 10)
@@ -253,7 +253,7 @@ def run_page(files: dict, config: dict, timeout_ms: int) -> dict:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+                browser = launch(playwright)
                 page = browser.new_page()
                 page.set_default_timeout(timeout_ms)
                 page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
