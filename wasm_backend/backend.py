@@ -133,8 +133,7 @@ class WasmBackend(Backend):
         threads = _check_threads(threads)
         options = {"budgeted": False, "threads": threads} if runner_name(runner) == "wasmtime" else {"threads": threads}
         self._runner = create_runner(runner, **options)
-        self._gemm_dispatches = 0
-        self._dispatches = self._runner.dispatch_count()   # of the ParallelDispatch imports
+        self._dispatches = self._runner.dispatch_count()   # of the ParallelDispatch imports and parallel_gemm
         limit = MAX_MEMORY_BYTES if memory_limit is None else memory_limit
         self._memory = DeviceMemory(self._runner, limit)
         # verified (and optimized) programs and their lowering plans
@@ -360,7 +359,7 @@ class WasmBackend(Backend):
             self._gemm_scratch[index] = scratch
         operands = (a & 0xFFFFFFFF, b & 0xFFFFFFFF, c & 0xFFFFFFFF)
         calls = [(*operands, scratch + k * slot_bytes, lo, hi) for k, (lo, hi) in enumerate(ranges)]
-        self._gemm_dispatches += 1
+        self._dispatches.value += 1
         self._runner.parallel_caller(instance, export)(calls)
         return 0
 
@@ -423,7 +422,7 @@ class WasmBackend(Backend):
             "parallel_map_thresholds": dict(PARALLEL_MAP_THRESHOLDS),
             "parallel_reduce_threshold": PARALLEL_REDUCE_THRESHOLD,
             "parallel_lanes_threshold": PARALLEL_LANES_THRESHOLD,
-            "parallel_dispatches": self._gemm_dispatches + int(self._dispatches.value),
+            "parallel_dispatches": int(self._dispatches.value),
             "parallel_worker_chunks": self._runner.worker_calls,
         }
 
