@@ -458,14 +458,12 @@ def _host_imports(backend: WasmBackend, compiled: Any, instance_cell: list) -> d
     host = {name: _weak_method(proxy, f"_host_{name}") for name in compiled.host_imports
             if not name.startswith("parallel")}
     threads = backend._runner.threads
-    if "parallel_map" in compiled.host_imports:
-        host["parallel_map"] = ParallelDispatch(functools.partial(_map_plan, compiled.parallel_maps, threads),
-                                                backend._dispatches)
-    if "parallel_reduce" in compiled.host_imports:
-        host["parallel_reduce"] = ParallelDispatch(
-            functools.partial(_reduce_plan, compiled.parallel_reduces, threads), backend._dispatches)
-    if "parallel_lanes" in compiled.host_imports:
-        host["parallel_lanes"] = ParallelDispatch(functools.partial(_lanes_plan, threads), backend._dispatches)
+    plans = {"parallel_map": functools.partial(_map_plan, compiled.parallel_maps, threads),
+             "parallel_reduce": functools.partial(_reduce_plan, compiled.parallel_reduces, threads),
+             "parallel_lanes": functools.partial(_lanes_plan, threads)}
+    for name, plan in plans.items():
+        if name in compiled.host_imports:
+            host[name] = ParallelDispatch(plan, backend._dispatches)
     if "parallel_gemm" in compiled.host_imports:
         host["parallel_gemm"] = lambda index, a, b, c: proxy._parallel_gemm(
             instance_cell[0](), compiled, index, a, b, c)
