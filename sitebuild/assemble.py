@@ -128,7 +128,6 @@ def build_site(root: Path, dist_dir: Path | None = None, *, cache_dir: Path | No
     pyodide_dir = ensure_pyodide(npm_cache, log=log)
     project = project_metadata(root)
     demo = demo_metadata(root, project)
-    dist_dir.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(dist_dir.parent, f".{dist_dir.name}")  # the staging directories of builds killed midway
     with scratch_directory(dist_dir.parent, f".{dist_dir.name}") as staging:
         _copy_static(www, staging, dist_dir)
