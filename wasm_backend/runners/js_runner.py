@@ -447,7 +447,7 @@ class JsRunner(WasmRunner):
         (or nothing is shared) the calls run one after the other on this thread, by a caller made each time:
         it refers to the instance, which its context would then keep alive (a cycle, freed by the collector
         only, with its host functions' proxies)."""
-        if self._pool is None or instance.memory is None or not instance.memory.limits.shared:
+        if not self._threaded(instance):
             return lambda argument_lists: [self._call(instance, export_name, args, None) for args in argument_lists]
         callers = instance.context.parallel_callers
         caller = callers.get(export_name)
