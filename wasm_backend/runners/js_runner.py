@@ -76,7 +76,7 @@ from ..encoding.writer import MAGIC, VERSION
 from ..errors import WasmDecodeError, WasmInterfaceError, WasmTrap, WasmTrapKind, WasmValidationError
 from ..parallel_dispatch import PLANS_KEPT, ParallelDispatch
 from ..runner import CompiledModule, ModuleExport, ModuleImport, WasmInstance, WasmMemory, WasmRunner
-from .js_threads import MAX_THREADS, JsThreadPool, shared_pool, thread_support
+from .js_threads import MAX_THREADS, JsThreadPool, batch_failure, shared_pool, thread_support
 
 __all__ = ["JsRunner", "TRAP_KINDS_BY_MESSAGE", "module_interface"]
 
@@ -513,8 +513,7 @@ class JsRunner(WasmRunner):
             return to_js([run, len(argument_lists), flat, export_name])
 
         def failed(export_name: str, failure: Any) -> None:
-            index, name, message = failure.to_py()
-            self._batch_failed(export_name, (int(index), str(name), str(message)))
+            self._batch_failed(export_name, batch_failure(failure))
 
         made = (create_proxy(planned), create_proxy(failed))
         return _JsImport((pool.dispatcher(*made, dispatch.count, PLANS_KEPT), made))

@@ -48,7 +48,7 @@ from typing import Any, Callable
 from pyodide.code import run_js
 from pyodide.ffi import can_run_sync, run_sync
 
-__all__ = ["JsThreadPool", "shared_pool", "thread_support", "MAX_THREADS"]
+__all__ = ["JsThreadPool", "shared_pool", "thread_support", "batch_failure", "MAX_THREADS"]
 
 #: the most threads a runner uses (the native runner's limit too)
 MAX_THREADS = 8
@@ -439,10 +439,7 @@ class JsThreadPool:
 
         def run_batch(argument_lists: list[tuple]) -> tuple[int, str, str] | None:
             failed = run(len(argument_lists), *[value for arguments in argument_lists for value in arguments])
-            if failed is None:
-                return None
-            index, name, message = failed.to_py()
-            return int(index), str(name), str(message)
+            return None if failed is None else batch_failure(failed)
 
         return run_batch
 
@@ -477,6 +474,12 @@ class JsThreadPool:
 
 
 _POOLS: dict[int, JsThreadPool] = {}
+
+
+def batch_failure(failed: Any) -> tuple[int, str, str]:
+    """A JS batch runner's failure (``[first failing index, exception name, message]``) as a Python tuple."""
+    index, name, message = failed.to_py()
+    return int(index), str(name), str(message)
 
 
 def shared_pool(threads: int) -> JsThreadPool:
