@@ -90,7 +90,7 @@ def start_key(wheels: Sequence[Path], python: str, packages: Sequence[str], impo
     (_format)."""
     digest = hashlib.sha256(json.dumps([python, _format(), list(packages), list(imports)]).encode())
     for wheel in wheels:
-        digest.update(wheel.name.encode() + b"\0" + hashlib.sha256(wheel.read_bytes()).digest())
+        digest.update(wheel.name.encode() + b"\0" + bytes.fromhex(file_sha256(wheel)))
     return digest.hexdigest()[:40]
 
 

@@ -54,6 +54,7 @@ from urllib.parse import unquote
 
 from .chromium import CHROMIUM, launch
 from .lab_bytecode import STDLIB_ZIP
+from .lab_preload import file_sha256
 from .pyodide_dist import PYODIDE_VERSION
 from .pyodide_lock import LOCK_NAME
 from .scratch import remove_leftovers, scratch_directory
@@ -117,7 +118,7 @@ def snapshot_key(site_dir: Path, wheels: Sequence[str], entry_module: str) -> st
     hints come from it) and the entry module."""
     digest = hashlib.sha256(f"atlas-web snapshot 1\0{PYODIDE_VERSION}\0{entry_module}\0".encode())
     for relative in (*wheels, "worker.js", STDLIB_IN_SITE, LOCK_IN_SITE):
-        digest.update(relative.encode() + b"\0" + hashlib.sha256((Path(site_dir) / relative).read_bytes()).digest())
+        digest.update(relative.encode() + b"\0" + bytes.fromhex(file_sha256(Path(site_dir) / relative)))
     return digest.hexdigest()
 
 
