@@ -362,7 +362,7 @@ class WasmtimeRunner(WasmRunner):
         other on this thread (one thread, one call, a memory that is not shared), ``parallel_call`` runs them,
         checked."""
         if not self._threaded(instance):
-            return lambda argument_lists: self.parallel_call(instance, export_name, argument_lists)
+            return super()._parallel_caller(instance, export_name, params)
 
         def run(argument_lists: list[tuple]) -> None:
             if len(argument_lists) < 2:
