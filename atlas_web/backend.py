@@ -362,7 +362,7 @@ class Backend(abc.ABC):
     async def execute_async(self, program: Any, config: LaunchConfig | ExecutionParams) -> None:
         """Run ``program`` over ``config`` (a LaunchConfig or ExecutionParams) without blocking the event
         loop where the backend can (this default runs it synchronously); raises as execute_program."""
-        params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
+        params = config if isinstance(config, ExecutionParams) else plain_params(config)
         self.execute_program_with_params(program, params)
 
     @abc.abstractmethod

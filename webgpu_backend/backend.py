@@ -23,7 +23,7 @@ from atlas_web.isa.floats import float_to_bits
 from atlas_web.isa.opcodes import OpcodeInfo
 from atlas_web.isa.operations import ELEMENT_FUNCTIONS
 from atlas_web.isa.types import Type
-from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget, check_optimize
+from atlas_web.launch import DEFAULT_BUDGET, ExecutionParams, LaunchConfig, check_budget, check_optimize, plain_params
 from atlas_web.pipeline import DEFAULT_OPTIMIZE, CompilePipeline, PipelineProgram
 from atlas_web.program import Program
 from atlas_web.registry import DeviceProbe
@@ -203,7 +203,7 @@ class WebGpuBackend(Backend):
         has finished on the GPU. Cancelling the await stops waiting at once: what the launch submitted
         still runs on the GPU, and the next call on the backend waits for it (docs/semantics.md, Traps)."""
         check_open(self, "execute_async")
-        params = config if isinstance(config, ExecutionParams) else ExecutionParams(config)
+        params = config if isinstance(config, ExecutionParams) else plain_params(config)
         program, expanded = run_expanded(program, has_kernel)   # no kernel here: its default expansion
         with original_traps(expanded):
             compiled, budget, pipelined = self._prepare_launch(program, params)
